@@ -1,0 +1,22 @@
+//! The codecs, on plain bytes. This layer knows nothing of Arrow: it turns a byte slice
+//! (with a symbol width where that matters) into a self-describing stream and back.
+//!
+//! | codec | module | stream |
+//! |---|---|---|
+//! | multi-byte LZSS (GPULZ) | [`lzss`] | header + chunk size table + chunks |
+//! | G-match | [`gmatch`] | the Snappy raw or framing format |
+//! | BWT + MTF + Huffman | [`bwt`] | header + independent blocks with gap arrays |
+//!
+//! [`CodecSpec`] names a codec and its parameters as text (`lzss:s=2,w=128,c=2048`,
+//! `gmatch:framed`, `bwt:block=4m`), the form used by the CLI and SQL. The byte-level
+//! formats are specified in `docs/FORMAT.md`.
+
+pub mod bwt;
+mod error;
+pub mod gmatch;
+pub mod lzss;
+mod spec;
+pub mod varint;
+
+pub use error::{CodecError, Result};
+pub use spec::{CodecId, CodecSpec, SnappyFormat};

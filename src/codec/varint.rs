@@ -1,0 +1,74 @@
+//! Little-endian base-128 varints (the encoding Snappy uses for its length preamble;
+//! the lzss and bwt headers use it too).
+
+use super::error::{CodecError, Result};
+
+/// Appends `value` as a varint (1 to 10 bytes).
+pub fn write_u64(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// Reads a varint from the front of `input`; returns the value and the bytes it took.
+/// Rejects truncated varints, varints longer than 10 bytes and values over `u64::MAX`.
+pub fn read_u64(input: &[u8], codec: &'static str) -> Result<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &byte) in input.iter().enumerate().take(10) {
+        let bits = u64::from(byte & 0x7f);
+        if i == 9 && byte > 1 {
+            return Err(CodecError::corrupt(codec, "varint overflows 64 bits"));
+        }
+        value |= bits << (7 * i);
+        if byte & 0x80 == 0 {
+            return Ok((value, i + 1));
+        }
+    }
+    Err(CodecError::corrupt(
+        codec,
+        if input.len() < 10 {
+            "truncated varint"
+        } else {
+            "varint longer than 10 bytes"
+        },
+    ))
+}
+
+/// Reads a varint that must fit in 32 bits (Snappy's length preamble).
+pub fn read_u32(input: &[u8], codec: &'static str) -> Result<(u32, usize)> {
+    let (value, len) = read_u64(input, codec)?;
+    let value =
+        u32::try_from(value).map_err(|_| CodecError::corrupt(codec, "varint exceeds 32 bits"))?;
+    Ok((value, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_edges() {
+        for v in [0u64, 1, 127, 128, 16383, 16384, u32::MAX as u64, u64::MAX] {
+            let mut buf = Vec::new();
+            write_u64(&mut buf, v);
+            assert_eq!(read_u64(&buf, "test").unwrap(), (v, buf.len()));
+        }
+    }
+
+    #[test]
+    fn rejects_truncated_and_overlong() {
+        assert!(read_u64(&[], "test").is_err());
+        assert!(read_u64(&[0x80], "test").is_err());
+        assert!(read_u64(&[0xff; 11], "test").is_err());
+        assert!(
+            read_u64(
+                &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02],
+                "test"
+            )
+            .is_err()
+        );
+        assert!(read_u32(&[0x80, 0x80, 0x80, 0x80, 0x10], "test").is_err());
+    }
+}

@@ -1,0 +1,34 @@
+//! # colzip
+//!
+//! Compresses typed Apache Arrow columns with three codecs from the GPU compression
+//! literature, each with a CPU implementation that defines its format:
+//!
+//! - **lzss**: multi-byte LZSS after GPULZ (symbols of 1/2/4/8 bytes, window ≤ 255
+//!   symbols, independent chunks);
+//! - **gmatch**: G-match, an LZ77 in two parallel passes whose output is the Snappy
+//!   format, so every Snappy reader decodes it;
+//! - **bwt**: Burrows–Wheeler transform + move-to-front + zero-run + Huffman coding with
+//!   gap arrays for parallel decoding, for string columns.
+//!
+//! Layers, from the bottom: [`codec`] (bytes), [`column`] (Arrow arrays and the
+//! container), [`archive`] (files of many columns), [`tpch`] (the TPC-H column
+//! experiment). The `colzip` binary is a thin CLI over them.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use arrow::array::{ArrayRef, Int64Array};
+//! use colzip::column::{self, CodecChoice};
+//!
+//! let keys: ArrayRef = Arc::new(Int64Array::from_iter_values((0..10_000).map(|i| i / 4)));
+//! let compressed = column::compress(&keys, &CodecChoice::Auto).unwrap();
+//! assert!(compressed.compressed_bytes() * 4 < compressed.plain_bytes());
+//! assert_eq!(&column::decompress(&compressed).unwrap(), &keys);
+//! ```
+
+pub mod archive;
+pub mod codec;
+pub mod column;
+mod error;
+pub mod tpch;
+
+pub use error::{Error, Result};
