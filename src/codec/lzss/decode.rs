@@ -1,0 +1,239 @@
+//! Decoding: the stream's size table locates every chunk; each chunk decodes on its own.
+
+use super::*;
+/// Decompresses a stream of any claimed size (validated against the stream's own sizes
+/// before anything is allocated).
+pub fn decompress(stream: &[u8]) -> Result<Vec<u8>> {
+    decompress_with_limit(stream, usize::MAX)
+}
+
+/// Decompresses a stream, refusing with [`CodecError::TooLarge`] one whose header claims
+/// more than `max_output` bytes.
+pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
+    let (params, claimed, header_len) = parse_header(stream)?;
+    if claimed > max_output as u64 {
+        return Err(CodecError::TooLarge {
+            codec: NAME,
+            claimed,
+            limit: max_output as u64,
+        });
+    }
+    let n = usize::try_from(claimed)
+        .map_err(|_| CodecError::corrupt(NAME, "length does not fit in memory"))?;
+    let s = usize::from(params.symbol_width);
+    let c = params.chunk_size as usize;
+    let body = n - n % s;
+    let chunks = body.div_ceil(c);
+    let table_end = chunks
+        .checked_mul(2)
+        .and_then(|t| t.checked_add(header_len))
+        .filter(|&end| end <= stream.len())
+        .ok_or_else(|| CodecError::corrupt(NAME, "chunk size table runs past the stream"))?;
+    let table = &stream[header_len..table_end];
+
+    // Every payload's range; they must tile the rest of the stream up to the tail.
+    let mut ranges = Vec::with_capacity(chunks);
+    let mut pos = table_end;
+    for (i, entry) in table.chunks_exact(2).enumerate() {
+        let size = usize::from(u16::from_le_bytes([entry[0], entry[1]]));
+        let raw = c.min(body - i * c);
+        if size == 0 || size > raw {
+            return Err(CodecError::corrupt(
+                NAME,
+                format!("chunk {i}: size {size} not in 1..={raw}"),
+            ));
+        }
+        ranges.push(pos..pos + size);
+        pos += size;
+    }
+    let tail = n % s;
+    if pos.checked_add(tail) != Some(stream.len()) {
+        return Err(CodecError::corrupt(
+            NAME,
+            format!(
+                "stream is {} bytes, its header and size table say {}",
+                stream.len(),
+                pos.saturating_add(tail)
+            ),
+        ));
+    }
+
+    let mut out = vec![0u8; n];
+    let window = params.window;
+    let failure = out[..body]
+        .par_chunks_mut(c)
+        .zip(ranges.par_iter())
+        .enumerate()
+        .with_min_len((TASK_BYTES / c).max(1))
+        .map(|(i, (dst, range))| {
+            let payload = &stream[range.clone()];
+            let res = match s {
+                1 => decode_chunk_impl::<1>(payload, dst, window),
+                2 => decode_chunk_impl::<2>(payload, dst, window),
+                4 => decode_chunk_impl::<4>(payload, dst, window),
+                _ => decode_chunk_impl::<8>(payload, dst, window),
+            };
+            res.map_err(|reason| CodecError::corrupt(NAME, format!("chunk {i}: {reason}")))
+        })
+        .find_first(|r| r.is_err());
+    if let Some(Err(e)) = failure {
+        return Err(e);
+    }
+    out[body..].copy_from_slice(&stream[pos..]);
+    Ok(out)
+}
+
+/// Decodes one chunk payload into `out` (exactly the chunk's uncompressed bytes).
+pub fn decode_chunk(payload: &[u8], out: &mut [u8], params: &LzssParams) -> Result<()> {
+    params.validate()?;
+    let s = usize::from(params.symbol_width);
+    if !out.len().is_multiple_of(s) || out.len() > params.chunk_size as usize {
+        return Err(CodecError::invalid(
+            NAME,
+            "chunk output is not whole symbols within the chunk size",
+        ));
+    }
+    let res = match s {
+        1 => decode_chunk_impl::<1>(payload, out, params.window),
+        2 => decode_chunk_impl::<2>(payload, out, params.window),
+        4 => decode_chunk_impl::<4>(payload, out, params.window),
+        _ => decode_chunk_impl::<8>(payload, out, params.window),
+    };
+    res.map_err(|reason| CodecError::corrupt(NAME, reason))
+}
+
+pub(super) fn decode_chunk_impl<const S: usize>(
+    payload: &[u8],
+    out: &mut [u8],
+    window: u8,
+) -> std::result::Result<(), &'static str> {
+    if payload.len() == out.len() {
+        out.copy_from_slice(payload);
+        return Ok(());
+    }
+    if payload.len() > out.len() {
+        return Err("payload larger than the chunk");
+    }
+    let m = out.len() / S;
+    let Some((count, rest)) = payload.split_first_chunk::<2>() else {
+        return Err("truncated token count");
+    };
+    let tokens = usize::from(u16::from_le_bytes(*count));
+    if tokens == 0 || tokens > m {
+        return Err("token count not in 1..=symbols");
+    }
+    let flag_len = tokens.div_ceil(8);
+    if rest.len() < flag_len {
+        return Err("truncated flags");
+    }
+    let (flags, rest) = rest.split_at(flag_len);
+    let pad = tokens % 8;
+    if pad != 0 && flags[flag_len - 1] >> pad != 0 {
+        return Err("flag padding bits set");
+    }
+    let matches: usize = flags.iter().map(|f| f.count_ones() as usize).sum();
+    let literal_bytes = (tokens - matches) * S;
+    if rest.len() != literal_bytes + 2 * matches {
+        return Err("section sizes do not add up to the payload");
+    }
+    let lit_start = payload.len() - rest.len();
+    let (lengths, dists) = rest[literal_bytes..].split_at(matches);
+
+    let bias = min_match_len(S as u8);
+    let window = usize::from(window) * S;
+    let end = out.len();
+    // The flags, padded with zero bytes so that eight can be read from any token.
+    let mut padded = [0u8; MAX_CHUNK_SIZE as usize / 8 + 8];
+    padded[..flag_len].copy_from_slice(flags);
+    let mut pairs = lengths.iter().zip(dists);
+    let (mut o, mut lit, mut t) = (0usize, lit_start, 0usize);
+    while t < tokens {
+        // The run of literals from token `t` (the flag bits past `tokens` are zero).
+        let shift = t & 7;
+        let at = t >> 3;
+        let word = u64::from_le_bytes(padded[at..at + 8].try_into().unwrap()) >> shift;
+        let zeros = word.trailing_zeros() as usize;
+        let run = zeros.min(64 - shift).min(tokens - t);
+        let bytes = run * S;
+        if bytes > end - o {
+            return Err("literals pass the chunk end");
+        }
+        if bytes <= 16 && end - o >= 16 && payload.len() - lit >= 16 {
+            // Copies 16 bytes; the ones past the run are rewritten by later tokens.
+            let src: [u8; 16] = payload[lit..lit + 16].try_into().unwrap();
+            out[o..o + 16].copy_from_slice(&src);
+        } else {
+            out[o..o + bytes].copy_from_slice(&payload[lit..lit + bytes]);
+        }
+        o += bytes;
+        lit += bytes;
+        t += run;
+        if t == tokens || zeros >= 64 - shift {
+            continue; // the end, or a run longer than the word: more literals follow
+        }
+        // Token `t` is a match.
+        let Some((&len, &dist)) = pairs.next() else {
+            return Err("more matches than lengths");
+        };
+        t += 1;
+        let len = (usize::from(len) + bias) * S;
+        let dist = usize::from(dist) * S;
+        if dist == 0 || dist > window {
+            return Err("match distance not in 1..=window");
+        }
+        if dist > o {
+            return Err("match reaches before the chunk start");
+        }
+        if len > end - o {
+            return Err("match passes the chunk end");
+        }
+        copy_match(out, o, dist, len);
+        o += len;
+    }
+    if o != end {
+        return Err("tokens do not fill the chunk");
+    }
+    Ok(())
+}
+
+/// `out[o + k] = out[o - dist + k]` for `k` in `0..len`, in order (so an overlapping
+/// copy repeats the last `dist` bytes). Callers checked `dist <= o` and
+/// `o + len <= out.len()`. Where the chunk has room it copies whole blocks of 16 or 8
+/// bytes, writing up to 15 bytes past `o + len` that later tokens rewrite.
+#[inline(always)]
+pub(super) fn copy_match(out: &mut [u8], o: usize, dist: usize, len: usize) {
+    let src = o - dist;
+    let room = out.len() - o;
+    if dist >= 16 && room >= len + 15 {
+        let mut k = 0;
+        while k < len {
+            let block: [u8; 16] = out[src + k..src + k + 16].try_into().unwrap();
+            out[o + k..o + k + 16].copy_from_slice(&block);
+            k += 16;
+        }
+    } else if dist >= 8 && room >= len + 7 {
+        let mut k = 0;
+        while k < len {
+            let block: [u8; 8] = out[src + k..src + k + 8].try_into().unwrap();
+            out[o + k..o + k + 8].copy_from_slice(&block);
+            k += 8;
+        }
+    } else if dist >= len {
+        out.copy_within(src..src + len, o);
+    } else if len <= 32 {
+        for k in 0..len {
+            out[o + k] = out[src + k];
+        }
+    } else {
+        // The written region is periodic with period `dist`: double the step each round.
+        let mut done = 0;
+        let mut step = dist;
+        while done < len {
+            let n = step.min(len - done);
+            let from = o + done - step;
+            out.copy_within(from..from + n, o + done);
+            done += n;
+            step *= 2;
+        }
+    }
+}
