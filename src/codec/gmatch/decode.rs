@@ -1,0 +1,232 @@
+//! The Snappy raw decoder: any valid stream, not only G-match's.
+//!
+//! Checks, each an `Err` (never a panic): varint preamble (truncated, over 32 bits),
+//! claimed length over the caller's limit ([`CodecError::TooLarge`]) or over what the
+//! stream could produce (at most 64 output bytes per 3 stream bytes), truncated tags,
+//! literal lengths or literal bytes, literals or copies running past the claimed
+//! length, copy offsets of 0 or reaching before the output start, and a stream that ends
+//! before the claimed length. The output buffer is allocated once, after those checks
+//! on the claimed length.
+
+use super::super::error::{CodecError, Result};
+use super::super::varint;
+use super::NAME;
+
+/// The uncompressed length a raw stream claims (its varint preamble).
+pub fn raw_decompressed_len(stream: &[u8]) -> Result<usize> {
+    let (len, _) = varint::read_u32(stream, NAME)?;
+    usize::try_from(len)
+        .map_err(|_| CodecError::corrupt(NAME, "claimed length does not fit in memory"))
+}
+
+/// Decodes a Snappy raw stream.
+pub fn decompress_raw(stream: &[u8]) -> Result<Vec<u8>> {
+    decompress_raw_with_limit(stream, usize::MAX)
+}
+
+/// Decodes a Snappy raw stream whose claimed length must not exceed `max_output`.
+pub fn decompress_raw_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
+    let (len, header) = varint::read_u32(stream, NAME)?;
+    if u64::from(len) > max_output as u64 {
+        return Err(CodecError::TooLarge {
+            codec: NAME,
+            claimed: u64::from(len),
+            limit: max_output as u64,
+        });
+    }
+    let body = &stream[header..];
+    check_producible(u64::from(len), body.len())?;
+    let mut out = vec![0u8; len as usize];
+    decode_elements(body, &mut out)?;
+    Ok(out)
+}
+
+/// Rejects a claimed length that `body_len` bytes of elements cannot produce: the
+/// densest element is a copy-2 of 64 bytes in 3 bytes.
+pub(crate) fn check_producible(claimed: u64, body_len: usize) -> Result<()> {
+    let most = (body_len as u64).saturating_mul(64) / 3;
+    if claimed > most {
+        return Err(CodecError::corrupt(
+            NAME,
+            format!(
+                "claims {claimed} bytes but {body_len} bytes of elements produce at most {most}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn corrupt(reason: &'static str) -> CodecError {
+    CodecError::corrupt(NAME, reason)
+}
+
+/// Decodes the elements `src` into exactly `dst.len()` bytes.
+pub fn decode_elements(src: &[u8], dst: &mut [u8]) -> Result<()> {
+    let (src_len, dst_len) = (src.len(), dst.len());
+    let mut s = 0usize;
+    let mut d = 0usize;
+    while s < src_len {
+        let tag = src[s];
+        s += 1;
+        match tag & 0b11 {
+            0b00 => {
+                let mut len = usize::from(tag >> 2) + 1;
+                // Short literal with room on both sides: one fixed 16-byte move (bytes
+                // past `len` are overwritten by the following elements).
+                if len <= 16 && src_len - s >= 16 && dst_len - d >= 16 {
+                    let chunk: [u8; 16] = src[s..s + 16].try_into().expect("16 bytes");
+                    dst[d..d + 16].copy_from_slice(&chunk);
+                    s += len;
+                    d += len;
+                    continue;
+                }
+                if len > 60 {
+                    let extra = len - 60;
+                    if src_len - s < extra {
+                        return Err(corrupt("truncated literal length"));
+                    }
+                    let mut value = 0u64;
+                    for (i, &byte) in src[s..s + extra].iter().enumerate() {
+                        value |= u64::from(byte) << (8 * i);
+                    }
+                    s += extra;
+                    len = usize::try_from(value + 1)
+                        .map_err(|_| corrupt("literal length overflows"))?;
+                }
+                if len > src_len - s {
+                    return Err(corrupt("truncated literal"));
+                }
+                if len > dst_len - d {
+                    return Err(corrupt("literal runs past the claimed length"));
+                }
+                dst[d..d + len].copy_from_slice(&src[s..s + len]);
+                s += len;
+                d += len;
+            }
+            0b01 => {
+                if s >= src_len {
+                    return Err(corrupt("truncated copy-1"));
+                }
+                let len = 4 + usize::from((tag >> 2) & 0b111);
+                let offset = (usize::from(tag >> 5) << 8) | usize::from(src[s]);
+                s += 1;
+                d = copy_match(dst, d, offset, len)?;
+            }
+            0b10 => {
+                if src_len - s < 2 {
+                    return Err(corrupt("truncated copy-2"));
+                }
+                let len = 1 + usize::from(tag >> 2);
+                let offset = usize::from(u16::from_le_bytes([src[s], src[s + 1]]));
+                s += 2;
+                d = copy_match(dst, d, offset, len)?;
+            }
+            _ => {
+                if src_len - s < 4 {
+                    return Err(corrupt("truncated copy-4"));
+                }
+                let len = 1 + usize::from(tag >> 2);
+                let offset = u32::from_le_bytes([src[s], src[s + 1], src[s + 2], src[s + 3]]);
+                let offset = usize::try_from(offset)
+                    .map_err(|_| corrupt("copy offset before the output start"))?;
+                s += 4;
+                d = copy_match(dst, d, offset, len)?;
+            }
+        }
+    }
+    if d != dst_len {
+        return Err(CodecError::corrupt(
+            NAME,
+            format!("stream ends after {d} of {dst_len} claimed bytes"),
+        ));
+    }
+    Ok(())
+}
+
+/// Copies `len` bytes from `offset` back to `dst[d..]`; returns the new position.
+#[inline(always)]
+fn copy_match(dst: &mut [u8], d: usize, offset: usize, len: usize) -> Result<usize> {
+    if offset == 0 {
+        return Err(corrupt("copy offset 0"));
+    }
+    if offset > d {
+        return Err(corrupt("copy offset before the output start"));
+    }
+    let dst_len = dst.len();
+    if len > dst_len - d {
+        return Err(corrupt("copy runs past the claimed length"));
+    }
+    let from = d - offset;
+    let rounded = (len + 15) & !15;
+    if offset >= 16 && dst_len - d >= rounded {
+        // Each 16-byte read lies before its write: source bytes are final.
+        let mut i = 0;
+        while i < len {
+            let chunk: [u8; 16] = dst[from + i..from + i + 16].try_into().expect("16 bytes");
+            dst[d + i..d + i + 16].copy_from_slice(&chunk);
+            i += 16;
+        }
+    } else if offset >= 8 && dst_len - d >= (len + 7) & !7 {
+        let mut i = 0;
+        while i < len {
+            let chunk: [u8; 8] = dst[from + i..from + i + 8].try_into().expect("8 bytes");
+            dst[d + i..d + i + 8].copy_from_slice(&chunk);
+            i += 8;
+        }
+    } else if offset >= len {
+        dst.copy_within(from..from + len, d);
+    } else {
+        for i in 0..len {
+            dst[d + i] = dst[from + i];
+        }
+    }
+    Ok(d + len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_every_element_kind() {
+        // literal "abcd", copy-1 (o=4, l=4), copy-2 (o=8, l=8), copy-4 (o=1, l=2), literal "!".
+        let stream = [
+            19,
+            3 << 2,
+            b'a',
+            b'b',
+            b'c',
+            b'd',
+            0x01,
+            4,
+            (7 << 2) | 2,
+            8,
+            0,
+            (1 << 2) | 3,
+            1,
+            0,
+            0,
+            0,
+            0,
+            b'!',
+        ];
+        assert_eq!(decompress_raw(&stream).unwrap(), b"abcdabcdabcdabcddd!");
+        assert_eq!(raw_decompressed_len(&stream).unwrap(), 19);
+    }
+
+    #[test]
+    fn rejects_bad_offsets_and_lengths() {
+        assert!(decompress_raw(&[4, 0x01, 0]).is_err()); // offset 0
+        assert!(decompress_raw(&[5, 0, b'a', 0x01, 2]).is_err()); // offset beyond output
+        assert!(decompress_raw(&[2, 8, b'a']).is_err()); // truncated literal
+        assert!(decompress_raw(&[1, 4, b'a', b'b']).is_err()); // literal past claimed
+        assert!(decompress_raw(&[3, 0, b'a']).is_err()); // ends early
+        assert!(decompress_raw(&[1, 60 << 2]).is_err()); // truncated literal length
+        assert!(decompress_raw(&[0xff, 0xff, 0xff, 0xff, 0x0f]).is_err()); // can't produce
+        assert!(matches!(
+            decompress_raw_with_limit(&[10, 0], 9),
+            Err(CodecError::TooLarge { .. })
+        ));
+        assert_eq!(decompress_raw(&[0]).unwrap(), Vec::<u8>::new());
+    }
+}

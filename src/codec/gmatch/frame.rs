@@ -1,0 +1,286 @@
+//! The Snappy framing format.
+//!
+//! A chunk is a type byte, a 3-byte little-endian length and that many bytes:
+//!
+//! | type | chunk | body |
+//! |---|---|---|
+//! | `0xff` | stream identifier | `sNaPpY` (length 6) |
+//! | `0x00` | compressed data | masked CRC-32C (u32 LE) of the uncompressed bytes, then a raw stream of ≤ 65536 bytes |
+//! | `0x01` | uncompressed data | masked CRC-32C, then ≤ 65536 bytes |
+//! | `0x02..=0x7f` | reserved unskippable | rejected |
+//! | `0x80..=0xfd` | reserved skippable | ignored |
+//! | `0xfe` | padding | ignored |
+//!
+//! Writing: the stream identifier, then one data chunk per 65536 bytes of input (the last
+//! shorter; none for empty input). A chunk of `n` bytes is written compressed when its
+//! raw stream (varint + the block's G-match elements) is shorter than `n - n/8` bytes,
+//! else uncompressed. Chunks are compressed in parallel.
+//!
+//! Reading: the stream must start with a stream identifier (an empty stream decodes to
+//! nothing); identifiers may repeat (concatenated streams). Headers are scanned first,
+//! the output allocated once (its size checked against the limit and against what the
+//! chunks can produce), then data chunks are decoded and CRC-checked in parallel; the
+//! first error in stream order is returned.
+
+use rayon::prelude::*;
+
+use super::super::error::{CodecError, Result};
+use super::super::varint;
+use super::decode::{check_producible, decode_elements};
+use super::encode::{Workspace, compress_block, max_compressed_len};
+use super::{BLOCK_SIZE, NAME};
+
+/// The stream identifier chunk that starts every framed stream.
+pub const STREAM_IDENTIFIER: [u8; 10] = *b"\xff\x06\x00\x00sNaPpY";
+/// Largest uncompressed size of one data chunk.
+pub const MAX_CHUNK_DATA: usize = BLOCK_SIZE;
+
+const CHUNK_COMPRESSED: u8 = 0x00;
+const CHUNK_UNCOMPRESSED: u8 = 0x01;
+const CHUNK_PADDING: u8 = 0xfe;
+const CHUNK_STREAM_ID: u8 = 0xff;
+
+/// The CRC-32C of `data`, masked as the framing format requires:
+/// `rotate_right(crc, 15) + 0xa282ead8` (mod 2^32).
+pub fn masked_crc32c(data: &[u8]) -> u32 {
+    crc32c::crc32c(data)
+        .rotate_right(15)
+        .wrapping_add(0xa282_ead8)
+}
+
+fn push_chunk_header(out: &mut Vec<u8>, kind: u8, body_len: usize) {
+    debug_assert!(body_len < 1 << 24);
+    let len = (body_len as u32).to_le_bytes();
+    out.extend_from_slice(&[kind, len[0], len[1], len[2]]);
+}
+
+/// One data chunk (header, CRC, body) for up to 65536 bytes.
+fn frame_chunk(data: &[u8], workspace: &mut Workspace) -> Vec<u8> {
+    let crc = masked_crc32c(data).to_le_bytes();
+    let mut raw = Vec::with_capacity(max_compressed_len(data.len()));
+    varint::write_u64(&mut raw, data.len() as u64);
+    compress_block(data, workspace, &mut raw);
+    let mut chunk = Vec::with_capacity(8 + raw.len().min(data.len()));
+    if raw.len() < data.len() - data.len() / 8 {
+        push_chunk_header(&mut chunk, CHUNK_COMPRESSED, 4 + raw.len());
+        chunk.extend_from_slice(&crc);
+        chunk.extend_from_slice(&raw);
+    } else {
+        push_chunk_header(&mut chunk, CHUNK_UNCOMPRESSED, 4 + data.len());
+        chunk.extend_from_slice(&crc);
+        chunk.extend_from_slice(data);
+    }
+    chunk
+}
+
+/// Compresses `input` into the Snappy framing format.
+pub fn compress_framed(input: &[u8]) -> Vec<u8> {
+    let mut out = STREAM_IDENTIFIER.to_vec();
+    if input.len() <= MAX_CHUNK_DATA {
+        if !input.is_empty() {
+            out.extend_from_slice(&frame_chunk(input, &mut Workspace::new()));
+        }
+        return out;
+    }
+    let chunks: Vec<Vec<u8>> = input
+        .par_chunks(MAX_CHUNK_DATA)
+        .map_init(Workspace::new, |w, c| frame_chunk(c, w))
+        .collect();
+    out.reserve_exact(chunks.iter().map(Vec::len).sum());
+    for chunk in &chunks {
+        out.extend_from_slice(chunk);
+    }
+    out
+}
+
+/// Decodes a Snappy framed stream.
+pub fn decompress_framed(stream: &[u8]) -> Result<Vec<u8>> {
+    decompress_framed_with_limit(stream, usize::MAX)
+}
+
+/// A data chunk found by the header scan.
+struct DataChunk<'a> {
+    compressed: bool,
+    stored_crc: u32,
+    /// The raw elements (compressed) or the bytes (uncompressed).
+    body: &'a [u8],
+    out_len: usize,
+}
+
+fn corrupt(reason: impl Into<String>) -> CodecError {
+    CodecError::corrupt(NAME, reason)
+}
+
+/// Decodes a Snappy framed stream whose total output must not exceed `max_output`.
+pub fn decompress_framed_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
+    let chunks = scan_chunks(stream, max_output)?;
+    let total: usize = chunks.iter().map(|c| c.out_len).sum();
+    let mut out = vec![0u8; total];
+    let mut slices = Vec::with_capacity(chunks.len());
+    let mut rest = out.as_mut_slice();
+    for chunk in &chunks {
+        let (head, tail) = rest.split_at_mut(chunk.out_len);
+        slices.push(head);
+        rest = tail;
+    }
+    let results: Vec<Result<()>> = if chunks.len() <= 1 {
+        chunks
+            .iter()
+            .zip(slices)
+            .map(|(c, s)| decode_chunk(c, s))
+            .collect()
+    } else {
+        chunks
+            .par_iter()
+            .zip(slices)
+            .map(|(c, s)| decode_chunk(c, s))
+            .collect()
+    };
+    results.into_iter().collect::<Result<()>>()?;
+    Ok(out)
+}
+
+/// Walks the chunk headers: validates the structure, the stream identifiers and each
+/// data chunk's size, and the running total against `max_output`.
+fn scan_chunks(stream: &[u8], max_output: usize) -> Result<Vec<DataChunk<'_>>> {
+    let mut chunks = Vec::new();
+    let mut pos = 0usize;
+    let mut total = 0u64;
+    let mut first = true;
+    while pos < stream.len() {
+        if stream.len() - pos < 4 {
+            return Err(corrupt("truncated chunk header"));
+        }
+        let kind = stream[pos];
+        let len = usize::from(stream[pos + 1])
+            | usize::from(stream[pos + 2]) << 8
+            | usize::from(stream[pos + 3]) << 16;
+        pos += 4;
+        if stream.len() - pos < len {
+            return Err(corrupt(format!(
+                "chunk of type {kind:#04x} claims {len} bytes, {} left",
+                stream.len() - pos
+            )));
+        }
+        let body = &stream[pos..pos + len];
+        pos += len;
+        if first && kind != CHUNK_STREAM_ID {
+            return Err(corrupt("stream does not start with a stream identifier"));
+        }
+        first = false;
+        let out_len = match kind {
+            CHUNK_STREAM_ID => {
+                if body != b"sNaPpY" {
+                    return Err(corrupt("bad stream identifier"));
+                }
+                continue;
+            }
+            CHUNK_COMPRESSED | CHUNK_UNCOMPRESSED => {
+                if len < 4 {
+                    return Err(corrupt("data chunk shorter than its CRC"));
+                }
+                let data = &body[4..];
+                let out_len = if kind == CHUNK_COMPRESSED {
+                    let (claimed, header) = varint::read_u32(data, NAME)?;
+                    check_producible(u64::from(claimed), data.len() - header)?;
+                    claimed as usize
+                } else {
+                    data.len()
+                };
+                if out_len > MAX_CHUNK_DATA {
+                    return Err(corrupt(format!(
+                        "chunk holds {out_len} bytes, more than {MAX_CHUNK_DATA}"
+                    )));
+                }
+                out_len
+            }
+            CHUNK_PADDING | 0x80..=0xfd => continue,
+            _ => {
+                return Err(corrupt(format!(
+                    "reserved unskippable chunk type {kind:#04x}"
+                )));
+            }
+        };
+        total += out_len as u64;
+        if total > max_output as u64 {
+            return Err(CodecError::TooLarge {
+                codec: NAME,
+                claimed: total,
+                limit: max_output as u64,
+            });
+        }
+        let stored_crc = u32::from_le_bytes(body[..4].try_into().expect("4 bytes"));
+        chunks.push(DataChunk {
+            compressed: kind == CHUNK_COMPRESSED,
+            stored_crc,
+            body: &body[4..],
+            out_len,
+        });
+    }
+    Ok(chunks)
+}
+
+fn decode_chunk(chunk: &DataChunk<'_>, out: &mut [u8]) -> Result<()> {
+    if chunk.compressed {
+        let (_, header) = varint::read_u32(chunk.body, NAME)?;
+        decode_elements(&chunk.body[header..], out)?;
+    } else {
+        out.copy_from_slice(chunk.body);
+    }
+    let computed = masked_crc32c(out);
+    if computed != chunk.stored_crc {
+        return Err(CodecError::Checksum {
+            codec: NAME,
+            stored: chunk.stored_crc,
+            computed,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masked_crc_matches_the_spec_example() {
+        // CRC-32C of "123456789" is 0xe3069283.
+        assert_eq!(crc32c::crc32c(b"123456789"), 0xe306_9283);
+        assert_eq!(
+            masked_crc32c(b"123456789"),
+            0xe306_9283u32.rotate_right(15).wrapping_add(0xa282_ead8)
+        );
+    }
+
+    #[test]
+    fn empty_input_is_the_identifier_alone() {
+        assert_eq!(compress_framed(&[]), STREAM_IDENTIFIER.to_vec());
+        assert_eq!(
+            decompress_framed(&STREAM_IDENTIFIER).unwrap(),
+            Vec::<u8>::new()
+        );
+        assert_eq!(decompress_framed(&[]).unwrap(), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn stores_incompressible_chunks_and_skips_padding() {
+        let mut state = 0x9e37_79b9u32;
+        let data: Vec<u8> = (0..1000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                (state >> 8) as u8
+            })
+            .collect();
+        let framed = compress_framed(&data);
+        assert_eq!(framed[10], CHUNK_UNCOMPRESSED);
+        let mut padded = framed.clone();
+        padded.extend_from_slice(&[CHUNK_PADDING, 2, 0, 0, 9, 9, 0x80, 0, 0, 0]);
+        padded.extend_from_slice(&STREAM_IDENTIFIER);
+        assert_eq!(decompress_framed(&padded).unwrap(), data);
+        let mut reserved = framed;
+        reserved.extend_from_slice(&[0x02, 0, 0, 0]);
+        assert!(decompress_framed(&reserved).is_err());
+    }
+}
