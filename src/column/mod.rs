@@ -1,0 +1,300 @@
+//! Typed Arrow columns <-> compressed columns.
+//!
+//! An array is split into plain parts ([`plain`]): validity bitmap, fixed-width values,
+//! lengths and bytes of variable-width values, a dictionary's keys and values. Each part
+//! is compressed on its own with the chosen codec (or the one [`CodecChoice::Auto`]
+//! judges best on a sample) and stored raw when that would not shrink it. The result,
+//! a [`CompressedColumn`], serializes to a self-checking container
+//! ([`CompressedColumn::to_bytes`]) and decompresses to an array equal to the input:
+//! same data type, nulls, values and field metadata.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use arrow::array::{Array, ArrayRef, Int32Array, StringArray};
+//! use colzip::column::{self, CodecChoice};
+//!
+//! let prices: ArrayRef = Arc::new(Int32Array::from(vec![Some(10), None, Some(10), Some(12)]));
+//! let compressed = column::compress(&prices, &"lzss:s=4".parse::<CodecChoice>().unwrap()).unwrap();
+//! let bytes = compressed.to_bytes().unwrap();
+//! let back = column::decompress(&column::CompressedColumn::from_bytes(&bytes).unwrap()).unwrap();
+//! assert_eq!(&back, &prices);
+//!
+//! let names: ArrayRef = Arc::new(StringArray::from(vec!["ann", "bob", "ann"]));
+//! let compressed = column::compress(&names, &CodecChoice::Auto).unwrap();
+//! assert_eq!(&column::decompress(&compressed).unwrap(), &names);
+//! ```
+
+mod auto;
+mod bytes;
+mod container;
+pub mod plain;
+mod types;
+
+use std::fmt;
+use std::str::FromStr;
+
+use arrow::array::{Array, ArrayRef};
+use arrow::datatypes::{DataType, Field};
+use rayon::prelude::*;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::codec::{CodecId, CodecSpec};
+use crate::{Error, Result};
+pub use container::{MAGIC, VERSION};
+pub use plain::{PartRole, PlainNode, PlainPart};
+
+/// Which codec compresses a column's parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum CodecChoice {
+    /// Per part, the best of the candidates on a sample (see the `auto` module).
+    #[default]
+    Auto,
+    /// This codec for every part (lzss picks each part's symbol width unless given).
+    Spec(CodecSpec),
+}
+
+impl FromStr for CodecChoice {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        if text.trim().eq_ignore_ascii_case("auto") {
+            Ok(CodecChoice::Auto)
+        } else {
+            text.parse().map(CodecChoice::Spec)
+        }
+    }
+}
+
+impl fmt::Display for CodecChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CodecChoice::Auto => write!(f, "auto"),
+            CodecChoice::Spec(spec) => spec.fmt(f),
+        }
+    }
+}
+
+/// One compressed part of a column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompressedPart {
+    pub role: PartRole,
+    /// Bytes per element of the raw part.
+    pub width: u32,
+    pub codec: CodecId,
+    /// Length of the raw part.
+    pub raw_len: usize,
+    /// xxh3-64 of the raw part.
+    pub checksum: u64,
+    /// The codec's stream.
+    pub bytes: Vec<u8>,
+}
+
+/// A compressed array (or a dictionary's values, as a child).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompressedNode {
+    pub rows: usize,
+    pub null_count: usize,
+    pub parts: Vec<CompressedPart>,
+    pub children: Vec<CompressedNode>,
+}
+
+impl CompressedNode {
+    /// Every part, depth first.
+    pub fn all_parts(&self) -> Vec<&CompressedPart> {
+        let mut parts: Vec<&CompressedPart> = self.parts.iter().collect();
+        for child in &self.children {
+            parts.extend(child.all_parts());
+        }
+        parts
+    }
+}
+
+/// A compressed Arrow array with its field (name, type, nullability, metadata).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompressedColumn {
+    field: Field,
+    root: CompressedNode,
+}
+
+impl CompressedColumn {
+    /// The field the array was compressed with.
+    pub fn field(&self) -> &Field {
+        &self.field
+    }
+
+    /// The column's data type.
+    pub fn data_type(&self) -> &DataType {
+        self.field.data_type()
+    }
+
+    /// Row count.
+    pub fn len(&self) -> usize {
+        self.root.rows
+    }
+
+    /// True when the column has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.root.rows == 0
+    }
+
+    /// The compressed parts as a tree.
+    pub fn root(&self) -> &CompressedNode {
+        &self.root
+    }
+
+    /// Bytes of codec streams (what [`Self::to_bytes`] writes, less a small header).
+    pub fn compressed_bytes(&self) -> usize {
+        self.root.all_parts().iter().map(|p| p.bytes.len()).sum()
+    }
+
+    /// Bytes of the plain parts before compression.
+    pub fn plain_bytes(&self) -> usize {
+        self.root.all_parts().iter().map(|p| p.raw_len).sum()
+    }
+
+    /// The container bytes (format in `docs/FORMAT.md`).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        container::write(self)
+    }
+
+    /// Parses a container; corrupt or truncated bytes give an `Err`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        container::read(bytes)
+    }
+}
+
+/// Compresses `array` under an unnamed nullable field.
+pub fn compress(array: &dyn Array, codec: &CodecChoice) -> Result<CompressedColumn> {
+    compress_field(
+        &Field::new("", array.data_type().clone(), true),
+        array,
+        codec,
+    )
+}
+
+/// Compresses `array`, keeping `field` (name, nullability, metadata) in the container.
+pub fn compress_field(
+    field: &Field,
+    array: &dyn Array,
+    codec: &CodecChoice,
+) -> Result<CompressedColumn> {
+    if field.data_type() != array.data_type() {
+        return Err(Error::format(format!(
+            "field '{}' is {} but the array is {}",
+            field.name(),
+            field.data_type(),
+            array.data_type()
+        )));
+    }
+    // Refuse unsupported types before doing any work.
+    types::write_type(&mut Vec::new(), array.data_type())?;
+    let plain = plain::encode(array)?;
+    let root = compress_node(plain, codec)?;
+    Ok(CompressedColumn {
+        field: field.clone(),
+        root,
+    })
+}
+
+/// Compresses already split parts (the baselines of `colzip tpch` use the same parts).
+pub fn compress_node(node: PlainNode, codec: &CodecChoice) -> Result<CompressedNode> {
+    let PlainNode {
+        rows,
+        null_count,
+        parts,
+        children,
+    } = node;
+    let parts = parts
+        .into_par_iter()
+        .map(|part| compress_part(part, codec))
+        .collect::<Result<Vec<_>>>()?;
+    let children = children
+        .into_iter()
+        .map(|child| compress_node(child, codec))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(CompressedNode {
+        rows,
+        null_count,
+        parts,
+        children,
+    })
+}
+
+fn compress_part(part: PlainPart, codec: &CodecChoice) -> Result<CompressedPart> {
+    let spec = match codec {
+        CodecChoice::Auto => auto::choose(&part),
+        CodecChoice::Spec(spec) => *spec,
+    };
+    let checksum = xxh3_64(&part.bytes);
+    let compressed = spec.compress(&part.bytes, part.symbol_width())?;
+    let (codec, bytes) = if compressed.len() < part.bytes.len() {
+        (spec.id(), compressed)
+    } else {
+        (CodecId::Stored, part.bytes.clone())
+    };
+    Ok(CompressedPart {
+        role: part.role,
+        width: part.width,
+        codec,
+        raw_len: part.bytes.len(),
+        checksum,
+        bytes,
+    })
+}
+
+/// Decompresses a column to an array equal to the one compressed.
+pub fn decompress(column: &CompressedColumn) -> Result<ArrayRef> {
+    let plain = decompress_node(&column.root)?;
+    plain::decode(column.data_type(), plain)
+}
+
+/// Decodes every part of `node`, checking lengths and checksums.
+pub fn decompress_node(node: &CompressedNode) -> Result<PlainNode> {
+    let parts = node
+        .parts
+        .par_iter()
+        .map(|part| {
+            let bytes = part.codec.decompress(&part.bytes, part.raw_len)?;
+            if xxh3_64(&bytes) != part.checksum {
+                return Err(Error::Checksum {
+                    what: format!("{} part", part.role.name()),
+                });
+            }
+            Ok(PlainPart {
+                role: part.role,
+                width: part.width,
+                bytes,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let children = node
+        .children
+        .iter()
+        .map(decompress_node)
+        .collect::<Result<Vec<_>>>()?;
+    Ok(PlainNode {
+        rows: node.rows,
+        null_count: node.null_count,
+        parts,
+        children,
+    })
+}
+
+/// Appends a field in the container's encoding (used by the archive header).
+pub fn write_field(out: &mut Vec<u8>, field: &Field) -> Result<()> {
+    types::write_field(out, field)
+}
+
+/// Reads a count-prefixed list of fields written with [`write_field`].
+pub fn read_fields(bytes: &[u8]) -> Result<Vec<Field>> {
+    let mut reader = bytes::Reader::new(bytes);
+    let count = reader.varint()?;
+    let mut fields = Vec::new();
+    for _ in 0..count {
+        fields.push(types::read_field(&mut reader)?);
+    }
+    if !reader.is_empty() {
+        return Err(Error::format("trailing bytes after the schema"));
+    }
+    Ok(fields)
+}

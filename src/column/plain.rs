@@ -1,0 +1,577 @@
+//! Arrow arrays <-> plain parts: the uncompressed byte buffers the codecs see.
+//!
+//! Every array becomes a [`PlainNode`]: its row count, its null count and a list of
+//! [`PlainPart`]s, plus child nodes (a dictionary's values). Parts are kept apart because
+//! they compress best apart: a validity bitmap, fixed-width values, the lengths of
+//! variable-width values and their concatenated bytes.
+//!
+//! Two typed narrowings make the codecs' work easier without losing anything: decimals
+//! whose values all fit in 4 or 8 bytes are stored at that width (sign-extended back on
+//! decode), and string/binary lengths use the narrowest of 1/2/4/8 bytes that holds the
+//! longest value. Offsets are rebuilt from lengths, so sliced arrays and arrays whose
+//! first offset is not zero round-trip to an equal array.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayData, ArrayRef, AsArray, BinaryViewBuilder, OffsetSizeTrait, StringViewBuilder,
+    make_array,
+};
+use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
+use arrow::datatypes::DataType;
+
+use crate::{Error, Result};
+
+/// What a part holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum PartRole {
+    /// The validity bitmap, one bit per row (present only when the array has nulls).
+    Validity = 1,
+    /// Fixed-width values (or a boolean array's bits).
+    Values = 2,
+    /// Byte lengths of variable-width values.
+    Lengths = 3,
+    /// Concatenated bytes of variable-width values.
+    Data = 4,
+}
+
+impl PartRole {
+    pub fn from_u8(byte: u8) -> Option<Self> {
+        Some(match byte {
+            1 => PartRole::Validity,
+            2 => PartRole::Values,
+            3 => PartRole::Lengths,
+            4 => PartRole::Data,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PartRole::Validity => "validity",
+            PartRole::Values => "values",
+            PartRole::Lengths => "lengths",
+            PartRole::Data => "data",
+        }
+    }
+}
+
+/// One uncompressed buffer of a column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainPart {
+    pub role: PartRole,
+    /// Bytes per element as stored (1 for bitmaps and string bytes).
+    pub width: u32,
+    pub bytes: Vec<u8>,
+}
+
+impl PlainPart {
+    /// The symbol width a codec should try for this part: the largest of 8/4/2/1 dividing
+    /// the element width.
+    pub fn symbol_width(&self) -> usize {
+        [8, 4, 2, 1]
+            .into_iter()
+            .find(|s| (self.width as usize).is_multiple_of(*s))
+            .unwrap_or(1)
+    }
+}
+
+/// An array as plain parts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainNode {
+    pub rows: usize,
+    pub null_count: usize,
+    pub parts: Vec<PlainPart>,
+    pub children: Vec<PlainNode>,
+}
+
+impl PlainNode {
+    /// Total bytes of all parts, children included.
+    pub fn plain_bytes(&self) -> usize {
+        self.parts.iter().map(|p| p.bytes.len()).sum::<usize>()
+            + self
+                .children
+                .iter()
+                .map(PlainNode::plain_bytes)
+                .sum::<usize>()
+    }
+
+    /// Every part, depth first (the order the container stores them in).
+    pub fn all_parts(&self) -> Vec<&PlainPart> {
+        let mut parts: Vec<&PlainPart> = self.parts.iter().collect();
+        for child in &self.children {
+            parts.extend(child.all_parts());
+        }
+        parts
+    }
+}
+
+/// Byte width of a fixed-width type's values, or `None` for other types.
+fn fixed_width(data_type: &DataType) -> Option<usize> {
+    match data_type {
+        DataType::FixedSizeBinary(width) => usize::try_from(*width).ok(),
+        DataType::Boolean => None,
+        other => other.primitive_width(),
+    }
+}
+
+/// Splits `array` into plain parts.
+pub fn encode(array: &dyn Array) -> Result<PlainNode> {
+    let rows = array.len();
+    let mut parts = Vec::new();
+    if let Some(nulls) = array.nulls().filter(|n| n.null_count() > 0) {
+        parts.push(PlainPart {
+            role: PartRole::Validity,
+            width: 1,
+            bytes: nulls.inner().sliced().to_vec(),
+        });
+    }
+    let null_count = array.nulls().map_or(0, |n| n.null_count());
+    let mut children = Vec::new();
+    let data_type = array.data_type();
+    match data_type {
+        DataType::Null => {}
+        DataType::Boolean => {
+            let values = array.as_boolean().values().sliced();
+            parts.push(PlainPart {
+                role: PartRole::Values,
+                width: 1,
+                bytes: values.to_vec(),
+            });
+        }
+        DataType::Utf8 | DataType::Binary => push_offset_parts::<i32>(array, &mut parts),
+        DataType::LargeUtf8 | DataType::LargeBinary => push_offset_parts::<i64>(array, &mut parts),
+        DataType::Utf8View => {
+            let values = array.as_string_view();
+            push_var_parts(
+                values.iter().map(|v| v.unwrap_or("").as_bytes()),
+                rows,
+                &mut parts,
+            );
+        }
+        DataType::BinaryView => {
+            let values = array.as_binary_view();
+            push_var_parts(values.iter().map(|v| v.unwrap_or(&[])), rows, &mut parts);
+        }
+        DataType::Dictionary(_, _) => {
+            let dictionary = array.as_any_dictionary();
+            let keys = encode(dictionary.keys())?;
+            parts = keys.parts;
+            children.push(encode(dictionary.values().as_ref())?);
+        }
+        other => {
+            let width = fixed_width(other).ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "Arrow type {other} is not supported by the column layer"
+                ))
+            })?;
+            let data = array.to_data();
+            let start = data.offset() * width;
+            let bytes = &data.buffers()[0].as_slice()[start..start + rows * width];
+            let (width, bytes) = match other {
+                DataType::Decimal128(..) | DataType::Decimal256(..) => narrow(bytes, width),
+                _ => (width, bytes.to_vec()),
+            };
+            parts.push(PlainPart {
+                role: PartRole::Values,
+                width: width as u32,
+                bytes,
+            });
+        }
+    }
+    Ok(PlainNode {
+        rows,
+        null_count,
+        parts,
+        children,
+    })
+}
+
+fn push_offset_parts<O: OffsetSizeTrait>(array: &dyn Array, parts: &mut Vec<PlainPart>) {
+    let data = array.to_data();
+    let offsets = ScalarBuffer::<O>::new(data.buffers()[0].clone(), data.offset(), data.len() + 1);
+    let values = data.buffers()[1].as_slice();
+    let (first, last) = (offsets[0].as_usize(), offsets[data.len()].as_usize());
+    let lengths = offsets.windows(2).map(|w| (w[1] - w[0]).as_usize() as u64);
+    parts.push(lengths_part(lengths, data.len()));
+    parts.push(PlainPart {
+        role: PartRole::Data,
+        width: 1,
+        bytes: values[first..last].to_vec(),
+    });
+}
+
+fn push_var_parts<'a>(
+    values: impl Iterator<Item = &'a [u8]> + Clone,
+    rows: usize,
+    parts: &mut Vec<PlainPart>,
+) {
+    parts.push(lengths_part(values.clone().map(|v| v.len() as u64), rows));
+    let total = values.clone().map(<[u8]>::len).sum();
+    let mut data = Vec::with_capacity(total);
+    values.for_each(|v| data.extend_from_slice(v));
+    parts.push(PlainPart {
+        role: PartRole::Data,
+        width: 1,
+        bytes: data,
+    });
+}
+
+/// Lengths at the narrowest width of 1/2/4/8 bytes that holds the largest.
+fn lengths_part(lengths: impl Iterator<Item = u64> + Clone, rows: usize) -> PlainPart {
+    let max = lengths.clone().max().unwrap_or(0);
+    let width = match max {
+        0..=0xff => 1,
+        0x100..=0xffff => 2,
+        0x1_0000..=0xffff_ffff => 4,
+        _ => 8,
+    };
+    let mut bytes = Vec::with_capacity(rows * width);
+    for length in lengths {
+        bytes.extend_from_slice(&length.to_le_bytes()[..width]);
+    }
+    PlainPart {
+        role: PartRole::Lengths,
+        width: width as u32,
+        bytes,
+    }
+}
+
+/// Stores little-endian two's-complement values of `width` bytes at the narrowest of
+/// 4/8/16 bytes from which sign extension gives them back.
+fn narrow(bytes: &[u8], width: usize) -> (usize, Vec<u8>) {
+    let fits = |narrow: usize| {
+        bytes.chunks_exact(width).all(|value| {
+            let fill = if value[narrow - 1] & 0x80 != 0 {
+                0xff
+            } else {
+                0
+            };
+            value[narrow..].iter().all(|&b| b == fill)
+        })
+    };
+    let narrow_width = [4, 8, 16]
+        .into_iter()
+        .filter(|&w| w < width)
+        .find(|&w| fits(w))
+        .unwrap_or(width);
+    if narrow_width == width {
+        return (width, bytes.to_vec());
+    }
+    let mut out = Vec::with_capacity(bytes.len() / width * narrow_width);
+    for value in bytes.chunks_exact(width) {
+        out.extend_from_slice(&value[..narrow_width]);
+    }
+    (narrow_width, out)
+}
+
+/// Sign-extends values of `from` bytes to `to` bytes.
+fn widen(bytes: &[u8], from: usize, to: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() / from * to);
+    for value in bytes.chunks_exact(from) {
+        out.extend_from_slice(value);
+        let fill = if value[from - 1] & 0x80 != 0 { 0xff } else { 0 };
+        out.resize(out.len() + (to - from), fill);
+    }
+    out
+}
+
+/// Reads parts in order, checking each one's role and size.
+struct Parts {
+    parts: std::vec::IntoIter<PlainPart>,
+    peeked: Option<PlainPart>,
+}
+
+impl Parts {
+    fn next(&mut self) -> Option<PlainPart> {
+        self.peeked.take().or_else(|| self.parts.next())
+    }
+
+    fn take(&mut self, role: PartRole) -> Result<PlainPart> {
+        match self.next() {
+            Some(part) if part.role == role => Ok(part),
+            Some(part) => Err(Error::format(format!(
+                "expected a {} part, found {}",
+                role.name(),
+                part.role.name()
+            ))),
+            None => Err(Error::format(format!("missing the {} part", role.name()))),
+        }
+    }
+
+    fn take_optional(&mut self, role: PartRole) -> Option<PlainPart> {
+        match self.next() {
+            Some(part) if part.role == role => Some(part),
+            other => {
+                self.peeked = other;
+                None
+            }
+        }
+    }
+}
+
+/// Rebuilds an array of `data_type` from its plain parts; every size is checked.
+pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
+    let PlainNode {
+        rows,
+        null_count,
+        parts,
+        children,
+    } = node;
+    let mut parts = Parts {
+        parts: parts.into_iter(),
+        peeked: None,
+    };
+    let nulls = match parts.take_optional(PartRole::Validity) {
+        Some(validity) => {
+            expect_len("validity", validity.bytes.len(), rows.div_ceil(8))?;
+            let nulls = NullBuffer::new(BooleanBuffer::new(
+                Buffer::from_vec(validity.bytes),
+                0,
+                rows,
+            ));
+            if nulls.null_count() != null_count {
+                return Err(Error::format(format!(
+                    "validity has {} nulls, the header says {null_count}",
+                    nulls.null_count()
+                )));
+            }
+            Some(nulls)
+        }
+        None if null_count > 0 => return Err(Error::format("null count without a validity part")),
+        None => None,
+    };
+    let mut children = children.into_iter();
+    let array = match data_type {
+        DataType::Null => make_array(ArrayData::new_null(data_type, rows)),
+        DataType::Boolean => {
+            let values = parts.take(PartRole::Values)?;
+            expect_len("boolean values", values.bytes.len(), rows.div_ceil(8))?;
+            build(
+                data_type,
+                rows,
+                nulls,
+                vec![Buffer::from_vec(values.bytes)],
+                vec![],
+            )?
+        }
+        DataType::Utf8 | DataType::Binary => {
+            offsets_array::<i32>(data_type, rows, nulls, &mut parts)?
+        }
+        DataType::LargeUtf8 | DataType::LargeBinary => {
+            offsets_array::<i64>(data_type, rows, nulls, &mut parts)?
+        }
+        DataType::Utf8View | DataType::BinaryView => {
+            view_array(data_type, rows, nulls, &mut parts)?
+        }
+        DataType::Dictionary(key_type, value_type) => {
+            let values = parts.take(PartRole::Values)?;
+            let key_width = key_type.primitive_width().unwrap_or(0);
+            expect_len(
+                "dictionary keys",
+                values.bytes.len(),
+                rows.saturating_mul(key_width),
+            )?;
+            let child = children
+                .next()
+                .ok_or_else(|| Error::format("dictionary without its values"))?;
+            let dictionary = decode(value_type, child)?;
+            let data = ArrayData::builder(data_type.clone())
+                .len(rows)
+                .nulls(nulls)
+                .add_buffer(Buffer::from_vec(values.bytes))
+                .add_child_data(dictionary.to_data())
+                .align_buffers(true)
+                .build()?;
+            make_array(data)
+        }
+        other => {
+            let width = fixed_width(other).ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "Arrow type {other} is not supported by the column layer"
+                ))
+            })?;
+            let values = parts.take(PartRole::Values)?;
+            let stored = values.width as usize;
+            let narrowable = matches!(other, DataType::Decimal128(..) | DataType::Decimal256(..));
+            if stored != width && !(narrowable && [4, 8, 16].contains(&stored) && stored < width) {
+                return Err(Error::format(format!(
+                    "{other} values stored {stored} bytes wide"
+                )));
+            }
+            expect_len("values", values.bytes.len(), rows.saturating_mul(stored))?;
+            let bytes = if stored == width {
+                values.bytes
+            } else {
+                widen(&values.bytes, stored, width)
+            };
+            build(
+                data_type,
+                rows,
+                nulls,
+                vec![Buffer::from_vec(bytes)],
+                vec![],
+            )?
+        }
+    };
+    if let Some(extra) = parts.next() {
+        return Err(Error::format(format!(
+            "unexpected {} part",
+            extra.role.name()
+        )));
+    }
+    if children.next().is_some() {
+        return Err(Error::format(format!(
+            "unexpected child node for {data_type}"
+        )));
+    }
+    Ok(array)
+}
+
+fn expect_len(what: &str, actual: usize, expected: usize) -> Result<()> {
+    if actual == expected {
+        Ok(())
+    } else {
+        Err(Error::format(format!(
+            "{what}: {actual} bytes, expected {expected}"
+        )))
+    }
+}
+
+fn build(
+    data_type: &DataType,
+    rows: usize,
+    nulls: Option<NullBuffer>,
+    buffers: Vec<Buffer>,
+    children: Vec<ArrayData>,
+) -> Result<ArrayRef> {
+    let data = ArrayData::builder(data_type.clone())
+        .len(rows)
+        .nulls(nulls)
+        .buffers(buffers)
+        .child_data(children)
+        // Decoded buffers (an empty Vec especially) need not be aligned for the type.
+        .align_buffers(true)
+        .build()?;
+    Ok(make_array(data))
+}
+
+/// Decodes the lengths part into `rows` lengths, checking their total against the data.
+fn read_lengths(parts: &mut Parts, rows: usize) -> Result<(Vec<u64>, Vec<u8>)> {
+    let lengths = parts.take(PartRole::Lengths)?;
+    let width = lengths.width as usize;
+    if ![1, 2, 4, 8].contains(&width) {
+        return Err(Error::format(format!("lengths stored {width} bytes wide")));
+    }
+    expect_len("lengths", lengths.bytes.len(), rows.saturating_mul(width))?;
+    let lengths: Vec<u64> = lengths
+        .bytes
+        .chunks_exact(width)
+        .map(|b| {
+            let mut le = [0u8; 8];
+            le[..width].copy_from_slice(b);
+            u64::from_le_bytes(le)
+        })
+        .collect();
+    let data = parts.take(PartRole::Data)?;
+    let total = lengths.iter().try_fold(0u64, |sum, &l| sum.checked_add(l));
+    if total != Some(data.bytes.len() as u64) {
+        return Err(Error::format(format!(
+            "lengths do not add up to the {} data bytes",
+            data.bytes.len()
+        )));
+    }
+    Ok((lengths, data.bytes))
+}
+
+fn offsets_array<O: OffsetSizeTrait>(
+    data_type: &DataType,
+    rows: usize,
+    nulls: Option<NullBuffer>,
+    parts: &mut Parts,
+) -> Result<ArrayRef> {
+    let (lengths, data) = read_lengths(parts, rows)?;
+    let mut offsets = Vec::with_capacity(rows + 1);
+    let mut offset = 0u64;
+    offsets.push(O::usize_as(0));
+    for length in lengths {
+        offset += length;
+        let value = O::from_usize(offset as usize).ok_or_else(|| {
+            Error::format(format!("{data_type} offsets overflow at {offset} bytes"))
+        })?;
+        offsets.push(value);
+    }
+    build(
+        data_type,
+        rows,
+        nulls,
+        vec![Buffer::from_vec(offsets), Buffer::from_vec(data)],
+        vec![],
+    )
+}
+
+fn view_array(
+    data_type: &DataType,
+    rows: usize,
+    nulls: Option<NullBuffer>,
+    parts: &mut Parts,
+) -> Result<ArrayRef> {
+    let (lengths, data) = read_lengths(parts, rows)?;
+    let is_valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
+    let mut start = 0usize;
+    let values = lengths.iter().map(|&length| {
+        let value = &data[start..start + length as usize];
+        start += length as usize;
+        value
+    });
+    if *data_type == DataType::Utf8View {
+        let mut builder = StringViewBuilder::with_capacity(rows);
+        for (i, value) in values.enumerate() {
+            if is_valid(i) {
+                let text = std::str::from_utf8(value)
+                    .map_err(|_| Error::format("string data is not UTF-8"))?;
+                builder.append_value(text);
+            } else {
+                builder.append_null();
+            }
+        }
+        Ok(Arc::new(builder.finish()))
+    } else {
+        let mut builder = BinaryViewBuilder::with_capacity(rows);
+        for (i, value) in values.enumerate() {
+            if is_valid(i) {
+                builder.append_value(value);
+            } else {
+                builder.append_null();
+            }
+        }
+        Ok(Arc::new(builder.finish()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrowing_round_trips_and_picks_the_smallest_width() {
+        let values: Vec<i128> = vec![0, -1, 5000, -70000, i32::MAX as i128, i32::MIN as i128];
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let (width, narrow_bytes) = narrow(&bytes, 16);
+        assert_eq!(width, 4);
+        assert_eq!(widen(&narrow_bytes, 4, 16), bytes);
+        let big: Vec<u8> = [1i128 << 40, -(1i128 << 70)]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(narrow(&big, 16).0, 16);
+    }
+
+    #[test]
+    fn lengths_use_the_narrowest_width() {
+        assert_eq!(lengths_part([3u64, 255].into_iter(), 2).width, 1);
+        assert_eq!(lengths_part([256u64].into_iter(), 1).width, 2);
+        assert_eq!(lengths_part([1u64 << 33].into_iter(), 1).width, 8);
+    }
+}

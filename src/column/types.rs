@@ -1,0 +1,269 @@
+//! A compact, panic-free binary encoding of Arrow fields and data types for the container.
+//!
+//! Arrow IPC's flatbuffer schema would do, but its reader unwraps and panics on some
+//! malformed input; colzip promises an `Err` for every bad container, so it writes its own.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, IntervalUnit, TimeUnit};
+
+use super::bytes::Reader;
+use crate::codec::varint;
+use crate::{Error, Result};
+
+/// Nesting deeper than this is rejected when reading (it guards the recursion).
+const MAX_DEPTH: usize = 16;
+
+/// Appends `field` (name, nullability, metadata, type).
+pub fn write_field(out: &mut Vec<u8>, field: &Field) -> Result<()> {
+    write_str(out, field.name());
+    out.push(u8::from(field.is_nullable()));
+    let mut metadata: Vec<_> = field.metadata().iter().collect();
+    metadata.sort();
+    varint::write_u64(out, metadata.len() as u64);
+    for (key, value) in metadata {
+        write_str(out, key);
+        write_str(out, value);
+    }
+    write_type(out, field.data_type())
+}
+
+/// Reads a field written by [`write_field`].
+pub fn read_field(reader: &mut Reader<'_>) -> Result<Field> {
+    read_field_at(reader, 0)
+}
+
+fn read_field_at(reader: &mut Reader<'_>, depth: usize) -> Result<Field> {
+    let name = reader.string()?;
+    let nullable = match reader.u8()? {
+        0 => false,
+        1 => true,
+        other => return Err(Error::format(format!("bad nullability flag {other}"))),
+    };
+    let count = reader.varint()?;
+    let mut metadata = HashMap::new();
+    for _ in 0..count {
+        let key = reader.string()?;
+        let value = reader.string()?;
+        metadata.insert(key, value);
+    }
+    let data_type = read_type(reader, depth)?;
+    Ok(Field::new(name, data_type, nullable).with_metadata(metadata))
+}
+
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    varint::write_u64(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn time_unit_code(unit: &TimeUnit) -> u8 {
+    match unit {
+        TimeUnit::Second => 0,
+        TimeUnit::Millisecond => 1,
+        TimeUnit::Microsecond => 2,
+        TimeUnit::Nanosecond => 3,
+    }
+}
+
+fn time_unit(code: u8) -> Result<TimeUnit> {
+    Ok(match code {
+        0 => TimeUnit::Second,
+        1 => TimeUnit::Millisecond,
+        2 => TimeUnit::Microsecond,
+        3 => TimeUnit::Nanosecond,
+        _ => return Err(Error::format(format!("bad time unit code {code}"))),
+    })
+}
+
+/// Appends `data_type`; errors on types the column layer does not support.
+pub fn write_type(out: &mut Vec<u8>, data_type: &DataType) -> Result<()> {
+    use DataType::*;
+    let simple = match data_type {
+        Null => Some(0),
+        Boolean => Some(1),
+        Int8 => Some(2),
+        Int16 => Some(3),
+        Int32 => Some(4),
+        Int64 => Some(5),
+        UInt8 => Some(6),
+        UInt16 => Some(7),
+        UInt32 => Some(8),
+        UInt64 => Some(9),
+        Float16 => Some(10),
+        Float32 => Some(11),
+        Float64 => Some(12),
+        Date32 => Some(13),
+        Date64 => Some(14),
+        Utf8 => Some(24),
+        LargeUtf8 => Some(25),
+        Utf8View => Some(26),
+        Binary => Some(27),
+        LargeBinary => Some(28),
+        BinaryView => Some(29),
+        _ => None,
+    };
+    if let Some(tag) = simple {
+        out.push(tag);
+        return Ok(());
+    }
+    match data_type {
+        Time32(unit) => out.extend_from_slice(&[15, time_unit_code(unit)]),
+        Time64(unit) => out.extend_from_slice(&[16, time_unit_code(unit)]),
+        Timestamp(unit, tz) => {
+            out.extend_from_slice(&[17, time_unit_code(unit)]);
+            match tz {
+                None => out.push(0),
+                Some(tz) => {
+                    out.push(1);
+                    write_str(out, tz);
+                }
+            }
+        }
+        Duration(unit) => out.extend_from_slice(&[18, time_unit_code(unit)]),
+        Interval(unit) => out.extend_from_slice(&[
+            19,
+            match unit {
+                IntervalUnit::YearMonth => 0,
+                IntervalUnit::DayTime => 1,
+                IntervalUnit::MonthDayNano => 2,
+            },
+        ]),
+        Decimal32(p, s) => out.extend_from_slice(&[20, *p, *s as u8]),
+        Decimal64(p, s) => out.extend_from_slice(&[21, *p, *s as u8]),
+        Decimal128(p, s) => out.extend_from_slice(&[22, *p, *s as u8]),
+        Decimal256(p, s) => out.extend_from_slice(&[23, *p, *s as u8]),
+        FixedSizeBinary(width) => {
+            out.push(30);
+            varint::write_u64(out, *width as u64);
+        }
+        Dictionary(key, value) => {
+            out.push(31);
+            write_type(out, key)?;
+            write_type(out, value)?;
+        }
+        other => {
+            return Err(Error::Unsupported(format!(
+                "Arrow type {other} is not supported by the column layer"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Reads a type written by [`write_type`].
+pub fn read_type(reader: &mut Reader<'_>, depth: usize) -> Result<DataType> {
+    use DataType::*;
+    if depth > MAX_DEPTH {
+        return Err(Error::format("data type nested too deeply"));
+    }
+    let tag = reader.u8()?;
+    Ok(match tag {
+        0 => Null,
+        1 => Boolean,
+        2 => Int8,
+        3 => Int16,
+        4 => Int32,
+        5 => Int64,
+        6 => UInt8,
+        7 => UInt16,
+        8 => UInt32,
+        9 => UInt64,
+        10 => Float16,
+        11 => Float32,
+        12 => Float64,
+        13 => Date32,
+        14 => Date64,
+        15 => Time32(time_unit(reader.u8()?)?),
+        16 => Time64(time_unit(reader.u8()?)?),
+        17 => {
+            let unit = time_unit(reader.u8()?)?;
+            let tz = match reader.u8()? {
+                0 => None,
+                1 => Some(Arc::from(reader.string()?.as_str())),
+                other => return Err(Error::format(format!("bad time zone flag {other}"))),
+            };
+            Timestamp(unit, tz)
+        }
+        18 => Duration(time_unit(reader.u8()?)?),
+        19 => Interval(match reader.u8()? {
+            0 => IntervalUnit::YearMonth,
+            1 => IntervalUnit::DayTime,
+            2 => IntervalUnit::MonthDayNano,
+            other => return Err(Error::format(format!("bad interval unit {other}"))),
+        }),
+        20..=23 => {
+            let precision = reader.u8()?;
+            let scale = reader.u8()? as i8;
+            match tag {
+                20 => Decimal32(precision, scale),
+                21 => Decimal64(precision, scale),
+                22 => Decimal128(precision, scale),
+                _ => Decimal256(precision, scale),
+            }
+        }
+        24 => Utf8,
+        25 => LargeUtf8,
+        26 => Utf8View,
+        27 => Binary,
+        28 => LargeBinary,
+        29 => BinaryView,
+        30 => {
+            let width = reader.varint()?;
+            FixedSizeBinary(
+                i32::try_from(width)
+                    .ok()
+                    .filter(|w| *w > 0)
+                    .ok_or_else(|| Error::format(format!("bad fixed-size binary width {width}")))?,
+            )
+        }
+        31 => {
+            let key = read_type(reader, depth + 1)?;
+            if !key.is_dictionary_key_type() {
+                return Err(Error::format(format!("{key} is not a dictionary key type")));
+            }
+            let value = read_type(reader, depth + 1)?;
+            Dictionary(Box::new(key), Box::new(value))
+        }
+        other => return Err(Error::format(format!("unknown data type tag {other}"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_round_trip() {
+        let types = [
+            DataType::Int32,
+            DataType::Timestamp(TimeUnit::Microsecond, Some("Europe/Paris".into())),
+            DataType::Decimal128(15, 2),
+            DataType::Decimal256(50, -3),
+            DataType::FixedSizeBinary(12),
+            DataType::Dictionary(Box::new(DataType::Int16), Box::new(DataType::Utf8View)),
+            DataType::Interval(IntervalUnit::MonthDayNano),
+        ];
+        for data_type in types {
+            let field = Field::new("c", data_type, true)
+                .with_metadata(HashMap::from([("k".to_string(), "v".to_string())]));
+            let mut buf = Vec::new();
+            write_field(&mut buf, &field).unwrap();
+            let mut reader = Reader::new(&buf);
+            assert_eq!(read_field(&mut reader).unwrap(), field);
+            assert!(reader.is_empty());
+        }
+    }
+
+    #[test]
+    fn bad_bytes_are_errors() {
+        for bytes in [
+            &[][..],
+            &[1, b'a'][..],
+            &[0, 0, 0, 99][..],
+            &[0, 0, 0, 31, 12, 4][..],
+        ] {
+            assert!(read_field(&mut Reader::new(bytes)).is_err());
+        }
+    }
+}
