@@ -1,0 +1,363 @@
+//! Reading the files `colzip compress` takes: raw typed files, Arrow IPC, Parquet.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, PrimitiveArray, RecordBatch, StringArray, UInt8Array};
+use arrow::buffer::Buffer;
+use arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Field, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
+    Int64Type, Schema, SchemaRef, UInt16Type, UInt32Type, UInt64Type,
+};
+
+use crate::{Error, Result};
+
+/// How the bytes of a raw file are read as a column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RawType {
+    /// Plain bytes (a UInt8 column).
+    Bytes,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    UInt8,
+    UInt16,
+    UInt32,
+    UInt64,
+    Float32,
+    Float64,
+    /// UTF-8 text, one value per line (`\n`); the final newline is remembered.
+    Utf8Lines,
+}
+
+impl RawType {
+    pub const ALL: [RawType; 12] = [
+        RawType::Bytes,
+        RawType::Int8,
+        RawType::Int16,
+        RawType::Int32,
+        RawType::Int64,
+        RawType::UInt8,
+        RawType::UInt16,
+        RawType::UInt32,
+        RawType::UInt64,
+        RawType::Float32,
+        RawType::Float64,
+        RawType::Utf8Lines,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RawType::Bytes => "bytes",
+            RawType::Int8 => "int8",
+            RawType::Int16 => "int16",
+            RawType::Int32 => "int32",
+            RawType::Int64 => "int64",
+            RawType::UInt8 => "uint8",
+            RawType::UInt16 => "uint16",
+            RawType::UInt32 => "uint32",
+            RawType::UInt64 => "uint64",
+            RawType::Float32 => "float32",
+            RawType::Float64 => "float64",
+            RawType::Utf8Lines => "utf8-lines",
+        }
+    }
+
+    /// The id stored in archives.
+    pub fn tag(self) -> u8 {
+        RawType::ALL
+            .iter()
+            .position(|&t| t == self)
+            .expect("listed") as u8
+    }
+
+    pub fn from_tag(tag: u8) -> Option<Self> {
+        RawType::ALL.get(tag as usize).copied()
+    }
+
+    pub fn data_type(self) -> DataType {
+        match self {
+            RawType::Bytes | RawType::UInt8 => DataType::UInt8,
+            RawType::Int8 => DataType::Int8,
+            RawType::Int16 => DataType::Int16,
+            RawType::Int32 => DataType::Int32,
+            RawType::Int64 => DataType::Int64,
+            RawType::UInt16 => DataType::UInt16,
+            RawType::UInt32 => DataType::UInt32,
+            RawType::UInt64 => DataType::UInt64,
+            RawType::Float32 => DataType::Float32,
+            RawType::Float64 => DataType::Float64,
+            RawType::Utf8Lines => DataType::Utf8,
+        }
+    }
+
+    /// Bytes per value, `None` for lines.
+    pub fn width(self) -> Option<usize> {
+        match self {
+            RawType::Utf8Lines => None,
+            other => other.data_type().primitive_width(),
+        }
+    }
+
+    /// The schema of the single column a raw file becomes.
+    pub fn schema(self) -> SchemaRef {
+        let name = if self == RawType::Utf8Lines {
+            "line"
+        } else {
+            "value"
+        };
+        Arc::new(Schema::new(vec![Field::new(name, self.data_type(), false)]))
+    }
+}
+
+impl FromStr for RawType {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        RawType::ALL
+            .into_iter()
+            .find(|t| t.name() == text.to_ascii_lowercase())
+            .ok_or_else(|| {
+                let names: Vec<_> = RawType::ALL.iter().map(|t| t.name()).collect();
+                Error::format(format!(
+                    "unknown raw type '{text}' (expected one of {})",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// What kind of file an input is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    Raw(RawType),
+    ArrowIpc,
+    #[cfg(feature = "parquet")]
+    Parquet,
+}
+
+impl InputKind {
+    /// Arrow IPC or Parquet by their magic bytes, else a raw file of `raw` values.
+    pub fn detect(path: &Path, raw: RawType) -> Result<Self> {
+        let mut magic = [0u8; 6];
+        let mut file = File::open(path)?;
+        let read = file.read(&mut magic)?;
+        if read >= 6 && &magic == b"ARROW1" {
+            return Ok(InputKind::ArrowIpc);
+        }
+        #[cfg(feature = "parquet")]
+        if read >= 4 && &magic[..4] == b"PAR1" {
+            return Ok(InputKind::Parquet);
+        }
+        // An Arrow IPC stream starts with a continuation marker.
+        if read >= 4 && magic[..4] == [0xff; 4] && path.extension().is_some_and(|e| e == "arrows") {
+            return Ok(InputKind::ArrowIpc);
+        }
+        Ok(InputKind::Raw(raw))
+    }
+}
+
+/// Record batches read from a file, with their schema.
+pub struct Input {
+    pub schema: SchemaRef,
+    pub batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
+    /// Set after the last batch of a `utf8-lines` file: whether it ended with `\n`.
+    pub trailing_newline: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Opens `path` as `kind`, reading batches of about `batch_bytes` of raw data
+/// (`batch_rows` rows for Arrow IPC and Parquet files).
+pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize) -> Result<Input> {
+    let file = File::open(path)?;
+    let trailing_newline = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (schema, batches): (
+        SchemaRef,
+        Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
+    ) = match kind {
+        InputKind::Raw(raw) => {
+            let reader = RawReader::new(file, raw, batch_bytes, trailing_newline.clone())?;
+            (raw.schema(), Box::new(reader))
+        }
+        InputKind::ArrowIpc => {
+            let mut file = file;
+            let mut magic = [0u8; 6];
+            let is_file = file.read(&mut magic)? == 6 && &magic == b"ARROW1";
+            file.seek(SeekFrom::Start(0))?;
+            if is_file {
+                let reader = arrow::ipc::reader::FileReader::try_new(BufReader::new(file), None)?;
+                (
+                    reader.schema(),
+                    Box::new(reader.map(|b| b.map_err(Error::from))),
+                )
+            } else {
+                let reader = arrow::ipc::reader::StreamReader::try_new(BufReader::new(file), None)?;
+                (
+                    reader.schema(),
+                    Box::new(reader.map(|b| b.map_err(Error::from))),
+                )
+            }
+        }
+        #[cfg(feature = "parquet")]
+        InputKind::Parquet => {
+            let builder =
+                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)?;
+            let reader = builder.with_batch_size(batch_rows).build()?;
+            let schema = arrow::array::RecordBatchReader::schema(&reader);
+            (schema, Box::new(reader.map(|b| b.map_err(Error::from))))
+        }
+    };
+    let _ = batch_rows;
+    Ok(Input {
+        schema,
+        batches,
+        trailing_newline,
+    })
+}
+
+/// Reads a raw file in blocks, each one record batch of one column.
+struct RawReader {
+    file: BufReader<File>,
+    raw: RawType,
+    block: usize,
+    /// Bytes read but not yet made into values (a partial value or line).
+    pending: Vec<u8>,
+    line: u64,
+    any_bytes: bool,
+    done: bool,
+    trailing_newline: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl RawReader {
+    fn new(
+        file: File,
+        raw: RawType,
+        block: usize,
+        trailing_newline: Arc<std::sync::atomic::AtomicBool>,
+    ) -> Result<Self> {
+        let width = raw.width().unwrap_or(1);
+        Ok(RawReader {
+            file: BufReader::new(file),
+            raw,
+            block: (block.max(width) / width) * width,
+            pending: Vec::new(),
+            line: 0,
+            any_bytes: false,
+            done: false,
+            trailing_newline,
+        })
+    }
+
+    fn read_block(&mut self) -> Result<Option<RecordBatch>> {
+        let mut buf = std::mem::take(&mut self.pending);
+        let want = if buf.len() >= self.block {
+            self.block
+        } else {
+            self.block - buf.len()
+        };
+        let read = (&mut self.file).take(want as u64).read_to_end(&mut buf)?;
+        let eof = read < want;
+        self.any_bytes |= !buf.is_empty();
+        let array: ArrayRef = match self.raw {
+            RawType::Utf8Lines => {
+                let cut = if eof {
+                    buf.len()
+                } else {
+                    match buf.iter().rposition(|&b| b == b'\n') {
+                        Some(pos) => pos + 1,
+                        None => {
+                            // A line longer than the block: keep reading.
+                            self.pending = buf;
+                            return if read == 0 {
+                                Ok(None)
+                            } else {
+                                self.read_block()
+                            };
+                        }
+                    }
+                };
+                self.pending = buf.split_off(cut);
+                if eof {
+                    self.done = true;
+                    self.trailing_newline.store(
+                        buf.last() == Some(&b'\n'),
+                        std::sync::atomic::Ordering::Relaxed,
+                    );
+                }
+                let mut lines: Vec<&[u8]> = buf.split(|&b| b == b'\n').collect();
+                if buf.last() == Some(&b'\n') || buf.is_empty() {
+                    lines.pop();
+                }
+                let mut values = Vec::with_capacity(lines.len());
+                for line in lines {
+                    self.line += 1;
+                    values.push(std::str::from_utf8(line).map_err(|_| {
+                        Error::format(format!(
+                            "line {} is not UTF-8 (use --type bytes for binary files)",
+                            self.line
+                        ))
+                    })?);
+                }
+                Arc::new(StringArray::from(values))
+            }
+            raw => {
+                let width = raw.width().expect("fixed width");
+                if eof {
+                    self.done = true;
+                    if !buf.len().is_multiple_of(width) {
+                        return Err(Error::format(format!(
+                            "the file's size is not a multiple of {width} bytes, the width of {}",
+                            raw.name()
+                        )));
+                    }
+                }
+                let rows = buf.len() / width;
+                let buffer = Buffer::from_vec(buf);
+                match raw {
+                    RawType::Bytes | RawType::UInt8 => {
+                        Arc::new(UInt8Array::new(buffer.into(), None))
+                    }
+                    RawType::Int8 => primitive::<Int8Type>(buffer, rows),
+                    RawType::Int16 => primitive::<Int16Type>(buffer, rows),
+                    RawType::Int32 => primitive::<Int32Type>(buffer, rows),
+                    RawType::Int64 => primitive::<Int64Type>(buffer, rows),
+                    RawType::UInt16 => primitive::<UInt16Type>(buffer, rows),
+                    RawType::UInt32 => primitive::<UInt32Type>(buffer, rows),
+                    RawType::UInt64 => primitive::<UInt64Type>(buffer, rows),
+                    RawType::Float32 => primitive::<Float32Type>(buffer, rows),
+                    RawType::Float64 => primitive::<Float64Type>(buffer, rows),
+                    RawType::Utf8Lines => unreachable!("handled above"),
+                }
+            }
+        };
+        if array.is_empty() && self.done && self.any_bytes {
+            return Ok(None);
+        }
+        Ok(Some(RecordBatch::try_new(self.raw.schema(), vec![array])?))
+    }
+}
+
+fn primitive<T: ArrowPrimitiveType>(buffer: Buffer, rows: usize) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(
+        arrow::buffer::ScalarBuffer::new(buffer, 0, rows),
+        None,
+    ))
+}
+
+impl Iterator for RawReader {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let result = self.read_block();
+        if result.is_err() {
+            self.done = true;
+        }
+        result.transpose()
+    }
+}

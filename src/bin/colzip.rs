@@ -1,0 +1,362 @@
+//! `colzip`: compress typed columns from the command line. A thin layer over the library:
+//! it parses arguments, shows progress on stderr, and prints one-line errors.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use colzip::archive::{self, InputKind, OutputKind, RawType};
+use colzip::codec::gmatch;
+use colzip::column::CodecChoice;
+use colzip::tpch::{self, Config, Contender, Event, Format, Table};
+use colzip::{Error, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(Parser)]
+#[command(
+    name = "colzip",
+    version,
+    about = "Compress typed Arrow columns: multi-byte LZSS, G-match (Snappy), BWT+MTF+Huffman"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SnappyArg {
+    Raw,
+    Framed,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compress a file: raw typed values, Arrow IPC or Parquet (detected), column by column,
+    /// into a .czip archive; or, with --snappy, any file into a bare Snappy stream.
+    Compress {
+        input: PathBuf,
+        /// Output path [default: INPUT.czip, or INPUT.snappy / INPUT.sz with --snappy]
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Codec: auto, lzss[:s=1|2|4|8,w=1..255,c=2048..16384,level=1..4], gmatch[:raw|framed], bwt[:block=4m], stored
+        #[arg(short, long, default_value = "auto")]
+        codec: String,
+        /// How a raw file's bytes are read: bytes, int8..int64, uint8..uint64, float32, float64, utf8-lines
+        #[arg(short = 't', long = "type", default_value = "bytes")]
+        raw_type: String,
+        /// Write a bare Snappy stream made by gmatch (raw or framing format) instead of an archive
+        #[arg(long, value_enum)]
+        snappy: Option<SnappyArg>,
+        /// Overwrite the output if it exists
+        #[arg(short, long)]
+        force: bool,
+        /// Summary format
+        #[arg(long, default_value = "table")]
+        format: String,
+    },
+    /// Decompress a .czip archive (back to what it was made from), or with --snappy a Snappy stream.
+    Decompress {
+        input: PathBuf,
+        /// Output path [default: INPUT without its .czip / .snappy / .sz extension]
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Output kind for archives: raw, arrow or parquet [default: the archive's source]
+        #[arg(long)]
+        to: Option<String>,
+        /// Read a bare Snappy stream (raw or framing format)
+        #[arg(long, value_enum)]
+        snappy: Option<SnappyArg>,
+        #[arg(short, long)]
+        force: bool,
+    },
+    /// Show an archive's columns, codecs and ratios (every checksum of the container is verified).
+    Info {
+        input: PathBuf,
+        /// table or json
+        #[arg(long, default_value = "table")]
+        format: String,
+    },
+    /// The TPC-H column experiment: generate tables in-process, compress every column with
+    /// each codec and the CPU baselines, verify round trips, report ratios and GB/s.
+    Tpch {
+        /// Scale factor
+        #[arg(long, default_value_t = 0.1)]
+        sf: f64,
+        /// Comma-separated tables [default: all eight]
+        #[arg(long)]
+        tables: Option<String>,
+        /// Comma-separated codecs and baselines, e.g. lzss:s=2,w=128,c=2048,gmatch,bwt,auto,snap,lz4,zstd-1,zstd-3,bzip2-9
+        #[arg(long)]
+        codecs: Option<String>,
+        /// table, json or csv
+        #[arg(long, default_value = "table")]
+        format: String,
+        /// Runs per measurement (the fastest counts)
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
+        /// Worker threads [default: all cores]
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Measure decimals as Int32/Int64 and strings as their concatenated bytes, the forms GPU papers use
+        #[arg(long)]
+        peer_forms: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("colzip: error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Compress {
+            input,
+            output,
+            codec,
+            raw_type,
+            snappy,
+            force,
+            format,
+        } => {
+            let format: Format = format.parse()?;
+            let codec: CodecChoice = codec.parse()?;
+            let raw_type: RawType = raw_type.parse()?;
+            let output = output.unwrap_or_else(|| {
+                let ext = match snappy {
+                    None => "czip",
+                    Some(SnappyArg::Raw) => "snappy",
+                    Some(SnappyArg::Framed) => "sz",
+                };
+                with_extension(&input, ext)
+            });
+            check_output(&input, &output, force)?;
+            if let Some(snappy) = snappy {
+                let data = std::fs::read(&input)?;
+                let stream = match snappy {
+                    SnappyArg::Raw => gmatch::compress_raw(&data)?,
+                    SnappyArg::Framed => gmatch::compress_framed(&data),
+                };
+                write_file(&output, &stream)?;
+                return print_summary(&output, data.len() as u64, stream.len() as u64, format);
+            }
+            let kind = InputKind::detect(&input, raw_type)?;
+            let size = std::fs::metadata(&input)?.len();
+            let bar = bytes_bar(size, "compress");
+            let summary = archive::compress_file(&input, &output, kind, &codec, &mut |done| {
+                bar.set_position(done)
+            })?;
+            bar.finish_and_clear();
+            print_summary(&output, summary.plain_bytes, summary.archive_bytes, format)
+        }
+        Command::Decompress {
+            input,
+            output,
+            to,
+            snappy,
+            force,
+        } => {
+            let output = match output {
+                Some(output) => output,
+                None => strip_extension(&input)?,
+            };
+            check_output(&input, &output, force)?;
+            if let Some(snappy) = snappy {
+                let stream = std::fs::read(&input)?;
+                let data = match snappy {
+                    SnappyArg::Raw => gmatch::decompress_raw(&stream)?,
+                    SnappyArg::Framed => gmatch::decompress_framed(&stream)?,
+                };
+                return write_file(&output, &data);
+            }
+            let to: Option<OutputKind> = to.map(|t| t.parse()).transpose()?;
+            let bar = bytes_bar(0, "decompress");
+            archive::decompress_file(&input, &output, to, &mut |done| bar.set_position(done))?;
+            bar.finish_and_clear();
+            Ok(())
+        }
+        Command::Info { input, format } => {
+            let info = archive::info(&input)?;
+            match format.parse::<Format>()? {
+                Format::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&info)
+                        .map_err(|e| Error::format(e.to_string()))?
+                ),
+                Format::Csv => return Err(Error::format("info prints table or json")),
+                Format::Table => {
+                    println!(
+                        "{}: {} archive, {} rows in {} batches, {} bytes",
+                        input.display(),
+                        info.source,
+                        info.rows,
+                        info.batches,
+                        info.archive_bytes
+                    );
+                    println!(
+                        "{:<24} {:<28} {:>14} {:>14} {:>8}  codecs",
+                        "column", "type", "plain", "compressed", "ratio"
+                    );
+                    for c in &info.columns {
+                        let codecs: Vec<String> = c
+                            .codecs
+                            .iter()
+                            .map(|(k, v)| format!("{k} ({v} B)"))
+                            .collect();
+                        println!(
+                            "{:<24} {:<28} {:>14} {:>14} {:>8.3}  {}",
+                            c.name,
+                            c.arrow_type,
+                            c.plain_bytes,
+                            c.compressed_bytes,
+                            c.ratio,
+                            codecs.join(", ")
+                        );
+                    }
+                }
+            }
+            Ok(())
+        }
+        Command::Tpch {
+            sf,
+            tables,
+            codecs,
+            format,
+            repeat,
+            threads,
+            peer_forms,
+        } => {
+            let format: Format = format.parse()?;
+            if let Some(threads) = threads {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build_global()
+                    .map_err(|e| Error::format(e.to_string()))?;
+            }
+            let tables = match tables {
+                Some(list) => list
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<Vec<Table>>>()?,
+                None => Table::ALL.to_vec(),
+            };
+            let contenders = match codecs {
+                Some(list) => Contender::parse_list(&list)?,
+                None => Contender::defaults(),
+            };
+            let config = Config {
+                sf,
+                tables,
+                contenders,
+                repeat,
+                peer_forms,
+            };
+            let bar = if std::io::stderr().is_terminal() {
+                ProgressBar::new(0)
+            } else {
+                ProgressBar::hidden()
+            };
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
+                )
+                .expect("valid template"),
+            );
+            let per_column = config.contenders.len() as u64;
+            let rows = tpch::run(&config, &mut |event| match event {
+                Event::Generating(table) => {
+                    bar.set_message(format!("generating {table} at SF {sf}"))
+                }
+                Event::Generated(data) => {
+                    bar.inc_length(data.columns.len() as u64 * per_column);
+                    bar.set_message(format!("{}: {} rows", data.table, data.rows()));
+                }
+                Event::Measured(row) => {
+                    bar.inc(1);
+                    bar.set_message(format!("{}.{} {}", row.table, row.column, row.codec));
+                }
+            })?;
+            bar.finish_and_clear();
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(tpch::render(&rows, format)?.as_bytes())?;
+            Ok(())
+        }
+    }
+}
+
+fn with_extension(path: &Path, ext: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".");
+    name.push(ext);
+    PathBuf::from(name)
+}
+
+fn strip_extension(path: &Path) -> Result<PathBuf> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("czip" | "snappy" | "sz") => Ok(path.with_extension("")),
+        _ => Err(Error::format(format!(
+            "cannot derive an output name from {} (no .czip/.snappy/.sz extension): give one with -o",
+            path.display()
+        ))),
+    }
+}
+
+fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
+    if !input.is_file() {
+        return Err(Error::format(format!(
+            "{} is not a readable file",
+            input.display()
+        )));
+    }
+    if output.exists() && !force {
+        return Err(Error::format(format!(
+            "{} exists (use --force to overwrite)",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    std::fs::write(&partial, bytes)?;
+    std::fs::rename(&partial, path)?;
+    Ok(())
+}
+
+fn bytes_bar(len: u64, what: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {msg} [{elapsed_precise}] {bytes} ({bytes_per_sec})",
+        )
+        .expect("valid template"),
+    );
+    bar.set_message(what.to_string());
+    bar
+}
+
+fn print_summary(output: &Path, plain: u64, compressed: u64, format: Format) -> Result<()> {
+    let ratio = plain as f64 / compressed.max(1) as f64;
+    match format {
+        Format::Json => println!(
+            "{}",
+            serde_json::json!({"output": output.display().to_string(), "plain_bytes": plain, "compressed_bytes": compressed, "ratio": ratio})
+        ),
+        _ => println!(
+            "{}: {plain} -> {compressed} bytes (ratio {ratio:.3})",
+            output.display()
+        ),
+    }
+    Ok(())
+}
