@@ -1,0 +1,179 @@
+//! TPC-H tables generated in-process with the `tpchgen` crates, in parallel parts.
+
+use std::fmt;
+use std::str::FromStr;
+
+use arrow::array::{ArrayRef, RecordBatch};
+use arrow::datatypes::SchemaRef;
+use rayon::prelude::*;
+use tpchgen::generators::{
+    CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
+    PartSuppGenerator, RegionGenerator, SupplierGenerator,
+};
+use tpchgen_arrow::{
+    CustomerArrow, LineItemArrow, NationArrow, OrderArrow, PartArrow, PartSuppArrow, RegionArrow,
+    SupplierArrow,
+};
+
+use crate::{Error, Result};
+
+/// The eight TPC-H tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Table {
+    Customer,
+    Lineitem,
+    Nation,
+    Orders,
+    Part,
+    Partsupp,
+    Region,
+    Supplier,
+}
+
+impl Table {
+    pub const ALL: [Table; 8] = [
+        Table::Customer,
+        Table::Lineitem,
+        Table::Nation,
+        Table::Orders,
+        Table::Part,
+        Table::Partsupp,
+        Table::Region,
+        Table::Supplier,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Customer => "customer",
+            Table::Lineitem => "lineitem",
+            Table::Nation => "nation",
+            Table::Orders => "orders",
+            Table::Part => "part",
+            Table::Partsupp => "partsupp",
+            Table::Region => "region",
+            Table::Supplier => "supplier",
+        }
+    }
+
+    /// Rows at scale factor 1 (nation and region do not scale).
+    fn rows_at_sf1(self) -> f64 {
+        match self {
+            Table::Customer => 150_000.0,
+            Table::Lineitem => 6_000_000.0,
+            Table::Nation | Table::Region => 25.0,
+            Table::Orders => 1_500_000.0,
+            Table::Part => 200_000.0,
+            Table::Partsupp => 800_000.0,
+            Table::Supplier => 10_000.0,
+        }
+    }
+}
+
+impl fmt::Display for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Table {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        let lower = text.trim().to_ascii_lowercase();
+        Table::ALL.into_iter().find(|t| t.name() == lower || (lower == "order" && *t == Table::Orders)).ok_or_else(|| {
+            Error::format(format!(
+                "unknown TPC-H table '{text}' (expected customer, lineitem, nation, orders, part, partsupp, region or supplier)"
+            ))
+        })
+    }
+}
+
+/// Rows per generated batch.
+const BATCH_ROWS: usize = 64 * 1024;
+/// Rows per generator part: parts are generated on worker threads.
+const ROWS_PER_PART: f64 = 250_000.0;
+
+/// A generated table: its schema and one array per column.
+pub struct TableData {
+    pub table: Table,
+    pub schema: SchemaRef,
+    pub columns: Vec<ArrayRef>,
+}
+
+impl TableData {
+    pub fn rows(&self) -> usize {
+        self.columns.first().map_or(0, |c| c.len())
+    }
+}
+
+/// Generates `table` at scale factor `sf`, in parts on the rayon pool.
+pub fn generate(table: Table, sf: f64) -> Result<TableData> {
+    if !(sf > 0.0 && sf.is_finite()) {
+        return Err(Error::format(format!(
+            "scale factor must be positive, got {sf}"
+        )));
+    }
+    let scales = !matches!(table, Table::Nation | Table::Region);
+    let parts = if scales {
+        ((table.rows_at_sf1() * sf / ROWS_PER_PART).ceil() as i32).max(1)
+    } else {
+        1
+    };
+    let batches: Vec<Vec<RecordBatch>> = (1..=parts)
+        .into_par_iter()
+        .map(|part| generate_part(table, sf, part, parts))
+        .collect::<Result<_>>()?;
+    let batches: Vec<RecordBatch> = batches.into_iter().flatten().collect();
+    let schema = batches
+        .first()
+        .map(|b| b.schema())
+        .ok_or_else(|| Error::format(format!("{table}: no rows generated")))?;
+    let columns = (0..schema.fields().len())
+        .into_par_iter()
+        .map(|i| {
+            let arrays: Vec<&dyn arrow::array::Array> =
+                batches.iter().map(|b| b.column(i).as_ref()).collect();
+            Ok(arrow::compute::concat(&arrays)?)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(TableData {
+        table,
+        schema,
+        columns,
+    })
+}
+
+fn collect(
+    batches: impl Iterator<Item = std::result::Result<RecordBatch, arrow::error::ArrowError>>,
+) -> Result<Vec<RecordBatch>> {
+    batches.map(|b| b.map_err(Error::from)).collect()
+}
+
+fn generate_part(table: Table, sf: f64, part: i32, parts: i32) -> Result<Vec<RecordBatch>> {
+    match table {
+        Table::Customer => collect(
+            CustomerArrow::new(CustomerGenerator::new(sf, part, parts)).with_batch_size(BATCH_ROWS),
+        ),
+        Table::Lineitem => collect(
+            LineItemArrow::new(LineItemGenerator::new(sf, part, parts)).with_batch_size(BATCH_ROWS),
+        ),
+        Table::Nation => collect(
+            NationArrow::new(NationGenerator::new(sf, part, parts)).with_batch_size(BATCH_ROWS),
+        ),
+        Table::Orders => collect(
+            OrderArrow::new(OrderGenerator::new(sf, part, parts)).with_batch_size(BATCH_ROWS),
+        ),
+        Table::Part => {
+            collect(PartArrow::new(PartGenerator::new(sf, part, parts)).with_batch_size(BATCH_ROWS))
+        }
+        Table::Partsupp => collect(
+            PartSuppArrow::new(PartSuppGenerator::new(sf, part, parts)).with_batch_size(BATCH_ROWS),
+        ),
+        Table::Region => collect(
+            RegionArrow::new(RegionGenerator::new(sf, part, parts)).with_batch_size(BATCH_ROWS),
+        ),
+        Table::Supplier => collect(
+            SupplierArrow::new(SupplierGenerator::new(sf, part, parts)).with_batch_size(BATCH_ROWS),
+        ),
+    }
+}

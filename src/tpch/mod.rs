@@ -1,0 +1,21 @@
+//! The TPC-H column experiment: tables generated in-process with `tpchgen`, every column
+//! compressed with colzip's codecs and with CPU baselines, round trips verified.
+//!
+//! ```no_run
+//! use colzip::tpch::{self, Config, Format, Table};
+//!
+//! let config = Config { sf: 0.01, tables: vec![Table::Nation], ..Config::default() };
+//! let rows = tpch::run(&config, &mut |_| {})?;
+//! print!("{}", tpch::render(&rows, Format::Table)?);
+//! # Ok::<(), colzip::Error>(())
+//! ```
+
+mod baselines;
+mod experiment;
+mod generate;
+mod report;
+
+pub use baselines::Baseline;
+pub use experiment::{Config, Contender, Event, Row, arrow_bytes, measure, peer_form, run};
+pub use generate::{Table, TableData, generate};
+pub use report::{Format, render};
