@@ -1,0 +1,294 @@
+//! The `colzip` binary: round trips through files, Snappy interop, errors and exit codes.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn colzip(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_colzip"))
+        .args(args)
+        .output()
+        .expect("colzip runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = colzip(args);
+    assert!(
+        out.status.success(),
+        "colzip {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(args: &[&str]) -> String {
+    let out = colzip(args);
+    assert!(!out.status.success(), "colzip {args:?} should fail");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn raw_typed_files_round_trip_byte_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let ints: Vec<u8> = (0..100_000i32)
+        .flat_map(|i| (i / 10).to_le_bytes())
+        .collect();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("int32", ints.clone()),
+        ("int64", ints.clone()),
+        ("float32", ints.clone()),
+        ("bytes", b"hello hello hello world".to_vec()),
+        ("bytes", Vec::new()),
+        ("utf8-lines", b"alpha\nbeta\n\ngamma\n".to_vec()),
+        ("utf8-lines", b"no final newline\nsecond".to_vec()),
+        ("utf8-lines", b"\n".to_vec()),
+        ("utf8-lines", Vec::new()),
+    ];
+    for (i, (raw_type, data)) in cases.into_iter().enumerate() {
+        for codec in ["auto", "lzss", "gmatch", "bwt"] {
+            let input = dir.path().join(format!("in{i}-{codec}.bin"));
+            let archive = dir.path().join(format!("in{i}-{codec}.czip"));
+            let output = dir.path().join(format!("out{i}-{codec}.bin"));
+            std::fs::write(&input, &data).unwrap();
+            ok(&[
+                "compress",
+                s(&input),
+                "-o",
+                s(&archive),
+                "--type",
+                raw_type,
+                "--codec",
+                codec,
+            ]);
+            let info = ok(&["info", s(&archive), "--format", "json"]);
+            let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+            assert_eq!(info["columns"].as_array().unwrap().len(), 1);
+            ok(&["decompress", s(&archive), "-o", s(&output)]);
+            assert_eq!(std::fs::read(&output).unwrap(), data, "{raw_type} {codec}");
+        }
+    }
+}
+
+#[test]
+fn default_names_and_overwrite_protection() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("values.bin");
+    std::fs::write(&input, vec![7u8; 10_000]).unwrap();
+    ok(&["compress", s(&input)]);
+    let archive = dir.path().join("values.bin.czip");
+    assert!(archive.exists());
+    let err = fails(&["compress", s(&input)]);
+    assert!(err.contains("--force"), "{err}");
+    ok(&["compress", s(&input), "--force"]);
+    std::fs::remove_file(&input).unwrap();
+    ok(&["decompress", s(&archive)]);
+    assert_eq!(std::fs::read(&input).unwrap(), vec![7u8; 10_000]);
+}
+
+#[test]
+fn snappy_streams_interoperate_with_snap() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..300_000u32)
+        .flat_map(|i| format!("row {} {}\n", i % 1000, i % 7).into_bytes())
+        .collect();
+    let input = dir.path().join("text.txt");
+    std::fs::write(&input, &data).unwrap();
+
+    let raw = dir.path().join("text.snappy");
+    ok(&["compress", s(&input), "--snappy", "raw", "-o", s(&raw)]);
+    let stream = std::fs::read(&raw).unwrap();
+    assert_eq!(
+        snap::raw::Decoder::new().decompress_vec(&stream).unwrap(),
+        data
+    );
+
+    let framed = dir.path().join("text.sz");
+    ok(&[
+        "compress",
+        s(&input),
+        "--snappy",
+        "framed",
+        "-o",
+        s(&framed),
+    ]);
+    let mut decoded = Vec::new();
+    snap::read::FrameDecoder::new(std::fs::File::open(&framed).unwrap())
+        .read_to_end(&mut decoded)
+        .unwrap();
+    assert_eq!(decoded, data);
+
+    // And colzip reads what snap writes.
+    let theirs = dir.path().join("theirs.snappy");
+    std::fs::write(
+        &theirs,
+        snap::raw::Encoder::new().compress_vec(&data).unwrap(),
+    )
+    .unwrap();
+    let back = dir.path().join("theirs.out");
+    ok(&["decompress", s(&theirs), "--snappy", "raw", "-o", s(&back)]);
+    assert_eq!(std::fs::read(&back).unwrap(), data);
+}
+
+#[test]
+fn arrow_ipc_files_round_trip() {
+    use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("table.arrow");
+    let batch = RecordBatch::try_from_iter(vec![
+        (
+            "id",
+            Arc::new(Int64Array::from_iter_values(0..5000)) as ArrayRef,
+        ),
+        (
+            "name",
+            Arc::new(StringArray::from_iter(
+                (0..5000).map(|i| (i % 3 != 0).then(|| format!("n{}", i % 50))),
+            )),
+        ),
+    ])
+    .unwrap();
+    let mut writer = arrow::ipc::writer::FileWriter::try_new(
+        std::fs::File::create(&input).unwrap(),
+        &batch.schema(),
+    )
+    .unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    let archive = dir.path().join("table.czip");
+    ok(&["compress", s(&input), "-o", s(&archive)]);
+    let output = dir.path().join("back.arrow");
+    ok(&["decompress", s(&archive), "-o", s(&output)]);
+    let reader =
+        arrow::ipc::reader::FileReader::try_new(std::fs::File::open(&output).unwrap(), None)
+            .unwrap();
+    let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+    assert_eq!(batches, vec![batch]);
+}
+
+#[test]
+fn bad_arguments_and_inputs_fail_with_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("odd.bin");
+    std::fs::write(&input, [1u8, 2, 3]).unwrap();
+    let err = fails(&["compress", s(&input), "--type", "int32"]);
+    assert!(err.contains("multiple of 4"), "{err}");
+    assert!(
+        !dir.path().join("odd.bin.czip").exists(),
+        "no partial output left"
+    );
+    assert!(fails(&["compress", s(&input), "--codec", "lzss:s=3"]).contains("symbol width 3"));
+    assert!(fails(&["compress", s(&input), "--type", "int33"]).contains("unknown raw type"));
+    assert!(fails(&["compress", s(&dir.path().join("missing"))]).contains("not a readable file"));
+    assert!(
+        fails(&["decompress", s(&input), "-o", s(&dir.path().join("x"))])
+            .contains("not a colzip archive")
+    );
+    assert!(
+        fails(&[
+            "decompress",
+            s(&input),
+            "--snappy",
+            "raw",
+            "-o",
+            s(&dir.path().join("y"))
+        ])
+        .contains("gmatch")
+    );
+    assert!(fails(&["tpch", "--sf", "0"]).contains("scale factor"));
+    assert!(fails(&["tpch", "--tables", "lineitems"]).contains("unknown TPC-H table"));
+    assert!(fails(&["tpch", "--codecs", "zip"]).contains("unknown codec"));
+    assert!(fails(&["tpch", "--format", "xml"]).contains("unknown format"));
+    fails(&["frobnicate"]);
+}
+
+#[test]
+fn corrupt_archives_fail_without_losing_the_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("v.bin");
+    std::fs::write(
+        &input,
+        (0..50_000u32)
+            .flat_map(|i| (i % 300).to_le_bytes())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let archive = dir.path().join("v.czip");
+    ok(&["compress", s(&input), "-o", s(&archive), "--type", "uint32"]);
+    let mut bytes = std::fs::read(&archive).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x10;
+    std::fs::write(&archive, &bytes).unwrap();
+    let out = dir.path().join("v.out");
+    let err = fails(&["decompress", s(&archive), "-o", s(&out)]);
+    assert!(err.contains("checksum") || err.contains("corrupt"), "{err}");
+    assert!(!out.exists());
+    assert_eq!(
+        std::fs::read(&archive).unwrap(),
+        bytes,
+        "the archive is untouched"
+    );
+    assert!(fails(&["info", s(&archive)]).contains("colzip: error"));
+}
+
+#[test]
+fn tpch_json_has_the_documented_fields() {
+    let out = ok(&[
+        "tpch",
+        "--sf",
+        "0.01",
+        "--tables",
+        "nation,region",
+        "--format",
+        "json",
+    ]);
+    let rows: Vec<serde_json::Map<String, serde_json::Value>> = serde_json::from_str(&out).unwrap();
+    let fields = [
+        "table",
+        "column",
+        "arrow_type",
+        "rows",
+        "raw_bytes",
+        "codec",
+        "backend",
+        "compressed_bytes",
+        "ratio",
+        "compress_gbps",
+        "decompress_gbps",
+    ];
+    // nation has 4 columns, region 3; 3 codecs and 5 baselines each.
+    assert_eq!(rows.len(), 7 * 8);
+    for row in &rows {
+        let mut keys: Vec<&str> = row.keys().map(String::as_str).collect();
+        keys.sort();
+        let mut expected = fields.to_vec();
+        expected.sort();
+        assert_eq!(keys, expected);
+    }
+    let codecs: std::collections::BTreeSet<&str> =
+        rows.iter().map(|r| r["codec"].as_str().unwrap()).collect();
+    for codec in [
+        "lzss", "gmatch", "bwt", "snap", "lz4", "zstd-1", "zstd-3", "bzip2-9",
+    ] {
+        assert!(codecs.contains(codec), "{codec} missing");
+    }
+    let csv = ok(&[
+        "tpch",
+        "--sf",
+        "0.01",
+        "--tables",
+        "region",
+        "--codecs",
+        "lzss:s=1,w=64,gmatch",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(csv.lines().count(), 1 + 3 * 2);
+    assert!(csv.contains("\"lzss:s=1,w=64,c=2048\""), "{csv}");
+}
