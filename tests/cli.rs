@@ -292,3 +292,61 @@ fn tpch_json_has_the_documented_fields() {
     assert_eq!(csv.lines().count(), 1 + 3 * 2);
     assert!(csv.contains("\"lzss:s=1,w=64,c=2048\""), "{csv}");
 }
+
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_files_round_trip() {
+    use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("table.parquet");
+    let batch = RecordBatch::try_from_iter(vec![
+        (
+            "price",
+            Arc::new(Float64Array::from_iter_values(
+                (0..3000).map(|i| (i % 97) as f64 * 0.25),
+            )) as ArrayRef,
+        ),
+        (
+            "label",
+            Arc::new(StringArray::from_iter(
+                (0..3000).map(|i| (i % 4 != 0).then(|| format!("l{}", i % 9))),
+            )),
+        ),
+    ])
+    .unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&input).unwrap(),
+        batch.schema(),
+        None,
+    )
+    .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let archive = dir.path().join("table.czip");
+    ok(&[
+        "compress",
+        s(&input),
+        "-o",
+        s(&archive),
+        "--codec",
+        "gmatch",
+    ]);
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&["info", s(&archive), "--format", "json"])).unwrap();
+    assert_eq!(info["source"], "Parquet");
+    assert_eq!(info["rows"], 3000);
+    let output = dir.path().join("back.parquet");
+    ok(&["decompress", s(&archive), "-o", s(&output)]);
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        std::fs::File::open(&output).unwrap(),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+    assert_eq!(
+        arrow::compute::concat_batches(&batch.schema(), &batches).unwrap(),
+        batch
+    );
+}
