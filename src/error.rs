@@ -22,6 +22,9 @@ pub enum Error {
     /// The uncompressed data's checksum does not match the one stored.
     #[error("checksum mismatch in {what}: the data is corrupt")]
     Checksum { what: String },
+    /// No usable GPU, or a CUDA/NVRTC failure.
+    #[error("GPU: {0}")]
+    Gpu(String),
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
     #[error("Arrow error: {0}")]

@@ -12,7 +12,7 @@
 //!
 //! Layers, from the bottom: [`codec`] (bytes), [`column`] (Arrow arrays and the
 //! container), [`archive`] (files of many columns), [`tpch`] (the TPC-H column
-//! experiment). The `colzip` binary is a thin CLI over them.
+//! experiment); [`gpu`] holds the device runtime the GPU codecs are built on. The `colzip` binary is a thin CLI over them.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -29,6 +29,7 @@ pub mod archive;
 pub mod codec;
 pub mod column;
 mod error;
+pub mod gpu;
 pub mod tpch;
 
 pub use error::{Error, Result};

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use colzip::archive::{self, InputKind, OutputKind, RawType};
 use colzip::codec::gmatch;
 use colzip::column::CodecChoice;
+use colzip::gpu::Gpu;
 use colzip::tpch::{self, Config, Contender, Event, Format, Table};
 use colzip::{Error, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -73,6 +74,12 @@ enum Command {
     /// Show an archive's columns, codecs and ratios (every checksum of the container is verified).
     Info {
         input: PathBuf,
+        /// table or json
+        #[arg(long, default_value = "table")]
+        format: String,
+    },
+    /// Show the GPU colzip would use (or why there is none) and run its self-test kernel.
+    Gpu {
         /// table or json
         #[arg(long, default_value = "table")]
         format: String,
@@ -220,6 +227,38 @@ fn run(cli: Cli) -> Result<()> {
                         );
                     }
                 }
+            }
+            Ok(())
+        }
+        Command::Gpu { format } => {
+            let format: Format = format.parse()?;
+            let report = match Gpu::get() {
+                Ok(gpu) => {
+                    let self_test = gpu
+                        .self_test(1 << 24)
+                        .map(|()| "passed".to_string())
+                        .unwrap_or_else(|e| e.to_string());
+                    serde_json::json!({"available": true, "device": gpu.info(), "self_test": self_test})
+                }
+                Err(reason) => {
+                    serde_json::json!({"available": false, "reason": reason.to_string()})
+                }
+            };
+            match format {
+                Format::Json => println!("{report}"),
+                _ => match report["available"].as_bool() {
+                    Some(true) => println!(
+                        "{} (compute capability {}, {} SMs, {} bytes): self-test {}",
+                        report["device"]["name"].as_str().unwrap_or(""),
+                        report["device"]["compute_capability"]
+                            .as_str()
+                            .unwrap_or(""),
+                        report["device"]["multiprocessors"],
+                        report["device"]["memory_bytes"],
+                        report["self_test"].as_str().unwrap_or("")
+                    ),
+                    _ => println!("{}", report["reason"].as_str().unwrap_or("")),
+                },
             }
             Ok(())
         }

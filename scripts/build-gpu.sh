@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the GPU test binaries (and the CLI) here, without DataFusion, and puts them
+# stripped into .gpu/ for the device machine (run there with scripts/run-gpu.sh).
+# Usage: scripts/build-gpu.sh [release|dev]   (default release)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+profile=${1:-release}
+grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >> .git/info/exclude; }
+rm -rf .gpu && mkdir -p .gpu
+# Test binaries whose name starts with gpu_ hold the GPU tests.
+cargo test --profile "$profile" --no-default-features --no-run --message-format=json --test 'gpu_*' \
+  | python3 -c '
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["target"]["kind"] == ["test"]:
+        print(msg["target"]["name"], msg["executable"])
+' | while read -r name exe; do cp "$exe" ".gpu/$name"; done
+cargo build --profile "$profile" --no-default-features --bin colzip --message-format=json \
+  | python3 -c '
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable"):
+        print(msg["executable"])
+' | while read -r exe; do cp "$exe" .gpu/colzip; done
+strip .gpu/* 2>/dev/null || true
+ls -la .gpu

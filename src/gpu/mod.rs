@@ -1,0 +1,17 @@
+//! The GPU backend: the process's device, NVRTC-compiled kernels from `kernels/`, and the
+//! backend choice. One build runs everywhere: without libcuda, libnvrtc or a device,
+//! [`Gpu::get`] is an error saying why and [`Backend::Auto`] uses the CPU codecs, which
+//! write the same bytes.
+//!
+//! ```
+//! use colzip::gpu::Backend;
+//! // `auto` never fails: the GPU when usable, else the CPU.
+//! let gpu = Backend::Auto.resolve().unwrap();
+//! println!("{}", gpu.map_or("cpu".to_string(), |g| g.info().name.clone()));
+//! ```
+
+mod backend;
+mod device;
+
+pub use backend::{BACKEND_ENV, Backend};
+pub use device::{DeviceInfo, Gpu, KernelSource, SELFTEST};
