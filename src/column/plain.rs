@@ -14,8 +14,7 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayData, ArrayRef, AsArray, BinaryViewBuilder, OffsetSizeTrait, StringViewBuilder,
-    make_array,
+    Array, ArrayData, ArrayRef, AsArray, BinaryViewBuilder, OffsetSizeTrait, make_array,
 };
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow::datatypes::DataType;
@@ -525,28 +524,22 @@ fn view_array(
         start += length as usize;
         value
     });
+    let mut builder = BinaryViewBuilder::with_capacity(rows);
+    for (i, value) in values.enumerate() {
+        if is_valid(i) {
+            builder.append_value(value);
+        } else {
+            builder.append_null();
+        }
+    }
+    let binary = builder.finish();
     if *data_type == DataType::Utf8View {
-        let mut builder = StringViewBuilder::with_capacity(rows);
-        for (i, value) in values.enumerate() {
-            if is_valid(i) {
-                let text = std::str::from_utf8(value)
-                    .map_err(|_| Error::format("string data is not UTF-8"))?;
-                builder.append_value(text);
-            } else {
-                builder.append_null();
-            }
-        }
-        Ok(Arc::new(builder.finish()))
+        let strings = binary
+            .to_string_view()
+            .map_err(|_| Error::format("string data is not UTF-8"))?;
+        Ok(Arc::new(strings))
     } else {
-        let mut builder = BinaryViewBuilder::with_capacity(rows);
-        for (i, value) in values.enumerate() {
-            if is_valid(i) {
-                builder.append_value(value);
-            } else {
-                builder.append_null();
-            }
-        }
-        Ok(Arc::new(builder.finish()))
+        Ok(Arc::new(binary))
     }
 }
 
