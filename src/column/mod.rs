@@ -226,17 +226,18 @@ fn compress_part(part: PlainPart, codec: &CodecChoice) -> Result<CompressedPart>
         CodecChoice::Spec(spec) => *spec,
     };
     let checksum = xxh3_64(&part.bytes);
+    let raw_len = part.bytes.len();
     let compressed = spec.compress(&part.bytes, part.symbol_width())?;
-    let (codec, bytes) = if compressed.len() < part.bytes.len() {
+    let (codec, bytes) = if compressed.len() < raw_len {
         (spec.id(), compressed)
     } else {
-        (CodecId::Stored, part.bytes.clone())
+        (CodecId::Stored, part.bytes)
     };
     Ok(CompressedPart {
         role: part.role,
         width: part.width,
         codec,
-        raw_len: part.bytes.len(),
+        raw_len,
         checksum,
         bytes,
     })

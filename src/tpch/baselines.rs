@@ -40,14 +40,20 @@ impl Baseline {
             .collect()
     }
 
-    /// Decompresses pieces back into one buffer of `len` bytes.
+    /// Decompresses pieces back into one buffer of `len` bytes, each piece straight into
+    /// its own slice of it.
     pub fn decompress(self, pieces: &[Vec<u8>], len: usize) -> Result<Vec<u8>> {
-        let decoded: Vec<Vec<u8>> = pieces
-            .par_iter()
-            .enumerate()
-            .map(|(i, piece)| self.decompress_piece(piece, PIECE.min(len - i * PIECE)))
-            .collect::<Result<_>>()?;
-        Ok(decoded.concat())
+        if pieces.len() != len.div_ceil(PIECE) {
+            return Err(Error::format(format!(
+                "{self}: {} pieces for {len} bytes",
+                pieces.len()
+            )));
+        }
+        let mut out = vec![0u8; len];
+        out.par_chunks_mut(PIECE)
+            .zip(pieces.par_iter())
+            .try_for_each(|(slice, piece)| self.decompress_piece(piece, slice))?;
+        Ok(out)
     }
 
     fn compress_piece(self, piece: &[u8]) -> Result<Vec<u8>> {
@@ -66,21 +72,26 @@ impl Baseline {
         })
     }
 
-    fn decompress_piece(self, piece: &[u8], len: usize) -> Result<Vec<u8>> {
-        Ok(match self {
+    fn decompress_piece(self, piece: &[u8], out: &mut [u8]) -> Result<()> {
+        let written = match self {
             Baseline::Snap => snap::raw::Decoder::new()
-                .decompress_vec(piece)
+                .decompress(piece, out)
                 .map_err(|e| Error::format(e.to_string()))?,
-            Baseline::Lz4 => {
-                lz4_flex::block::decompress(piece, len).map_err(|e| Error::format(e.to_string()))?
-            }
-            Baseline::Zstd(_) => zstd::bulk::decompress(piece, len)?,
+            Baseline::Lz4 => lz4_flex::block::decompress_into(piece, out)
+                .map_err(|e| Error::format(e.to_string()))?,
+            Baseline::Zstd(_) => zstd::bulk::decompress_to_buffer(piece, out)?,
             Baseline::Bzip2(_) => {
-                let mut out = Vec::with_capacity(len);
-                bzip2::read::BzDecoder::new(piece).read_to_end(&mut out)?;
-                out
+                bzip2::read::BzDecoder::new(piece).read_exact(out)?;
+                out.len()
             }
-        })
+        };
+        if written != out.len() {
+            return Err(Error::format(format!(
+                "{self}: a piece decoded to {written} bytes, expected {}",
+                out.len()
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -205,9 +205,7 @@ pub fn measure(
                 Ok((node, streams))
             })?;
             let (back, decompress_time) = fastest(repeat, || {
-                let mut decoded = node.clone();
-                let mut streams = streams.iter();
-                decode_parts(&mut decoded, &mut streams, *baseline)?;
+                let decoded = decode_parts(&node, &mut streams.iter(), *baseline)?;
                 plain::decode(array.data_type(), decoded)
             })?;
             let size = streams.iter().flatten().map(|s| s.len() as u64).sum();
@@ -246,23 +244,35 @@ pub fn arrow_bytes(array: &ArrayRef) -> Result<u64> {
     Ok(bytes as u64)
 }
 
-/// Replaces each part's bytes with the baseline's decoding of its streams (depth first,
-/// the order `all_parts` gives).
+/// Decodes the baseline's streams into a node shaped like `node` (parts depth first, the
+/// order `all_parts` gives); `node` only lends the roles, widths and lengths.
 fn decode_parts<'a>(
-    node: &mut plain::PlainNode,
+    node: &plain::PlainNode,
     streams: &mut impl Iterator<Item = &'a Vec<Vec<u8>>>,
     baseline: Baseline,
-) -> Result<()> {
-    for part in &mut node.parts {
+) -> Result<plain::PlainNode> {
+    let mut parts = Vec::with_capacity(node.parts.len());
+    for part in &node.parts {
         let pieces = streams
             .next()
             .ok_or_else(|| Error::format("missing baseline stream"))?;
-        part.bytes = baseline.decompress(pieces, part.bytes.len())?;
+        parts.push(plain::PlainPart {
+            role: part.role,
+            width: part.width,
+            bytes: baseline.decompress(pieces, part.bytes.len())?,
+        });
     }
-    for child in &mut node.children {
-        decode_parts(child, streams, baseline)?;
-    }
-    Ok(())
+    let children = node
+        .children
+        .iter()
+        .map(|child| decode_parts(child, streams, baseline))
+        .collect::<Result<_>>()?;
+    Ok(plain::PlainNode {
+        rows: node.rows,
+        null_count: node.null_count,
+        parts,
+        children,
+    })
 }
 
 /// The plain forms GPU compression papers measure (and `../shared/GPU.md`'s peers):
