@@ -26,6 +26,7 @@
 //! ```
 
 pub mod archive;
+pub mod bench;
 pub mod codec;
 pub mod column;
 mod error;

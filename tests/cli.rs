@@ -350,3 +350,139 @@ fn parquet_files_round_trip() {
         batch
     );
 }
+
+fn colzip_env(args: &[&str], backend_env: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_colzip"))
+        .args(args)
+        .env("COLZIP_BACKEND", backend_env)
+        .output()
+        .expect("colzip runs")
+}
+
+#[test]
+fn backend_choice_flows_through_compress_decompress_and_tpch() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2 MiB of int32: above the GPU threshold of `auto`, so a GPU machine runs lzss there.
+    let data: Vec<u8> = (0..(1 << 19) as u32)
+        .flat_map(|i| (i / 16).to_le_bytes())
+        .collect();
+    let input = dir.path().join("ints.bin");
+    std::fs::write(&input, &data).unwrap();
+    let mut archives = Vec::new();
+    for backend in ["cpu", "auto"] {
+        let archive = dir.path().join(format!("ints-{backend}.czip"));
+        ok(&[
+            "compress",
+            s(&input),
+            "-o",
+            s(&archive),
+            "--type",
+            "int32",
+            "--codec",
+            "lzss",
+            "--backend",
+            backend,
+        ]);
+        for decoder in ["cpu", "auto"] {
+            let output = dir.path().join(format!("ints-{backend}-{decoder}.out"));
+            ok(&[
+                "decompress",
+                s(&archive),
+                "-o",
+                s(&output),
+                "--backend",
+                decoder,
+            ]);
+            assert_eq!(std::fs::read(&output).unwrap(), data, "{backend} {decoder}");
+        }
+        archives.push(std::fs::read(&archive).unwrap());
+    }
+    // The same bytes whichever backend wrote them.
+    assert_eq!(archives[0], archives[1]);
+
+    // The environment variable sets the default; a bad value there is an error too.
+    let from_env = dir.path().join("ints-env.czip");
+    let args = ["compress", s(&input), "-o", s(&from_env), "--type", "int32"];
+    let out = colzip_env(&args, "cpu");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = colzip_env(&["tpch", "--tables", "region"], "cuda");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown backend 'cuda'"), "{stderr}");
+
+    let tpch = ok(&[
+        "tpch",
+        "--sf",
+        "0.01",
+        "--tables",
+        "region",
+        "--codecs",
+        "lzss,snap",
+        "--format",
+        "json",
+        "--backend",
+        "cpu",
+    ]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&tpch).unwrap();
+    assert_eq!(rows.len(), 3 * 2);
+    assert!(rows.iter().all(|r| r["backend"] == "cpu"), "{tpch}");
+
+    // A value that is not a backend is refused with the accepted ones.
+    for command in ["compress", "decompress"] {
+        let err = fails(&[command, s(&input), "--backend", "cuda"]);
+        assert!(err.contains("unknown backend 'cuda'"), "{err}");
+        assert!(err.contains("expected auto, cpu or gpu"), "{err}");
+    }
+    assert!(fails(&["tpch", "--backend", "cuda"]).contains("unknown backend 'cuda'"));
+
+    // `gpu` without a GPU: a one-line error saying why, and no output left behind. (On a
+    // machine with a GPU it succeeds and writes the CPU's bytes.)
+    let forced = dir.path().join("ints-gpu.czip");
+    let compress_gpu = [
+        "compress",
+        s(&input),
+        "-o",
+        s(&forced),
+        "--type",
+        "int32",
+        "--codec",
+        "lzss",
+        "--backend",
+        "gpu",
+    ];
+    let back = dir.path().join("ints-gpu.out");
+    let decompress_gpu = ["decompress", s(&forced), "-o", s(&back), "--backend", "gpu"];
+    let tpch_gpu = [
+        "tpch",
+        "--sf",
+        "0.01",
+        "--tables",
+        "region",
+        "--backend",
+        "gpu",
+    ];
+    match colzip::gpu::Gpu::get() {
+        Err(_) => {
+            let err = fails(&compress_gpu);
+            assert!(err.contains("GPU"), "{err}");
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+            assert!(!forced.exists(), "no output without a GPU");
+            std::fs::write(&forced, &archives[0]).unwrap();
+            let err = fails(&decompress_gpu);
+            assert!(err.contains("GPU"), "{err}");
+            assert!(!back.exists(), "no output without a GPU");
+            assert!(fails(&tpch_gpu).contains("GPU"));
+        }
+        Ok(_) => {
+            ok(&compress_gpu);
+            assert_eq!(std::fs::read(&forced).unwrap(), archives[0]);
+            ok(&decompress_gpu);
+            assert_eq!(std::fs::read(&back).unwrap(), data);
+            ok(&tpch_gpu);
+        }
+    }
+}

@@ -1,28 +1,12 @@
 //! The GPU runtime. Without a GPU these tests say they were skipped; with
 //! `COLZIP_REQUIRE_GPU=1` (the device machine's runs) a missing GPU is a failure.
 
-use std::io::Write;
 use std::sync::Arc;
 
-use colzip::gpu::{Backend, Gpu, SELFTEST};
+mod common;
 
-fn gpu_or_skip(test: &str) -> Option<&'static Gpu> {
-    match Gpu::get() {
-        Ok(gpu) => Some(gpu),
-        Err(reason) => {
-            assert!(
-                std::env::var("COLZIP_REQUIRE_GPU").as_deref() != Ok("1"),
-                "COLZIP_REQUIRE_GPU=1 but there is no usable GPU: {reason}"
-            );
-            // Straight to stderr: libtest captures eprintln!, and a skip must be visible.
-            let _ = writeln!(
-                std::io::stderr(),
-                "{test}: skipped, no usable GPU ({reason})"
-            );
-            None
-        }
-    }
-}
+use colzip::gpu::{Backend, SELFTEST};
+use common::gpu_or_skip;
 
 #[test]
 fn backend_choices_parse_and_resolve() {

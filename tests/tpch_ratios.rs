@@ -11,6 +11,7 @@ fn rows_for(tables: Vec<Table>, codecs: &str, peer_forms: bool) -> Vec<Row> {
         contenders: Contender::parse_list(codecs).unwrap(),
         repeat: 1,
         peer_forms,
+        ..Config::default()
     };
     tpch::run(&config, &mut |_| {}).unwrap()
 }

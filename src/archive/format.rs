@@ -16,7 +16,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::{Schema, SchemaRef};
 
 use super::input::RawType;
-use crate::codec::varint;
+use crate::codec::{Placement, varint};
 use crate::column::{self, CodecChoice, CompressedColumn};
 use crate::{Error, Result};
 
@@ -75,11 +75,21 @@ impl<W: Write> ArchiveWriter<W> {
         })
     }
 
-    /// Compresses and appends one batch; returns its compressed columns.
+    /// Compresses (on the CPU) and appends one batch; returns its compressed columns.
     pub fn write_batch(
         &mut self,
         batch: &RecordBatch,
         codec: &CodecChoice,
+    ) -> Result<Vec<CompressedColumn>> {
+        self.write_batch_on(batch, codec, Placement::CPU)
+    }
+
+    /// [`Self::write_batch`] with the codecs placed by `placement`.
+    pub fn write_batch_on(
+        &mut self,
+        batch: &RecordBatch,
+        codec: &CodecChoice,
+        placement: Placement,
     ) -> Result<Vec<CompressedColumn>> {
         if batch.schema().fields() != self.schema.fields() {
             return Err(Error::format("a batch's schema differs from the archive's"));
@@ -89,7 +99,9 @@ impl<W: Write> ArchiveWriter<W> {
             .fields()
             .iter()
             .zip(batch.columns())
-            .map(|(field, array)| column::compress_field(field, array.as_ref(), codec))
+            .map(|(field, array)| {
+                column::compress_field_on(field, array.as_ref(), codec, placement)
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut record = vec![1u8];
         varint::write_u64(&mut record, batch.num_rows() as u64);
@@ -248,14 +260,19 @@ impl<R: Read> ArchiveReader<R> {
         }
     }
 
-    /// The next batch, decompressed.
+    /// The next batch, decompressed on the CPU.
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        self.next_batch_on(Placement::CPU)
+    }
+
+    /// [`Self::next_batch`] with the codecs placed by `placement`.
+    pub fn next_batch_on(&mut self, placement: Placement) -> Result<Option<RecordBatch>> {
         let Some((rows, columns)) = self.next_compressed()? else {
             return Ok(None);
         };
         let arrays = columns
             .iter()
-            .map(column::decompress)
+            .map(|column| column::decompress_on(column, placement))
             .collect::<Result<Vec<_>>>()?;
         let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(Some(RecordBatch::try_new_with_options(

@@ -5,12 +5,14 @@
 //! use std::path::Path;
 //! use colzip::archive::{self, InputKind, RawType};
 //! use colzip::column::CodecChoice;
+//! use colzip::gpu::Backend;
 //!
 //! let input = Path::new("prices.bin");
 //! let kind = InputKind::detect(input, RawType::Int64)?;
-//! let summary = archive::compress_file(input, Path::new("prices.czip"), kind, &CodecChoice::Auto, &mut |_| {})?;
+//! let (codec, backend) = (CodecChoice::Auto, Backend::Auto);
+//! let summary = archive::compress_file(input, Path::new("prices.czip"), kind, &codec, backend, &mut |_| {})?;
 //! println!("ratio {:.2}", summary.ratio());
-//! archive::decompress_file(Path::new("prices.czip"), Path::new("prices.out"), None, &mut |_| {})?;
+//! archive::decompress_file(Path::new("prices.czip"), Path::new("prices.out"), None, backend, &mut |_| {})?;
 //! # Ok::<(), colzip::Error>(())
 //! ```
 
@@ -25,7 +27,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::codec::Placement;
 use crate::column::CodecChoice;
+use crate::gpu::Backend;
 use crate::{Error, Result};
 pub use format::{ArchiveReader, ArchiveWriter, Source};
 pub use input::{InputKind, RawType};
@@ -76,14 +80,17 @@ fn write_atomically<T>(path: &Path, write: impl FnOnce(File) -> Result<T>) -> Re
     }
 }
 
-/// Compresses a file into an archive, batch by batch.
+/// Compresses a file into an archive, batch by batch, on `backend` (resolved once, before
+/// anything is read or written: `Backend::Gpu` without a usable GPU is an error).
 pub fn compress_file(
     input: &Path,
     output: &Path,
     kind: InputKind,
     codec: &CodecChoice,
+    backend: Backend,
     progress: Progress<'_>,
 ) -> Result<Summary> {
+    let placement = Placement::new(backend)?;
     let source = input::open(input, kind, BATCH_BYTES, BATCH_ROWS)?;
     let archive_source = match kind {
         InputKind::Raw(raw) => Source::Raw(raw),
@@ -97,7 +104,7 @@ pub fn compress_file(
             ArchiveWriter::new(BufWriter::new(file), source.schema.clone(), archive_source)?;
         for batch in source.batches {
             let batch = batch?;
-            let columns = writer.write_batch(&batch, codec)?;
+            let columns = writer.write_batch_on(&batch, codec, placement)?;
             summary.batches += 1;
             summary.rows += batch.num_rows() as u64;
             summary.plain_bytes += columns.iter().map(|c| c.plain_bytes() as u64).sum::<u64>();
@@ -116,13 +123,16 @@ pub fn compress_file(
     Ok(summary)
 }
 
-/// Decompresses an archive into a file of `to` (by default what it was made from).
+/// Decompresses an archive into a file of `to` (by default what it was made from), on
+/// `backend` (resolved once, first).
 pub fn decompress_file(
     input: &Path,
     output: &Path,
     to: Option<OutputKind>,
+    backend: Backend,
     progress: Progress<'_>,
 ) -> Result<Summary> {
+    let placement = Placement::new(backend)?;
     let mut reader = ArchiveReader::new(BufReader::new(File::open(input)?))?;
     let kind = to.unwrap_or_else(|| OutputKind::for_source(reader.source()));
     let mut summary = Summary {
@@ -131,7 +141,7 @@ pub fn decompress_file(
     };
     write_atomically(output, |file| {
         let mut sink = output::sink(kind, BufWriter::new(file), reader.schema())?;
-        while let Some(batch) = reader.next_batch()? {
+        while let Some(batch) = reader.next_batch_on(placement)? {
             sink.write(&batch)?;
             summary.batches += 1;
             summary.rows += batch.num_rows() as u64;

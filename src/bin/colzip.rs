@@ -5,11 +5,13 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use colzip::archive::{self, InputKind, OutputKind, RawType};
-use colzip::codec::gmatch;
+use colzip::bench;
+use colzip::codec::lzss::LzssParams;
+use colzip::codec::{CodecSpec, Placement, SnappyFormat, gmatch};
 use colzip::column::CodecChoice;
-use colzip::gpu::Gpu;
+use colzip::gpu::{BACKEND_ENV, Backend, Gpu};
 use colzip::tpch::{self, Config, Contender, Event, Format, Table};
 use colzip::{Error, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -29,6 +31,15 @@ struct Cli {
 enum SnappyArg {
     Raw,
     Framed,
+}
+
+/// `--backend`, shared by the subcommands that run codecs.
+#[derive(Args, Clone, Copy)]
+struct BackendArg {
+    /// Where the codecs run: auto (the GPU when usable, for inputs of 1 MiB or more), cpu,
+    /// or gpu (an error when there is none); codecs without a GPU path run on the CPU
+    #[arg(long, env = BACKEND_ENV, default_value = "auto")]
+    backend: Backend,
 }
 
 #[derive(Subcommand)]
@@ -55,6 +66,8 @@ enum Command {
         /// Summary format
         #[arg(long, default_value = "table")]
         format: String,
+        #[command(flatten)]
+        backend: BackendArg,
     },
     /// Decompress a .czip archive (back to what it was made from), or with --snappy a Snappy stream.
     Decompress {
@@ -70,6 +83,8 @@ enum Command {
         snappy: Option<SnappyArg>,
         #[arg(short, long)]
         force: bool,
+        #[command(flatten)]
+        backend: BackendArg,
     },
     /// Show an archive's columns, codecs and ratios (every checksum of the container is verified).
     Info {
@@ -108,6 +123,37 @@ enum Command {
         /// Measure decimals as Int32/Int64 and strings as their concatenated bytes, the forms GPU papers use
         #[arg(long)]
         peer_forms: bool,
+        #[command(flatten)]
+        backend: BackendArg,
+    },
+    /// GPU benchmark of lzss: TPC-H lineitem generated in-process, each column in its plain
+    /// form, over GPULZ's (S, W, C) grid: ratio, kernel GB/s, end-to-end GB/s from pinned
+    /// host memory, and the CPU reference in the same run. Needs a GPU.
+    Bench {
+        /// Scale factor of lineitem
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Comma-separated lineitem columns [default: all fixed-width plain columns]
+        #[arg(long)]
+        columns: Option<String>,
+        /// Symbol widths S of the grid
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+        s: Vec<u8>,
+        /// Windows W of the grid, in symbols
+        #[arg(long, value_delimiter = ',', default_value = "32,64,128,255")]
+        w: Vec<u8>,
+        /// Chunk sizes C of the grid, in bytes
+        #[arg(long, value_delimiter = ',', default_value = "2048,4096,8192,16384")]
+        c: Vec<u32>,
+        /// Timed runs per GPU figure (the median counts)
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Leave out the CPU reference rows
+        #[arg(long)]
+        no_cpu: bool,
+        /// table, json or csv
+        #[arg(long, default_value = "table")]
+        format: String,
     },
 }
 
@@ -131,10 +177,13 @@ fn run(cli: Cli) -> Result<()> {
             snappy,
             force,
             format,
+            backend: BackendArg { backend },
         } => {
             let format: Format = format.parse()?;
             let codec: CodecChoice = codec.parse()?;
             let raw_type: RawType = raw_type.parse()?;
+            // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
+            let placement = Placement::new(backend)?;
             let output = output.unwrap_or_else(|| {
                 let ext = match snappy {
                     None => "czip",
@@ -146,19 +195,22 @@ fn run(cli: Cli) -> Result<()> {
             check_output(&input, &output, force)?;
             if let Some(snappy) = snappy {
                 let data = std::fs::read(&input)?;
-                let stream = match snappy {
-                    SnappyArg::Raw => gmatch::compress_raw(&data)?,
-                    SnappyArg::Framed => gmatch::compress_framed(&data),
-                };
+                let spec = CodecSpec::Gmatch(match snappy {
+                    SnappyArg::Raw => SnappyFormat::Raw,
+                    SnappyArg::Framed => SnappyFormat::Framed,
+                });
+                let gpu = placement.gpu_for(spec.id(), data.len());
+                let stream = spec.compress_on(&data, 1, gpu)?;
                 write_file(&output, &stream)?;
                 return print_summary(&output, data.len() as u64, stream.len() as u64, format);
             }
             let kind = InputKind::detect(&input, raw_type)?;
             let size = std::fs::metadata(&input)?.len();
             let bar = bytes_bar(size, "compress");
-            let summary = archive::compress_file(&input, &output, kind, &codec, &mut |done| {
-                bar.set_position(done)
-            })?;
+            let summary =
+                archive::compress_file(&input, &output, kind, &codec, backend, &mut |done| {
+                    bar.set_position(done)
+                })?;
             bar.finish_and_clear();
             print_summary(&output, summary.plain_bytes, summary.archive_bytes, format)
         }
@@ -168,13 +220,18 @@ fn run(cli: Cli) -> Result<()> {
             to,
             snappy,
             force,
+            backend: BackendArg { backend },
         } => {
+            // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
+            Placement::new(backend)?;
             let output = match output {
                 Some(output) => output,
                 None => strip_extension(&input)?,
             };
             check_output(&input, &output, force)?;
             if let Some(snappy) = snappy {
+                // On the CPU: a framed stream states no total length for a GPU decoder to
+                // size its output by (gmatch has no GPU path yet anyway).
                 let stream = std::fs::read(&input)?;
                 let data = match snappy {
                     SnappyArg::Raw => gmatch::decompress_raw(&stream)?,
@@ -184,7 +241,9 @@ fn run(cli: Cli) -> Result<()> {
             }
             let to: Option<OutputKind> = to.map(|t| t.parse()).transpose()?;
             let bar = bytes_bar(0, "decompress");
-            archive::decompress_file(&input, &output, to, &mut |done| bar.set_position(done))?;
+            archive::decompress_file(&input, &output, to, backend, &mut |done| {
+                bar.set_position(done)
+            })?;
             bar.finish_and_clear();
             Ok(())
         }
@@ -270,6 +329,7 @@ fn run(cli: Cli) -> Result<()> {
             repeat,
             threads,
             peer_forms,
+            backend: BackendArg { backend },
         } => {
             let format: Format = format.parse()?;
             if let Some(threads) = threads {
@@ -295,18 +355,9 @@ fn run(cli: Cli) -> Result<()> {
                 contenders,
                 repeat,
                 peer_forms,
+                backend,
             };
-            let bar = if std::io::stderr().is_terminal() {
-                ProgressBar::new(0)
-            } else {
-                ProgressBar::hidden()
-            };
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
-                )
-                .expect("valid template"),
-            );
+            let bar = progress_bar();
             let per_column = config.contenders.len() as u64;
             let rows = tpch::run(&config, &mut |event| match event {
                 Event::Generating(table) => {
@@ -326,7 +377,71 @@ fn run(cli: Cli) -> Result<()> {
             stdout.write_all(tpch::render(&rows, format)?.as_bytes())?;
             Ok(())
         }
+        Command::Bench {
+            sf,
+            columns,
+            s,
+            w,
+            c,
+            runs,
+            no_cpu,
+            format,
+        } => {
+            let format: Format = format.parse()?;
+            let mut grid = Vec::new();
+            for &s in &s {
+                for &w in &w {
+                    for &c in &c {
+                        grid.push(LzssParams::new(s, w, c)?);
+                    }
+                }
+            }
+            let config = bench::Config {
+                sf,
+                columns: columns
+                    .map(|list| list.split(',').map(|c| c.trim().to_string()).collect()),
+                grid,
+                runs,
+                cpu: !no_cpu,
+            };
+            let bar = progress_bar();
+            let per_column = config.grid.len() as u64 * if config.cpu { 2 } else { 1 };
+            let rows = bench::run(&config, &mut |event| match event {
+                bench::Event::Generating => {
+                    bar.set_message(format!("generating lineitem at SF {sf}"))
+                }
+                bench::Event::Generated(columns) => {
+                    bar.inc_length(columns.len() as u64 * per_column)
+                }
+                bench::Event::Measured(row) => {
+                    bar.inc(1);
+                    bar.set_message(format!(
+                        "{} {} {}",
+                        row.row.column, row.row.codec, row.row.backend
+                    ));
+                }
+            })?;
+            bar.finish_and_clear();
+            std::io::stdout()
+                .lock()
+                .write_all(tpch::render(&rows, format)?.as_bytes())?;
+            Ok(())
+        }
     }
+}
+
+/// A progress bar on stderr when it is a terminal, else a hidden one.
+fn progress_bar() -> ProgressBar {
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::new(0)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+            .expect("valid template"),
+    );
+    bar
 }
 
 fn with_extension(path: &Path, ext: &str) -> PathBuf {

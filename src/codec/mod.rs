@@ -9,7 +9,9 @@
 //!
 //! [`CodecSpec`] names a codec and its parameters as text (`lzss:s=2,w=128,c=2048`,
 //! `gmatch:framed`, `bwt:block=4m`), the form used by the CLI and SQL. The byte-level
-//! formats are specified in `docs/FORMAT.md`.
+//! formats are specified in `docs/FORMAT.md`. [`CodecSpec::compress_on`] and
+//! [`CodecId::decompress_on`] run a codec on the GPU where it has a GPU path (`lzss` now),
+//! as a [`Placement`] decides; the bytes are the same as on the CPU.
 
 pub mod bwt;
 mod error;
@@ -19,4 +21,4 @@ mod spec;
 pub mod varint;
 
 pub use error::{CodecError, Result};
-pub use spec::{CodecId, CodecSpec, SnappyFormat};
+pub use spec::{CodecId, CodecSpec, GPU_MIN_BYTES, Placement, SnappyFormat};

@@ -7,6 +7,22 @@
 //! assert_eq!("gmatch".parse::<CodecSpec>().unwrap().to_string(), "gmatch:raw");
 //! assert!("lzss:s=3".parse::<CodecSpec>().is_err());
 //! ```
+//!
+//! Where a codec runs is a [`Placement`]: the CPU, or the process's GPU for the codecs
+//! that have a GPU path ([`CodecId::has_gpu_path`]). Both write the same bytes.
+//!
+//! ```
+//! use colzip::codec::{CodecSpec, Placement};
+//! use colzip::gpu::Backend;
+//! let placement = Placement::new(Backend::Auto)?; // the GPU when usable, else the CPU
+//! let spec: CodecSpec = "lzss:s=4".parse()?;
+//! let data: Vec<u8> = (0..4096u32).flat_map(|v| (v / 8).to_le_bytes()).collect();
+//! let gpu = placement.gpu_for(spec.id(), data.len());
+//! let stream = spec.compress_on(&data, 4, gpu)?;
+//! assert_eq!(stream, spec.compress(&data, 4)?);
+//! assert_eq!(spec.id().decompress_on(&stream, data.len(), gpu)?, data);
+//! # Ok::<(), colzip::Error>(())
+//! ```
 
 use std::fmt;
 use std::str::FromStr;
@@ -15,6 +31,7 @@ use super::bwt::{self, BwtParams};
 use super::error::{CodecError, Result};
 use super::gmatch;
 use super::lzss::{self, LzssParams};
+use crate::gpu::{self, Backend, Gpu};
 
 /// Which of Snappy's two formats gmatch writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -78,7 +95,15 @@ impl CodecId {
         }
     }
 
-    /// Decodes `stream`, which must hold exactly `expected_len` bytes of output.
+    /// Whether the codec has a GPU path: [`CodecSpec::compress_on`] and
+    /// [`CodecId::decompress_on`] run it on the GPU when given one. The codecs without one
+    /// run on the CPU whatever the backend. (A new GPU path is one arm in each of those
+    /// two dispatches plus its id here.)
+    pub fn has_gpu_path(self) -> bool {
+        matches!(self, CodecId::Lzss)
+    }
+
+    /// Decodes `stream` on the CPU, which must hold exactly `expected_len` bytes of output.
     /// Nothing larger than `expected_len` is allocated.
     pub fn decompress(self, stream: &[u8], expected_len: usize) -> Result<Vec<u8>> {
         let out = match self {
@@ -88,6 +113,26 @@ impl CodecId {
             CodecId::GmatchFramed => gmatch::decompress_framed_with_limit(stream, expected_len)?,
             CodecId::Bwt => bwt::decompress_with_limit(stream, expected_len)?,
         };
+        self.check_len(out, expected_len)
+    }
+
+    /// [`Self::decompress`] on `gpu` when one is given and the codec has a GPU path, else
+    /// on the CPU. GPU errors (CUDA failures, streams the GPU decoder rejects) are returned,
+    /// never retried on the CPU.
+    pub fn decompress_on(
+        self,
+        stream: &[u8],
+        expected_len: usize,
+        gpu: Option<&Gpu>,
+    ) -> crate::Result<Vec<u8>> {
+        let out = match (self, gpu) {
+            (CodecId::Lzss, Some(gpu)) => gpu::lzss::decompress(gpu, stream, expected_len)?,
+            _ => return Ok(self.decompress(stream, expected_len)?),
+        };
+        Ok(self.check_len(out, expected_len)?)
+    }
+
+    fn check_len(self, out: Vec<u8>, expected_len: usize) -> Result<Vec<u8>> {
         if out.len() != expected_len {
             return Err(CodecError::corrupt(
                 self.name(),
@@ -95,6 +140,93 @@ impl CodecId {
             ));
         }
         Ok(out)
+    }
+}
+
+/// Inputs smaller than this stay on the CPU under [`Backend::Auto`], even with a GPU: below
+/// about 1 MiB the kernel launches (three per LZSS block), the host↔device copies and the
+/// synchronisation cost more than the CPU takes to compress the bytes, and the many small
+/// parts of a column (validity bitmaps, string lengths) are compressed in parallel on the
+/// CPU's cores anyway. An explicit [`Backend::Gpu`] uses the GPU for every size.
+pub const GPU_MIN_BYTES: usize = 1 << 20;
+
+/// Where codecs run: a [`Backend`] resolved once, so the per-part decision neither fails
+/// nor looks for a device again. Cheap to copy; pass it down to every part.
+///
+/// ```
+/// use colzip::codec::{CodecId, Placement, GPU_MIN_BYTES};
+/// use colzip::gpu::Backend;
+/// let cpu = Placement::new(Backend::Cpu)?;
+/// assert!(cpu.gpu().is_none() && cpu.gpu_for(CodecId::Lzss, 1 << 30).is_none());
+/// let auto = Placement::new(Backend::Auto)?;
+/// // Small inputs and codecs without a GPU path always run on the CPU under auto.
+/// assert!(auto.gpu_for(CodecId::Lzss, GPU_MIN_BYTES - 1).is_none());
+/// assert!(auto.gpu_for(CodecId::Bwt, 1 << 30).is_none());
+/// # Ok::<(), colzip::Error>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct Placement {
+    gpu: Option<&'static Gpu>,
+    /// Inputs below this many bytes run on the CPU.
+    min_bytes: usize,
+}
+
+impl Placement {
+    /// Everything on the CPU.
+    pub const CPU: Placement = Placement {
+        gpu: None,
+        min_bytes: usize::MAX,
+    };
+
+    /// Resolves `backend`: `Cpu` runs everything on the CPU; `Gpu` runs every input of a
+    /// codec with a GPU path on the GPU, and is an error naming the reason when no GPU is
+    /// usable; `Auto` uses the GPU, when there is one, for inputs of at least
+    /// [`GPU_MIN_BYTES`].
+    pub fn new(backend: Backend) -> crate::Result<Placement> {
+        Ok(match backend {
+            Backend::Cpu => Placement::CPU,
+            Backend::Gpu => match backend.resolve() {
+                Ok(gpu) => Placement { gpu, min_bytes: 0 },
+                Err(crate::Error::Gpu(reason)) => {
+                    return Err(crate::Error::Gpu(format!(
+                        "backend 'gpu' was chosen but no GPU is usable: {reason}"
+                    )));
+                }
+                Err(other) => return Err(other),
+            },
+            Backend::Auto => Placement {
+                gpu: backend.resolve()?,
+                min_bytes: GPU_MIN_BYTES,
+            },
+        })
+    }
+
+    /// The GPU, if any, that this placement may use.
+    pub fn gpu(&self) -> Option<&'static Gpu> {
+        self.gpu
+    }
+
+    /// The GPU to run `codec` on for an input of `len` bytes (the uncompressed length, for
+    /// decompression too), or `None` for the CPU.
+    pub fn gpu_for(&self, codec: CodecId, len: usize) -> Option<&'static Gpu> {
+        self.gpu
+            .filter(|_| codec.has_gpu_path() && len >= self.min_bytes)
+    }
+}
+
+impl Default for Placement {
+    /// [`Placement::CPU`]: the default of the functions without a placement.
+    fn default() -> Self {
+        Placement::CPU
+    }
+}
+
+impl fmt::Debug for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Placement")
+            .field("gpu", &self.gpu.map(|g| g.info().name.as_str()))
+            .field("min_bytes", &self.min_bytes)
+            .finish()
     }
 }
 
@@ -138,21 +270,43 @@ impl CodecSpec {
         }
     }
 
-    /// Compresses `input`, whose values are `type_width` bytes wide (1 for plain bytes).
+    /// LZSS parameters for compressing `input` (the symbol width judged on its start).
+    fn lzss_params_for(&self, input: &[u8], type_width: usize) -> Result<LzssParams> {
+        let sample = &input[..input.len().min(SYMBOL_WIDTH_SAMPLE)];
+        self.lzss_params(type_width, sample)
+            .ok_or_else(|| CodecError::invalid(lzss::NAME, "bad parameters"))
+    }
+
+    /// Compresses `input` on the CPU; its values are `type_width` bytes wide (1 for plain
+    /// bytes).
     pub fn compress(&self, input: &[u8], type_width: usize) -> Result<Vec<u8>> {
         Ok(match self {
             CodecSpec::Stored => input.to_vec(),
             CodecSpec::Lzss { .. } => {
-                let sample = &input[..input.len().min(SYMBOL_WIDTH_SAMPLE)];
-                let params = self
-                    .lzss_params(type_width, sample)
-                    .ok_or_else(|| CodecError::invalid(lzss::NAME, "bad parameters"))?;
-                lzss::compress(input, &params)
+                lzss::compress(input, &self.lzss_params_for(input, type_width)?)
             }
             CodecSpec::Gmatch(SnappyFormat::Raw) => gmatch::compress_raw(input)?,
             CodecSpec::Gmatch(SnappyFormat::Framed) => gmatch::compress_framed(input),
             CodecSpec::Bwt(params) => bwt::compress(input, params),
         })
+    }
+
+    /// [`Self::compress`] on `gpu` when one is given and the codec has a GPU path, else on
+    /// the CPU: the same bytes either way. Parameters that depend on the data (LZSS's
+    /// symbol width) are chosen on the CPU. GPU errors are returned, never retried on the
+    /// CPU. Usually `gpu` is [`Placement::gpu_for`] of this spec's id and the input length.
+    pub fn compress_on(
+        &self,
+        input: &[u8],
+        type_width: usize,
+        gpu: Option<&Gpu>,
+    ) -> crate::Result<Vec<u8>> {
+        match (self, gpu) {
+            (CodecSpec::Lzss { .. }, Some(gpu)) => {
+                gpu::lzss::compress(gpu, input, &self.lzss_params_for(input, type_width)?)
+            }
+            _ => Ok(self.compress(input, type_width)?),
+        }
     }
 
     /// The default LZSS spec: symbol width from the data, GPULZ's W=128 and C=2048.

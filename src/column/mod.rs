@@ -23,6 +23,29 @@
 //! let compressed = column::compress(&names, &CodecChoice::Auto).unwrap();
 //! assert_eq!(&column::decompress(&compressed).unwrap(), &names);
 //! ```
+//!
+//! The functions without a suffix run the codecs on the CPU. Their `_on` variants take a
+//! [`Placement`] (a [`Backend`](crate::gpu::Backend) resolved once), which runs each part
+//! whose codec has a GPU path on the GPU when the placement says so; the parts are still
+//! compressed in parallel, each GPU caller on its own lane. The container is the same
+//! whichever ran, and either side decodes it.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use arrow::array::{ArrayRef, Int64Array};
+//! use colzip::codec::Placement;
+//! use colzip::column::{self, CodecChoice};
+//! use colzip::gpu::Backend;
+//!
+//! // Auto: parts of 1 MiB or more on the GPU when there is one, the rest on the CPU.
+//! let placement = Placement::new(Backend::Auto)?;
+//! let keys: ArrayRef = Arc::new(Int64Array::from_iter_values((0..200_000).map(|i| i / 8)));
+//! let lzss: CodecChoice = "lzss".parse()?;
+//! let compressed = column::compress_on(&keys, &lzss, placement)?;
+//! assert_eq!(compressed, column::compress(&keys, &lzss)?); // the same bytes as the CPU
+//! assert_eq!(&column::decompress_on(&compressed, placement)?, &keys);
+//! # Ok::<(), colzip::Error>(())
+//! ```
 
 mod auto;
 mod bytes;
@@ -38,7 +61,7 @@ use arrow::datatypes::{DataType, Field};
 use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::codec::{CodecId, CodecSpec};
+use crate::codec::{CodecId, CodecSpec, Placement};
 use crate::{Error, Result};
 pub use container::{MAGIC, VERSION};
 pub use plain::{PartRole, PlainNode, PlainPart};
@@ -61,6 +84,17 @@ impl FromStr for CodecChoice {
             Ok(CodecChoice::Auto)
         } else {
             text.parse().map(CodecChoice::Spec)
+        }
+    }
+}
+
+impl CodecChoice {
+    /// The codec `part` is compressed with: the spec itself, or under `Auto` the best
+    /// candidate on a sample of the part (a part that does not shrink is then stored).
+    pub fn spec_for(&self, part: &PlainPart) -> CodecSpec {
+        match self {
+            CodecChoice::Auto => auto::choose(part),
+            CodecChoice::Spec(spec) => *spec,
         }
     }
 }
@@ -163,20 +197,41 @@ impl CompressedColumn {
     }
 }
 
-/// Compresses `array` under an unnamed nullable field.
+/// Compresses `array` under an unnamed nullable field, on the CPU.
 pub fn compress(array: &dyn Array, codec: &CodecChoice) -> Result<CompressedColumn> {
-    compress_field(
+    compress_on(array, codec, Placement::CPU)
+}
+
+/// [`compress`] with the codecs placed by `placement`.
+pub fn compress_on(
+    array: &dyn Array,
+    codec: &CodecChoice,
+    placement: Placement,
+) -> Result<CompressedColumn> {
+    compress_field_on(
         &Field::new("", array.data_type().clone(), true),
         array,
         codec,
+        placement,
     )
 }
 
-/// Compresses `array`, keeping `field` (name, nullability, metadata) in the container.
+/// Compresses `array` on the CPU, keeping `field` (name, nullability, metadata) in the
+/// container.
 pub fn compress_field(
     field: &Field,
     array: &dyn Array,
     codec: &CodecChoice,
+) -> Result<CompressedColumn> {
+    compress_field_on(field, array, codec, Placement::CPU)
+}
+
+/// [`compress_field`] with the codecs placed by `placement`.
+pub fn compress_field_on(
+    field: &Field,
+    array: &dyn Array,
+    codec: &CodecChoice,
+    placement: Placement,
 ) -> Result<CompressedColumn> {
     if field.data_type() != array.data_type() {
         return Err(Error::format(format!(
@@ -189,15 +244,26 @@ pub fn compress_field(
     // Refuse unsupported types before doing any work.
     types::write_type(&mut Vec::new(), array.data_type())?;
     let plain = plain::encode(array)?;
-    let root = compress_node(plain, codec)?;
+    let root = compress_node_on(plain, codec, placement)?;
     Ok(CompressedColumn {
         field: field.clone(),
         root,
     })
 }
 
-/// Compresses already split parts (the baselines of `colzip tpch` use the same parts).
+/// Compresses already split parts on the CPU (the baselines of `colzip tpch` use the same
+/// parts).
 pub fn compress_node(node: PlainNode, codec: &CodecChoice) -> Result<CompressedNode> {
+    compress_node_on(node, codec, Placement::CPU)
+}
+
+/// [`compress_node`] with the codecs placed by `placement`. The parts are compressed in
+/// parallel on the rayon pool, the GPU ones included.
+pub fn compress_node_on(
+    node: PlainNode,
+    codec: &CodecChoice,
+    placement: Placement,
+) -> Result<CompressedNode> {
     let PlainNode {
         rows,
         null_count,
@@ -206,11 +272,11 @@ pub fn compress_node(node: PlainNode, codec: &CodecChoice) -> Result<CompressedN
     } = node;
     let parts = parts
         .into_par_iter()
-        .map(|part| compress_part(part, codec))
+        .map(|part| compress_part(part, codec, placement))
         .collect::<Result<Vec<_>>>()?;
     let children = children
         .into_iter()
-        .map(|child| compress_node(child, codec))
+        .map(|child| compress_node_on(child, codec, placement))
         .collect::<Result<Vec<_>>>()?;
     Ok(CompressedNode {
         rows,
@@ -220,14 +286,16 @@ pub fn compress_node(node: PlainNode, codec: &CodecChoice) -> Result<CompressedN
     })
 }
 
-fn compress_part(part: PlainPart, codec: &CodecChoice) -> Result<CompressedPart> {
-    let spec = match codec {
-        CodecChoice::Auto => auto::choose(&part),
-        CodecChoice::Spec(spec) => *spec,
-    };
+fn compress_part(
+    part: PlainPart,
+    codec: &CodecChoice,
+    placement: Placement,
+) -> Result<CompressedPart> {
+    let spec = codec.spec_for(&part);
     let checksum = xxh3_64(&part.bytes);
     let raw_len = part.bytes.len();
-    let compressed = spec.compress(&part.bytes, part.symbol_width())?;
+    let gpu = placement.gpu_for(spec.id(), raw_len);
+    let compressed = spec.compress_on(&part.bytes, part.symbol_width(), gpu)?;
     let (codec, bytes) = if compressed.len() < raw_len {
         (spec.id(), compressed)
     } else {
@@ -243,19 +311,30 @@ fn compress_part(part: PlainPart, codec: &CodecChoice) -> Result<CompressedPart>
     })
 }
 
-/// Decompresses a column to an array equal to the one compressed.
+/// Decompresses a column on the CPU to an array equal to the one compressed.
 pub fn decompress(column: &CompressedColumn) -> Result<ArrayRef> {
-    let plain = decompress_node(&column.root)?;
+    decompress_on(column, Placement::CPU)
+}
+
+/// [`decompress`] with the codecs placed by `placement` (by each part's raw length).
+pub fn decompress_on(column: &CompressedColumn, placement: Placement) -> Result<ArrayRef> {
+    let plain = decompress_node_on(&column.root, placement)?;
     plain::decode(column.data_type(), plain)
 }
 
-/// Decodes every part of `node`, checking lengths and checksums.
+/// Decodes every part of `node` on the CPU, checking lengths and checksums.
 pub fn decompress_node(node: &CompressedNode) -> Result<PlainNode> {
+    decompress_node_on(node, Placement::CPU)
+}
+
+/// [`decompress_node`] with the codecs placed by `placement`; parts in parallel.
+pub fn decompress_node_on(node: &CompressedNode, placement: Placement) -> Result<PlainNode> {
     let parts = node
         .parts
         .par_iter()
         .map(|part| {
-            let bytes = part.codec.decompress(&part.bytes, part.raw_len)?;
+            let gpu = placement.gpu_for(part.codec, part.raw_len);
+            let bytes = part.codec.decompress_on(&part.bytes, part.raw_len, gpu)?;
             if xxh3_64(&bytes) != part.checksum {
                 return Err(Error::Checksum {
                     what: format!("{} part", part.role.name()),
@@ -271,7 +350,7 @@ pub fn decompress_node(node: &CompressedNode) -> Result<PlainNode> {
     let children = node
         .children
         .iter()
-        .map(decompress_node)
+        .map(|child| decompress_node_on(child, placement))
         .collect::<Result<Vec<_>>>()?;
     Ok(PlainNode {
         rows: node.rows,

@@ -5,10 +5,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::{CudaContext, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg,
+};
 use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
 use serde::Serialize;
 
+use super::lane::LanePool;
 use crate::{Error, Result};
 
 /// A kernel source file, embedded in the binary.
@@ -25,6 +28,9 @@ pub const SELFTEST: KernelSource = KernelSource {
     source: include_str!("../../kernels/selftest.cu"),
 };
 
+/// Types and warp/block scans every kernel file uses, compiled in front of each one.
+const COMMON: &str = include_str!("../../kernels/common.cuh");
+
 /// What `colzip gpu` reports of the device.
 #[derive(Clone, Debug, Serialize)]
 pub struct DeviceInfo {
@@ -32,6 +38,8 @@ pub struct DeviceInfo {
     pub compute_capability: String,
     pub memory_bytes: u64,
     pub multiprocessors: i32,
+    /// Shared memory one block may use when it opts in, in bytes.
+    pub shared_memory_per_block: usize,
 }
 
 /// The GPU of this process (device 0).
@@ -40,11 +48,12 @@ pub struct Gpu {
     info: DeviceInfo,
     arch: String,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    lanes: LanePool,
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
 
-fn gpu_error(what: &str, error: impl std::fmt::Display) -> Error {
+pub(crate) fn gpu_error(what: &str, error: impl std::fmt::Display) -> Error {
     Error::Gpu(format!("{what}: {error}"))
 }
 
@@ -76,6 +85,9 @@ impl Gpu {
             let multiprocessors = ctx
                 .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
                 .map_err(|e| e.to_string())?;
+            let shared_memory_per_block = ctx
+                .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+                .map_err(|e| e.to_string())? as usize;
             let memory_bytes = cudarc::driver::result::mem_get_info().map(|(_, total)| total as u64).unwrap_or(0);
             Ok(Gpu {
                 ctx,
@@ -84,9 +96,11 @@ impl Gpu {
                     compute_capability: format!("{major}.{minor}"),
                     memory_bytes,
                     multiprocessors,
+                    shared_memory_per_block,
                 },
                 arch: format!("sm_{major}{minor}"),
                 modules: Mutex::new(HashMap::new()),
+                lanes: LanePool::default(),
             })
         })
         .unwrap_or_else(|_| Err("the CUDA driver failed while opening the device".into()))
@@ -95,6 +109,10 @@ impl Gpu {
     /// The device's name, compute capability, memory and SM count.
     pub fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    pub(crate) fn lanes(&self) -> &LanePool {
+        &self.lanes
     }
 
     /// The CUDA context.
@@ -126,7 +144,8 @@ impl Gpu {
             name: Some(kernel.name.into()),
             ..Default::default()
         };
-        let ptx = compile_ptx_with_opts(kernel.source, options)
+        let source = format!("{COMMON}\n{}", kernel.source);
+        let ptx = compile_ptx_with_opts(source, options)
             .map_err(|e| gpu_error(&format!("NVRTC cannot compile {}", kernel.name), e))?;
         let module = self
             .ctx
@@ -134,6 +153,13 @@ impl Gpu {
             .map_err(|e| gpu_error(&format!("cannot load {}", kernel.name), e))?;
         modules.insert(kernel.name, module.clone());
         Ok(module)
+    }
+
+    /// The kernel `function` of `kernel`'s file.
+    pub fn function(&self, kernel: &KernelSource, function: &str) -> Result<CudaFunction> {
+        self.module(kernel)?
+            .load_function(function)
+            .map_err(|e| gpu_error(&format!("no kernel {function} in {}", kernel.name), e))
     }
 
     /// Runs the self-test kernel over `len` bytes and checks the result on the host.

@@ -1,7 +1,8 @@
-//! The GPU backend: the process's device, NVRTC-compiled kernels from `kernels/`, and the
-//! backend choice. One build runs everywhere: without libcuda, libnvrtc or a device,
-//! [`Gpu::get`] is an error saying why and [`Backend::Auto`] uses the CPU codecs, which
-//! write the same bytes.
+//! The GPU backend: the process's device, NVRTC-compiled kernels from `kernels/`, lanes
+//! (a stream with reusable device and pinned buffers per concurrent caller), the codecs'
+//! GPU paths, and the backend choice. One build runs everywhere: without libcuda, libnvrtc
+//! or a device, [`Gpu::get`] is an error saying why and [`Backend::Auto`] uses the CPU
+//! codecs, which write the same bytes.
 //!
 //! ```
 //! use colzip::gpu::Backend;
@@ -12,6 +13,9 @@
 
 mod backend;
 mod device;
+mod lane;
+pub mod lzss;
 
 pub use backend::{BACKEND_ENV, Backend};
 pub use device::{DeviceInfo, Gpu, KernelSource, SELFTEST};
+pub use lane::{Lane, LaneGuard, MAX_LANES, PinnedBuffer, parallel_copy};

@@ -12,7 +12,9 @@ use serde::Serialize;
 
 use super::baselines::Baseline;
 use super::generate::{self, Table, TableData};
+use crate::codec::Placement;
 use crate::column::{self, CodecChoice, CompressedColumn, plain};
+use crate::gpu::Backend;
 use crate::{Error, Result};
 
 /// One compressor in the experiment: a colzip codec or a baseline.
@@ -96,6 +98,8 @@ pub struct Row {
     /// Arrow's in-memory bytes of the column (buffers of this slice).
     pub raw_bytes: u64,
     pub codec: String,
+    /// `gpu` when the GPU ran the codec on some part of the column (compressing or
+    /// decompressing), else `cpu` (always for baselines).
     pub backend: String,
     /// Bytes of codec streams, for colzip and baselines alike (colzip's container adds a
     /// fixed header per column: field, lengths and checksums, 40 to 80 bytes).
@@ -116,6 +120,9 @@ pub struct Config {
     pub repeat: usize,
     /// Store decimals and strings in the plain forms GPU papers measure (see [`peer_form`]).
     pub peer_forms: bool,
+    /// Where colzip's codecs run (baselines always run on the CPU). Under `Auto` the GPU
+    /// takes the parts of at least [`GPU_MIN_BYTES`](crate::codec::GPU_MIN_BYTES).
+    pub backend: Backend,
 }
 
 impl Default for Config {
@@ -126,6 +133,7 @@ impl Default for Config {
             contenders: Contender::defaults(),
             repeat: 1,
             peer_forms: false,
+            backend: Backend::Auto,
         }
     }
 }
@@ -142,6 +150,7 @@ pub fn run(config: &Config, on_event: &mut dyn FnMut(Event<'_>)) -> Result<Vec<R
     if config.repeat == 0 {
         return Err(Error::format("repeat must be at least 1"));
     }
+    let placement = Placement::new(config.backend)?;
     let mut rows = Vec::new();
     for &table in &config.tables {
         on_event(Event::Generating(table));
@@ -152,7 +161,14 @@ pub fn run(config: &Config, on_event: &mut dyn FnMut(Event<'_>)) -> Result<Vec<R
         on_event(Event::Generated(&data));
         for (field, array) in data.schema.fields().iter().zip(&data.columns) {
             for contender in &config.contenders {
-                let row = measure(table, field.name(), array, contender, config.repeat)?;
+                let row = measure(
+                    table,
+                    field.name(),
+                    array,
+                    contender,
+                    config.repeat,
+                    placement,
+                )?;
                 on_event(Event::Measured(&row));
                 rows.push(row);
             }
@@ -175,22 +191,27 @@ fn fastest<T>(repeat: usize, mut f: impl FnMut() -> Result<T>) -> Result<(T, Dur
 }
 
 /// Compresses one column with one contender, checks the round trip, and times both ways.
+/// colzip's codecs run where `placement` puts them; baselines on the CPU.
 pub fn measure(
     table: Table,
     column_name: &str,
     array: &ArrayRef,
     contender: &Contender,
     repeat: usize,
+    placement: Placement,
 ) -> Result<Row> {
     let raw_bytes = arrow_bytes(array)?;
+    let mut on_gpu = false;
     let (compressed_bytes, back, compress_time, decompress_time) = match contender {
         Contender::Colzip(choice) => {
+            on_gpu = runs_on_gpu(array, choice, placement)?;
             let ((bytes, streams), compress_time) = fastest(repeat, || {
-                let compressed = column::compress(array.as_ref(), choice)?;
+                let compressed = column::compress_on(array.as_ref(), choice, placement)?;
                 Ok((compressed.to_bytes()?, compressed.compressed_bytes()))
             })?;
             let (back, decompress_time) = fastest(repeat, || {
-                CompressedColumn::from_bytes(&bytes).and_then(|c| column::decompress(&c))
+                CompressedColumn::from_bytes(&bytes)
+                    .and_then(|c| column::decompress_on(&c, placement))
             })?;
             (streams as u64, back, compress_time, decompress_time)
         }
@@ -225,12 +246,27 @@ pub fn measure(
         rows: array.len() as u64,
         raw_bytes,
         codec: contender.to_string(),
-        backend: "cpu".to_string(),
+        backend: if on_gpu { "gpu" } else { "cpu" }.to_string(),
         compressed_bytes,
         ratio: raw_bytes as f64 / compressed_bytes.max(1) as f64,
         compress_gbps: gbps(compress_time),
         decompress_gbps: gbps(decompress_time),
     })
+}
+
+/// Whether compressing `array` with `choice` runs a codec on the GPU for some part. The
+/// GPU decodes only parts it could have encoded (a part that did not shrink is stored and
+/// decoded by neither), so this also covers decompression. Outside the timed runs.
+fn runs_on_gpu(array: &ArrayRef, choice: &CodecChoice, placement: Placement) -> Result<bool> {
+    if placement.gpu().is_none() {
+        return Ok(false);
+    }
+    let node = plain::encode(array.as_ref())?;
+    Ok(node.all_parts().iter().any(|part| {
+        placement
+            .gpu_for(choice.spec_for(part).id(), part.bytes.len())
+            .is_some()
+    }))
 }
 
 /// Arrow's in-memory bytes of `array`: `ArrayData::get_slice_memory_size`, which counts
@@ -319,4 +355,30 @@ pub fn peer_form(array: &ArrayRef) -> Result<ArrayRef> {
         }
         _ => array.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_name_the_backend_that_ran() {
+        let config = Config {
+            sf: 0.001,
+            tables: vec![Table::Nation],
+            contenders: Contender::parse_list("lzss,snap").unwrap(),
+            backend: Backend::Cpu,
+            ..Config::default()
+        };
+        let rows = run(&config, &mut |_| {}).unwrap();
+        assert!(!rows.is_empty());
+        assert!(rows.iter().all(|r| r.backend == "cpu"), "{rows:?}");
+        // Under auto, nation's columns are far below the GPU threshold: the CPU runs them.
+        let auto = Config {
+            backend: Backend::Auto,
+            ..config
+        };
+        let rows = run(&auto, &mut |_| {}).unwrap();
+        assert!(rows.iter().all(|r| r.backend == "cpu"), "{rows:?}");
+    }
 }

@@ -18,4 +18,4 @@ mod report;
 pub use baselines::Baseline;
 pub use experiment::{Config, Contender, Event, Row, arrow_bytes, measure, peer_form, run};
 pub use generate::{Table, TableData, generate};
-pub use report::{Format, render};
+pub use report::{Format, ReportRow, render};

@@ -30,46 +30,62 @@ impl FromStr for Format {
     }
 }
 
-const HEADER: [&str; 11] = [
-    "table",
-    "column",
-    "arrow_type",
-    "rows",
-    "raw_bytes",
-    "codec",
-    "backend",
-    "compressed_bytes",
-    "ratio",
-    "compress_gbps",
-    "decompress_gbps",
-];
+/// A row that can be printed as a table, JSON or CSV.
+pub trait ReportRow: serde::Serialize {
+    /// Column names, also the JSON field names.
+    const HEADER: &'static [&'static str];
+    /// The row's cells, in `HEADER` order.
+    fn cells(&self) -> Vec<String>;
+    /// Whether column `i` is right-aligned in tables.
+    fn numeric(i: usize) -> bool;
+}
 
-fn cells(row: &Row) -> [String; 11] {
-    [
-        row.table.clone(),
-        row.column.clone(),
-        row.arrow_type.clone(),
-        row.rows.to_string(),
-        row.raw_bytes.to_string(),
-        row.codec.clone(),
-        row.backend.clone(),
-        row.compressed_bytes.to_string(),
-        format!("{:.3}", row.ratio),
-        format!("{:.3}", row.compress_gbps),
-        format!("{:.3}", row.decompress_gbps),
-    ]
+impl ReportRow for Row {
+    const HEADER: &'static [&'static str] = &[
+        "table",
+        "column",
+        "arrow_type",
+        "rows",
+        "raw_bytes",
+        "codec",
+        "backend",
+        "compressed_bytes",
+        "ratio",
+        "compress_gbps",
+        "decompress_gbps",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.table.clone(),
+            self.column.clone(),
+            self.arrow_type.clone(),
+            self.rows.to_string(),
+            self.raw_bytes.to_string(),
+            self.codec.clone(),
+            self.backend.clone(),
+            self.compressed_bytes.to_string(),
+            format!("{:.3}", self.ratio),
+            format!("{:.3}", self.compress_gbps),
+            format!("{:.3}", self.decompress_gbps),
+        ]
+    }
+
+    fn numeric(i: usize) -> bool {
+        matches!(i, 3 | 4 | 7 | 8 | 9 | 10)
+    }
 }
 
 /// Renders `rows` in `format` (JSON: one array of row objects).
-pub fn render(rows: &[Row], format: Format) -> Result<String> {
+pub fn render<R: ReportRow>(rows: &[R], format: Format) -> Result<String> {
     Ok(match format {
         Format::Json => {
             serde_json::to_string_pretty(rows).map_err(|e| Error::format(e.to_string()))? + "\n"
         }
         Format::Csv => {
-            let mut out = HEADER.join(",") + "\n";
+            let mut out = R::HEADER.join(",") + "\n";
             for row in rows {
-                let line: Vec<String> = cells(row).into_iter().map(|c| csv_cell(&c)).collect();
+                let line: Vec<String> = row.cells().iter().map(|c| csv_cell(c)).collect();
                 out += &(line.join(",") + "\n");
             }
             out
@@ -86,23 +102,23 @@ fn csv_cell(cell: &str) -> String {
     }
 }
 
-fn table(rows: &[Row]) -> String {
-    let all: Vec<[String; 11]> = rows.iter().map(cells).collect();
-    let widths: Vec<usize> = (0..HEADER.len())
+fn table<R: ReportRow>(rows: &[R]) -> String {
+    let header = R::HEADER;
+    let all: Vec<Vec<String>> = rows.iter().map(ReportRow::cells).collect();
+    let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             all.iter()
                 .map(|r| r[i].len())
-                .chain([HEADER[i].len()])
+                .chain([header[i].len()])
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    let numeric = |i: usize| matches!(i, 3 | 4 | 7 | 8 | 9 | 10);
     let mut out = String::new();
     let mut line = |cells: &[String]| {
         let mut text = String::new();
         for (i, cell) in cells.iter().enumerate() {
-            if numeric(i) {
+            if R::numeric(i) {
                 let _ = write!(text, "{:>w$}  ", cell, w = widths[i]);
             } else {
                 let _ = write!(text, "{:<w$}  ", cell, w = widths[i]);
@@ -111,7 +127,7 @@ fn table(rows: &[Row]) -> String {
         out += text.trim_end();
         out += "\n";
     };
-    line(&HEADER.map(String::from));
+    line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
     for row in &all {
         line(row);
     }

@@ -235,7 +235,7 @@ fn compress_impl<const S: usize>(input: &[u8], params: &LzssParams) -> Vec<u8> {
     out
 }
 
-fn write_header(out: &mut Vec<u8>, params: &LzssParams, len: u64) {
+pub(crate) fn write_header(out: &mut Vec<u8>, params: &LzssParams, len: u64) {
     out.push(VERSION);
     out.push(params.symbol_width);
     out.push(params.window);
@@ -249,7 +249,7 @@ pub fn read_header(stream: &[u8]) -> Result<(LzssParams, u64)> {
 }
 
 /// Header fields and the header's length in bytes.
-fn parse_header(stream: &[u8]) -> Result<(LzssParams, u64, usize)> {
+pub(crate) fn parse_header(stream: &[u8]) -> Result<(LzssParams, u64, usize)> {
     if stream.len() < FIXED_HEADER_LEN {
         return Err(CodecError::corrupt(NAME, "stream shorter than its header"));
     }

@@ -1,0 +1,224 @@
+// LZSS compression, after GPULZ (docs/FORMAT.md, section lzss; the CPU reference is
+// src/codec/lzss/{matching,parse,encode}.rs and these kernels write the same bytes).
+//
+// Kernel I  (lzss_chunks_s{1,2,4,8}): one block per chunk, all in shared memory:
+//   1. matching: a warp takes 32 consecutive positions and, for each distance d, compares
+//      every position with the symbol d back; a ballot turns the 32 answers into a bit
+//      mask whose runs of ones are the match lengths (extended word by word past the 32),
+//      so a long match costs a few votes instead of a loop per thread;
+//   2. parse: position i links to i + len (match) or i + 1 (literal); the greedy parse is
+//      the set reached from 0, found by pointer jumping in log2(m) rounds (GPULZ runs it
+//      on one thread);
+//   3. encode: a block-wide prefix sum over (tokens, matches) gives every token's place.
+//   A chunk whose encoding is not smaller is left in the input (size == its length).
+// Kernel II is scan.cu. Kernel III (lzss_compact): one warp per chunk copies its payload
+// to its offset after the size table, and writes the table entry.
+
+// Shared-memory layout of kernel I for a chunk of C bytes and m = C / S symbols, each
+// region rounded up to 8 bytes; the launcher computes the same total
+// (src/gpu/lzss.rs, compress_shared_bytes):
+//   sym C | out C | matches 2m: (len - min_match) << 8 | dist, 0 when none |
+//   jump 2m + 2m: the pointer-jumping links, double-buffered | reached m |
+//   flags 4 (m / 32 + 1) | sums 128
+__device__ __forceinline__ u32 round8(u32 x) { return (x + 7) & ~7u; }
+
+// Count of trailing ones of `x`, 32 when all are ones.
+__device__ __forceinline__ int trailing_ones(u32 x) { return __clz(__brev(~x)); }
+
+// The matches of the 32 positions from `base` (a warp, one position per lane). NEAR_START:
+// some positions have fewer than `window` symbols before them (their lane skips d > i).
+template <int S, bool NEAR_START>
+__device__ __forceinline__ void match_group(const typename Symbol<S>::T* sym, int m, int window,
+                                            int base, u16* matches) {
+    typedef typename Symbol<S>::T T;
+    const int lane = threadIdx.x & 31;
+    const int min_len = lzss_min_match(S), max_len = 255 + lzss_min_match(S);
+    const int i = base + lane;
+    const bool valid = i < m;
+    const T mine = valid ? sym[i] : (T)0;
+    const int cap = valid ? min(max_len, m - i) : 0;
+    int best_len = 0, best_dist = 0;
+    const int last_d = NEAR_START ? min(window, base + 31) : window;
+    for (int d = 1; d <= last_d; ++d) {
+        // Every so often, stop when every lane has a match as long as it can be (ties
+        // keep the smallest distance, so later ones cannot win).
+        if ((d & 7) == 0 && __all_sync(FULL_MASK, best_len == cap)) break;
+        // Every valid position answers: its bit continues the runs of the lanes before.
+        const bool eq = valid && (!NEAR_START || d <= i) && sym[i - d] == mine;
+        const u32 mask = __ballot_sync(FULL_MASK, eq);
+        if (mask == 0) continue;
+        int run = trailing_ones(mask >> lane);  // 0 where this lane's symbol differs
+        if (mask >> 31) {
+            // Runs that reach the word's end continue into the next 32 positions.
+            bool extend = run == 32 - lane && run < cap;
+            for (int t = 1; t <= 9 && __any_sync(FULL_MASK, extend); ++t) {
+                const int j = i + 32 * t;
+                const bool e = j < m && j >= d && sym[j - d] == sym[j];
+                const u32 word = __ballot_sync(FULL_MASK, e);
+                if (extend) run += trailing_ones(word);
+                extend = extend && word == FULL_MASK && run < cap;
+            }
+        }
+        const int len = min(run, cap);
+        if (len > best_len) {  // strictly longer: ties keep the smaller distance
+            best_len = len;
+            best_dist = d;
+        }
+    }
+    if (valid) {
+        matches[i] = best_len >= min_len ? (u16)(((best_len - min_len) << 8) | best_dist) : (u16)0;
+    }
+}
+
+template <int S>
+__device__ void find_matches(const typename Symbol<S>::T* sym, int m, int window, u16* matches) {
+    const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int base = warp * 32; base < m; base += warps * 32) {
+        if (base < window) {
+            match_group<S, true>(sym, m, window, base, matches);
+        } else {
+            match_group<S, false>(sym, m, window, base, matches);
+        }
+    }
+}
+
+template <int S>
+__device__ void compress_chunk(const u8* in, u64 body_len, u32 chunk_size, int window,
+                               u8* scratch, u16* sizes) {
+    typedef typename Symbol<S>::T T;
+    extern __shared__ u64 shared_words[];
+    const u64 chunk = blockIdx.x;
+    const u64 start = chunk * chunk_size;
+    const int len = (int)min((u64)chunk_size, body_len - start);
+    const int m = len / S;
+    const int tid = threadIdx.x, threads = blockDim.x;
+    const int max_m = chunk_size / S;
+
+    // Each region starts at a multiple of 8 bytes.
+    u8* base = (u8*)shared_words;
+    u8* sym_bytes = base;
+    u8* out = sym_bytes + round8(chunk_size);
+    u16* matches = (u16*)(out + round8(chunk_size));
+    u16* jump_a = (u16*)((u8*)matches + round8(2 * max_m));
+    u16* jump_b = (u16*)((u8*)jump_a + round8(2 * max_m));
+    u8* reached = (u8*)jump_b + round8(2 * max_m);
+    u32* flags = (u32*)(reached + round8(max_m));
+    u32* sums = (u32*)((u8*)flags + round8(4 * (max_m / 32 + 1)));
+
+    // Load: 8-byte words (chunks start at multiples of C, itself a multiple of 8).
+    const u64* src_words = (const u64*)(in + start);
+    for (int w = tid; w < len / 8; w += threads) ((u64*)sym_bytes)[w] = src_words[w];
+    for (int b = (len / 8) * 8 + tid; b < len; b += threads) sym_bytes[b] = in[start + b];
+    for (int w = tid; w < max_m / 32 + 1; w += threads) flags[w] = 0;
+    __syncthreads();
+
+    const T* sym = (const T*)sym_bytes;
+    find_matches<S>(sym, m, window, matches);
+    __syncthreads();
+
+    // Parse: links, then pointer jumping. Round k marks next^(2^k)(p) for every marked p
+    // and squares the links, so after ceil(log2 m) rounds every position reachable from
+    // 0 is marked. A mark seen early within a round only marks reachable positions sooner.
+    const int min_len = lzss_min_match(S);
+    for (int i = tid; i < m; i += threads) {
+        const u16 v = matches[i];
+        jump_a[i] = (u16)(i + (v ? (v >> 8) + min_len : 1));
+        reached[i] = i == 0;
+    }
+    __syncthreads();
+    u16* links = jump_a;
+    u16* next_links = jump_b;
+    for (int span = 1; span < m; span <<= 1) {
+        for (int i = tid; i < m; i += threads) {
+            const int j = links[i];
+            if (j < m) {
+                if (reached[i]) reached[j] = 1;
+                next_links[i] = links[j];
+            } else {
+                next_links[i] = (u16)m;
+            }
+        }
+        __syncthreads();
+        u16* t = links;
+        links = next_links;
+        next_links = t;
+    }
+
+    // Token and match counts before each thread's run of positions.
+    const int per = (m + threads - 1) / threads;
+    const int first = min(tid * per, m), last = min(first + per, m);
+    u32 local = 0;
+    for (int i = first; i < last; ++i) {
+        if (reached[i]) local += 0x10000u | (matches[i] != 0 ? 1u : 0u);
+    }
+    u32 total;
+    u32 run = block_exclusive_sum(local, sums, &total);
+    const int tokens = total >> 16, match_count = total & 0xffff;
+    const int literal_count = tokens - match_count;
+    const int flag_bytes = (tokens + 7) / 8;
+    const int size = 2 + flag_bytes + literal_count * S + 2 * match_count;
+    if (size >= len) {
+        if (tid == 0) sizes[chunk] = (u16)len;  // stored: kernel III copies the input
+        return;
+    }
+    const int literal_at = 2 + flag_bytes;
+    const int length_at = literal_at + literal_count * S;
+    const int dist_at = length_at + match_count;
+    for (int i = first; i < last; ++i) {
+        if (!reached[i]) continue;
+        const int t = run >> 16, mi = run & 0xffff;
+        const u16 v = matches[i];
+        if (v) {
+            atomicOr(&flags[t >> 5], 1u << (t & 31));
+            out[length_at + mi] = (u8)(v >> 8);
+            out[dist_at + mi] = (u8)v;
+            run += 0x10001u;
+        } else {
+            const int li = t - mi;
+#pragma unroll
+            for (int b = 0; b < S; ++b) out[literal_at + li * S + b] = sym_bytes[i * S + b];
+            run += 0x10000u;
+        }
+    }
+    __syncthreads();
+    if (tid == 0) {
+        out[0] = (u8)tokens;
+        out[1] = (u8)(tokens >> 8);
+    }
+    for (int b = tid; b < flag_bytes; b += threads) out[2 + b] = (u8)(flags[b >> 2] >> ((b & 3) * 8));
+    __syncthreads();
+    u8* dst = scratch + start;
+    for (int w = tid; w < size / 8; w += threads) ((u64*)dst)[w] = ((const u64*)out)[w];
+    for (int b = (size / 8) * 8 + tid; b < size; b += threads) dst[b] = out[b];
+    if (tid == 0) sizes[chunk] = (u16)size;
+}
+
+#define CHUNKS_KERNEL(S)                                                                  \
+    extern "C" __global__ void lzss_chunks_s##S(const u8* in, u64 body_len, u32 chunk_size, \
+                                                u32 window, u8* scratch, u16* sizes) {    \
+        compress_chunk<S>(in, body_len, chunk_size, (int)window, scratch, sizes);         \
+    }
+CHUNKS_KERNEL(1)
+CHUNKS_KERNEL(2)
+CHUNKS_KERNEL(4)
+CHUNKS_KERNEL(8)
+
+// Kernel III: `out` receives the size table (u16 per chunk) then the payloads at
+// their offsets; a stored chunk is copied from the input.
+extern "C" __global__ void lzss_compact(const u8* in, u64 body_len, u32 chunk_size,
+                                        const u8* scratch, const u16* sizes, const u64* offsets,
+                                        u64 chunks, u8* out) {
+    const int lane = threadIdx.x & 31;
+    const u64 chunk = (u64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (chunk >= chunks) return;
+    const u64 start = chunk * chunk_size;
+    const u32 len = (u32)min((u64)chunk_size, body_len - start);
+    const u32 size = sizes[chunk];
+    const u8* src = (size == len ? in : scratch) + start;
+    u8* dst = out + 2 * chunks + offsets[chunk];
+    if (lane == 0) {
+        out[2 * chunk] = (u8)size;
+        out[2 * chunk + 1] = (u8)(size >> 8);
+    }
+    for (u32 b = lane; b < size; b += 32) dst[b] = src[b];
+}

@@ -1,0 +1,276 @@
+//! `lzss` on the GPU writes exactly the CPU reference's bytes, each side decodes the
+//! other's streams, and corrupt streams are errors on both. Without a GPU these tests say
+//! they were skipped; with `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
+
+mod common;
+
+use arrow::array::{Array, AsArray};
+use colzip::codec::lzss::{self, LzssParams};
+use colzip::gpu::PinnedBuffer;
+use colzip::gpu::lzss::{self as gpu_lzss, HostInput};
+use colzip::tpch::{Table, generate, peer_form};
+use common::gpu_or_skip;
+
+/// A reproducible xorshift generator (no dependency for tests).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Inputs that exercise every path: incompressible bytes, runs longer than the longest
+/// match, small integers, text with repeats, and odd lengths with tails.
+fn synthetic_inputs() -> Vec<(String, Vec<u8>)> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let random: Vec<u8> = (0..70_001).map(|_| rng.next() as u8).collect();
+    let runs: Vec<u8> = (0..50_000).map(|i| (i / 700) as u8).collect();
+    let small_ints: Vec<u8> = (0..20_000u32)
+        .flat_map(|_| (rng.below(50) as u32).to_le_bytes())
+        .collect();
+    let words = [
+        "lorem ",
+        "ipsum ",
+        "dolor ",
+        "sit ",
+        "amet, ",
+        "carefully ",
+        "final ",
+    ];
+    let text: Vec<u8> = (0..12_000)
+        .flat_map(|_| words[rng.below(words.len() as u64) as usize].bytes())
+        .collect();
+    let periodic: Vec<u8> = (0..33_333u64)
+        .flat_map(|i| (i % 37).to_le_bytes())
+        .collect();
+    vec![
+        ("empty".into(), Vec::new()),
+        ("tiny".into(), vec![7, 7, 7, 7, 7]),
+        ("random".into(), random),
+        ("runs".into(), runs),
+        ("small_ints".into(), small_ints),
+        ("text".into(), text),
+        ("periodic_u64".into(), periodic),
+    ]
+}
+
+/// TPC-H lineitem columns in their plain forms (ints, cents, dates, text bytes).
+fn tpch_inputs(sf: f64) -> Vec<(String, Vec<u8>)> {
+    let data = generate(Table::Lineitem, sf).unwrap();
+    let mut out = Vec::new();
+    for (field, array) in data.schema.fields().iter().zip(&data.columns) {
+        let plain = peer_form(array).unwrap();
+        let d = plain.to_data();
+        if plain
+            .as_primitive_opt::<arrow::datatypes::UInt8Type>()
+            .is_some()
+            || d.data_type().is_primitive()
+        {
+            let width = d.data_type().primitive_width().unwrap();
+            let bytes =
+                &d.buffers()[0].as_slice()[d.offset() * width..(d.offset() + d.len()) * width];
+            out.push((field.name().clone(), bytes.to_vec()));
+        }
+    }
+    assert!(out.len() >= 10, "lineitem has at least 10 plain columns");
+    out
+}
+
+fn grid() -> Vec<LzssParams> {
+    let mut grid = Vec::new();
+    for s in [1u8, 2, 4, 8] {
+        for w in [1u8, 32, 64, 128, 255] {
+            for c in [2048u32, 2056, 4096, 8192, 16384] {
+                grid.push(LzssParams::new(s, w, c).unwrap());
+            }
+        }
+    }
+    grid
+}
+
+fn check_same_bytes(gpu: &colzip::gpu::Gpu, name: &str, input: &[u8], params: &LzssParams) {
+    let cpu = lzss::compress(input, params);
+    let on_gpu = gpu_lzss::compress(gpu, input, params).unwrap();
+    assert!(
+        cpu == on_gpu,
+        "{name} {params:?}: GPU stream ({} bytes) differs from CPU ({} bytes) at byte {:?}",
+        on_gpu.len(),
+        cpu.len(),
+        cpu.iter().zip(&on_gpu).position(|(a, b)| a != b)
+    );
+    // Each side decodes the other's stream (the same bytes, but through both decoders).
+    assert_eq!(
+        gpu_lzss::decompress(gpu, &cpu, usize::MAX).unwrap(),
+        input,
+        "{name} {params:?}: GPU decode"
+    );
+    assert_eq!(
+        lzss::decompress(&on_gpu).unwrap(),
+        input,
+        "{name} {params:?}: CPU decode"
+    );
+}
+
+#[test]
+fn gpu_bytes_equal_cpu_bytes_on_synthetic_inputs_for_every_parameter() {
+    let Some(gpu) =
+        gpu_or_skip("gpu_bytes_equal_cpu_bytes_on_synthetic_inputs_for_every_parameter")
+    else {
+        return;
+    };
+    for (name, input) in synthetic_inputs() {
+        for params in grid() {
+            check_same_bytes(gpu, &name, &input, &params);
+        }
+    }
+}
+
+#[test]
+fn gpu_bytes_equal_cpu_bytes_on_tpch_lineitem_columns() {
+    let Some(gpu) = gpu_or_skip("gpu_bytes_equal_cpu_bytes_on_tpch_lineitem_columns") else {
+        return;
+    };
+    // GPULZ's grid (S 1/2/4, W 32..255, C 2048..16384) plus S=8 on every plain column.
+    for (name, input) in tpch_inputs(0.01) {
+        for params in grid()
+            .into_iter()
+            .filter(|p| p.window != 1 && p.chunk_size != 2056)
+        {
+            check_same_bytes(gpu, &name, &input, &params);
+        }
+    }
+}
+
+#[test]
+fn inputs_larger_than_a_block_go_through_the_pipeline() {
+    let Some(gpu) = gpu_or_skip("inputs_larger_than_a_block_go_through_the_pipeline") else {
+        return;
+    };
+    // 2.5 blocks of int32 values with a tail, so both lanes and the last partial block run.
+    let values = (gpu_lzss::BLOCK_BYTES * 5 / 2) / 4;
+    let mut rng = Rng(42);
+    let mut input: Vec<u8> = (0..values)
+        .flat_map(|i| ((i as u32 / 3) ^ (rng.below(4) as u32)).to_le_bytes())
+        .collect();
+    input.extend_from_slice(&[1, 2, 3]);
+    for params in [
+        LzssParams::new(4, 32, 2048).unwrap(),
+        LzssParams::new(1, 128, 16384).unwrap(),
+    ] {
+        let cpu = lzss::compress(&input, &params);
+        let on_gpu = gpu_lzss::compress(gpu, &input, &params).unwrap();
+        assert!(
+            cpu == on_gpu,
+            "{params:?}: multi-block GPU stream differs from CPU"
+        );
+        assert!(gpu_lzss::decompress(gpu, &cpu, usize::MAX).unwrap() == input);
+        // The same through pinned memory, as the benchmark's end-to-end runs do.
+        let mut pinned = PinnedBuffer::new(gpu, input.len()).unwrap();
+        pinned.as_mut_slice()[..input.len()].copy_from_slice(&input);
+        let from_pinned = gpu_lzss::compress_from(
+            gpu,
+            HostInput::Pinned(&pinned.as_slice()[..input.len()]),
+            &params,
+        )
+        .unwrap();
+        assert!(from_pinned == cpu);
+    }
+}
+
+#[test]
+fn kernel_timing_path_writes_the_same_stream() {
+    let Some(gpu) = gpu_or_skip("kernel_timing_path_writes_the_same_stream") else {
+        return;
+    };
+    for (name, input) in synthetic_inputs() {
+        let params = LzssParams::new(2, 128, 2048).unwrap();
+        let times = gpu_lzss::time_kernels(gpu, &input, &params, 2).unwrap();
+        assert!(times.stream == lzss::compress(&input, &params), "{name}");
+    }
+}
+
+#[test]
+fn concurrent_callers_each_get_their_own_lane() {
+    let Some(gpu) = gpu_or_skip("concurrent_callers_each_get_their_own_lane") else {
+        return;
+    };
+    let inputs = synthetic_inputs();
+    std::thread::scope(|scope| {
+        for t in 0..12 {
+            let inputs = &inputs;
+            scope.spawn(move || {
+                let params = LzssParams::new([1, 2, 4, 8][t % 4], 64, 4096).unwrap();
+                for (name, input) in inputs {
+                    let on_gpu = gpu_lzss::compress(gpu, input, &params).unwrap();
+                    assert!(
+                        on_gpu == lzss::compress(input, &params),
+                        "{name} thread {t}"
+                    );
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
+    let Some(gpu) = gpu_or_skip("corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu")
+    else {
+        return;
+    };
+    let mut rng = Rng(7);
+    let inputs = synthetic_inputs();
+    let mut rejected = 0;
+    for (name, input) in inputs.iter().filter(|(_, i)| i.len() > 1000) {
+        for s in [1u8, 2, 4, 8] {
+            let params = LzssParams::new(s, 64, 2048).unwrap();
+            let stream = lzss::compress(input, &params);
+            for case in 0..40 {
+                let mut bad = stream.clone();
+                match case % 4 {
+                    0 => bad.truncate(rng.below(bad.len() as u64) as usize),
+                    1 => {
+                        for _ in 0..1 + rng.below(4) {
+                            let at = rng.below(bad.len() as u64) as usize;
+                            bad[at] ^= 1 << rng.below(8);
+                        }
+                    }
+                    2 => {
+                        // Bytes inside the first chunk's payload (tokens, flags, lengths).
+                        let at = 8 + rng.below(64.min(bad.len() as u64 - 8)) as usize;
+                        bad[at] = rng.next() as u8;
+                    }
+                    _ => bad.extend_from_slice(&[0, 1, 2]),
+                }
+                let cpu = lzss::decompress(&bad);
+                let on_gpu = gpu_lzss::decompress(gpu, &bad, usize::MAX);
+                match (&cpu, &on_gpu) {
+                    (Ok(a), Ok(b)) => assert!(a == b, "{name} S={s} case {case}: outputs differ"),
+                    (Err(_), Err(e)) => {
+                        rejected += 1;
+                        assert!(e.to_string().contains("lzss"), "{e}");
+                    }
+                    _ => panic!(
+                        "{name} S={s} case {case}: CPU {:?} but GPU {:?}",
+                        cpu.as_ref().map(|v| v.len()),
+                        on_gpu.as_ref().map(|v| v.len())
+                    ),
+                }
+            }
+        }
+    }
+    assert!(
+        rejected > 100,
+        "only {rejected} corrupt streams were rejected"
+    );
+    // Claimed sizes beyond the limit are refused before any work.
+    let stream = lzss::compress(&[5u8; 10_000], &LzssParams::default());
+    assert!(gpu_lzss::decompress(gpu, &stream, 100).is_err());
+}
