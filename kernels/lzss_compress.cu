@@ -82,7 +82,87 @@ __device__ void find_matches(const typename Symbol<S>::T* sym, int m, int window
     }
 }
 
+// Hash chains: the other way to the same matches (the CPU's way). Every position with
+// min_match symbols after it is linked to the previous position whose first min_match
+// symbols hash alike, so a search visits, nearest first, every position that can give a
+// match long enough to take (plus collisions, which the comparison rejects). The links
+// are built by one warp, 32 positions per step, lanes of equal hash found with
+// __match_any_sync; then each thread walks the chain of its positions within the window.
+#define HASH_BITS 12
+#define HASH_SIZE (1 << HASH_BITS)
+#define NO_POS 0xffffu
+
 template <int S>
+__device__ __forceinline__ u32 chain_hash(const typename Symbol<S>::T* sym, int i) {
+    u32 key;
+    if (S == 1) {
+        const u8* b = (const u8*)sym;
+        key = b[i] | ((u32)b[i + 1] << 8) | ((u32)b[i + 2] << 16);
+    } else if (S == 2) {
+        key = (u32)sym[i] | ((u32)sym[i + 1] << 16);
+    } else if (S == 4) {
+        key = (u32)sym[i];
+    } else {
+        const u64 v = (u64)sym[i];
+        key = (u32)v ^ (u32)(v >> 32) * 0x85ebca6bu;
+    }
+    return (key * 0x9e3779b1u) >> (32 - HASH_BITS);
+}
+
+template <int S>
+__device__ void link_chains(const typename Symbol<S>::T* sym, int m, u16* head, u16* prev) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int h = threadIdx.x; h < HASH_SIZE; h += blockDim.x) head[h] = NO_POS;
+    __syncthreads();
+    if (warp == 0) {
+        const int keyed = m - lzss_min_match(S) + 1;  // positions with a whole key
+        const u32 below = (1u << lane) - 1;
+        for (int base = 0; base < keyed; base += 32) {
+            const int i = base + lane;
+            const bool valid = i < keyed;
+            const u32 h = valid ? chain_hash<S>(sym, i) : HASH_SIZE + lane;
+            const u32 same = __match_any_sync(FULL_MASK, h);
+            const u16 older = valid ? head[h] : (u16)NO_POS;
+            __syncwarp();
+            const u32 earlier = same & below;
+            if (valid) {
+                prev[i] = earlier ? (u16)(base + 31 - __clz(earlier)) : older;
+                if ((same >> lane) == 1) head[h] = (u16)i;  // the group's last lane
+            }
+            __syncwarp();
+        }
+    }
+    __syncthreads();
+}
+
+template <int S>
+__device__ void find_matches_chained(const typename Symbol<S>::T* sym, int m, int window,
+                                     const u16* prev, u16* matches) {
+    const int min_len = lzss_min_match(S), max_len = 255 + lzss_min_match(S);
+    for (int i = threadIdx.x; i < m; i += blockDim.x) {
+        const int cap = min(max_len, m - i);
+        int best_len = min_len - 1, best_dist = 0;
+        if (cap >= min_len) {
+            u32 p = prev[i];
+            while (p != NO_POS && i - (int)p <= window) {
+                // A candidate can only win if it also matches the symbol at best_len.
+                if (sym[p + best_len] == sym[i + best_len]) {
+                    int len = 0;
+                    while (len < cap && sym[p + len] == sym[i + len]) ++len;
+                    if (len > best_len) {
+                        best_len = len;
+                        best_dist = i - (int)p;
+                        if (len == cap) break;
+                    }
+                }
+                p = prev[p];
+            }
+        }
+        matches[i] = best_dist ? (u16)(((best_len - min_len) << 8) | best_dist) : (u16)0;
+    }
+}
+
+template <int S, bool CHAINS>
 __device__ void compress_chunk(const u8* in, u64 body_len, u32 chunk_size, int window,
                                u8* scratch, u16* sizes) {
     typedef typename Symbol<S>::T T;
@@ -104,6 +184,7 @@ __device__ void compress_chunk(const u8* in, u64 body_len, u32 chunk_size, int w
     u8* reached = (u8*)jump_b + round8(2 * max_m);
     u32* flags = (u32*)(reached + round8(max_m));
     u32* sums = (u32*)((u8*)flags + round8(4 * (max_m / 32 + 1)));
+    u16* head = (u16*)((u8*)sums + 128);  // hash chains only: HASH_SIZE entries
 
     // Load: 8-byte words (chunks start at multiples of C, itself a multiple of 8).
     const u64* src_words = (const u64*)(in + start);
@@ -113,7 +194,12 @@ __device__ void compress_chunk(const u8* in, u64 body_len, u32 chunk_size, int w
     __syncthreads();
 
     const T* sym = (const T*)sym_bytes;
-    find_matches<S>(sym, m, window, matches);
+    if (CHAINS) {
+        link_chains<S>(sym, m, head, jump_b);  // jump_b holds the links until the parse
+        find_matches_chained<S>(sym, m, window, jump_b, matches);
+    } else {
+        find_matches<S>(sym, m, window, matches);
+    }
     __syncthreads();
 
     // Parse: links, then pointer jumping. Round k marks next^(2^k)(p) for every marked p
@@ -193,10 +279,15 @@ __device__ void compress_chunk(const u8* in, u64 body_len, u32 chunk_size, int w
     if (tid == 0) sizes[chunk] = (u16)size;
 }
 
-#define CHUNKS_KERNEL(S)                                                                  \
-    extern "C" __global__ void lzss_chunks_s##S(const u8* in, u64 body_len, u32 chunk_size, \
-                                                u32 window, u8* scratch, u16* sizes) {    \
-        compress_chunk<S>(in, body_len, chunk_size, (int)window, scratch, sizes);         \
+#define CHUNKS_KERNEL(S)                                                                    \
+    extern "C" __global__ void lzss_chunks_s##S(const u8* in, u64 body_len, u32 chunk_size,   \
+                                                u32 window, u8* scratch, u16* sizes) {      \
+        compress_chunk<S, false>(in, body_len, chunk_size, (int)window, scratch, sizes);    \
+    }                                                                                       \
+    extern "C" __global__ void lzss_chunks_chained_s##S(const u8* in, u64 body_len,          \
+                                                        u32 chunk_size, u32 window,          \
+                                                        u8* scratch, u16* sizes) {          \
+        compress_chunk<S, true>(in, body_len, chunk_size, (int)window, scratch, sizes);     \
     }
 CHUNKS_KERNEL(1)
 CHUNKS_KERNEL(2)

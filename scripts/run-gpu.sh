@@ -13,4 +13,9 @@ for test in .gpu/gpu_*; do
   echo "== $test"
   "$test" --test-threads=1 2>&1 | tee "$out/$(basename "$test").log" || status=1
 done
+# Kernel I has two matchers that must give the same bytes: test each one forced.
+for matcher in ballot chains; do
+  echo "== .gpu/gpu_lzss with COLZIP_LZSS_MATCHER=$matcher"
+  COLZIP_LZSS_MATCHER=$matcher .gpu/gpu_lzss --test-threads=4 2>&1 | tee "$out/gpu_lzss.$matcher.log" || status=1
+done
 exit $status

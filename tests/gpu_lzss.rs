@@ -5,9 +5,9 @@
 mod common;
 
 use arrow::array::{Array, AsArray};
+use colzip::codec::lzss::gpu::{self as gpu_lzss, HostInput};
 use colzip::codec::lzss::{self, LzssParams};
 use colzip::gpu::PinnedBuffer;
-use colzip::gpu::lzss::{self as gpu_lzss, HostInput};
 use colzip::tpch::{Table, generate, peer_form};
 use common::gpu_or_skip;
 

@@ -23,8 +23,8 @@ use std::time::Instant;
 use arrow::array::Array;
 use serde::Serialize;
 
+use crate::codec::lzss::gpu::{self as gpu_lzss, HostInput};
 use crate::codec::lzss::{self, LzssParams};
-use crate::gpu::lzss::{self as gpu_lzss, HostInput};
 use crate::gpu::{Gpu, PinnedBuffer, parallel_copy};
 use crate::tpch::{ReportRow, Row, Table, generate, peer_form};
 use crate::{Error, Result};

@@ -31,7 +31,7 @@ use super::bwt::{self, BwtParams};
 use super::error::{CodecError, Result};
 use super::gmatch;
 use super::lzss::{self, LzssParams};
-use crate::gpu::{self, Backend, Gpu};
+use crate::gpu::{Backend, Gpu};
 
 /// Which of Snappy's two formats gmatch writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -126,7 +126,7 @@ impl CodecId {
         gpu: Option<&Gpu>,
     ) -> crate::Result<Vec<u8>> {
         let out = match (self, gpu) {
-            (CodecId::Lzss, Some(gpu)) => gpu::lzss::decompress(gpu, stream, expected_len)?,
+            (CodecId::Lzss, Some(gpu)) => lzss::gpu::decompress(gpu, stream, expected_len)?,
             _ => return Ok(self.decompress(stream, expected_len)?),
         };
         Ok(self.check_len(out, expected_len)?)
@@ -303,7 +303,7 @@ impl CodecSpec {
     ) -> crate::Result<Vec<u8>> {
         match (self, gpu) {
             (CodecSpec::Lzss { .. }, Some(gpu)) => {
-                gpu::lzss::compress(gpu, input, &self.lzss_params_for(input, type_width)?)
+                lzss::gpu::compress(gpu, input, &self.lzss_params_for(input, type_width)?)
             }
             _ => Ok(self.compress(input, type_width)?),
         }

@@ -1,34 +1,17 @@
-//! `lzss` on the GPU: kernels I–III (`kernels/lzss_compress.cu`, `kernels/scan.cu`) and the
-//! decoder (`kernels/lzss_decompress.cu`). They write and read exactly the streams of the
-//! CPU reference in [`crate::codec::lzss`] (`docs/FORMAT.md`, section `lzss`).
-//!
-//! Large inputs go through in blocks of [`BLOCK_BYTES`]: while the GPU works on one block
-//! on one lane, the previous block's results come back and are copied out on another, so
-//! host↔device copies overlap compute. Host data is staged through pinned buffers.
-//!
-//! ```no_run
-//! use colzip::codec::lzss::LzssParams;
-//! use colzip::gpu::{Gpu, lzss};
-//! let gpu = Gpu::get()?;
-//! let params = LzssParams::new(4, 32, 2048)?;
-//! let data: Vec<u8> = (0..1_000_000u32).flat_map(|v| (v / 7).to_le_bytes()).collect();
-//! let stream = lzss::compress(gpu, &data, &params)?;
-//! // The same bytes as the CPU reference, decodable by either side.
-//! assert_eq!(stream, colzip::codec::lzss::compress(&data, &params));
-//! assert_eq!(lzss::decompress(gpu, &stream, usize::MAX)?, data);
-//! # Ok::<(), colzip::Error>(())
-//! ```
+//! Launchers of the `lzss` kernels: kernels I–III (`kernels/lzss_compress.cu`,
+//! `kernels/scan.cu`) and the decoder (`kernels/lzss_decompress.cu`), with the launch
+//! shapes (threads, warps, shared memory) each kernel's source assumes. They queue work
+//! on a stream for data already on the device and know nothing of the stream format
+//! around the chunks (`docs/FORMAT.md`, section `lzss`, specifies it; the stream-level GPU
+//! path that uploads, launches and assembles streams is `colzip::codec::lzss::gpu`).
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::device::{Gpu, KernelSource, gpu_error};
-use super::lane::{LaneGuard, parallel_copy};
-use crate::codec::CodecError;
-use crate::codec::lzss::{self, LzssParams};
+use super::lane::LaneGuard;
 use crate::{Error, Result};
 
 /// Kernels I and III.
@@ -47,10 +30,18 @@ pub const SCAN: KernelSource = KernelSource {
     source: include_str!("../../kernels/scan.cu"),
 };
 
-/// Input bytes per block of the pipeline (rounded down to whole chunks): large enough
-/// that launches and copies are amortised, small enough that two lanes' buffers stay a
-/// small part of device memory.
-pub const BLOCK_BYTES: usize = 64 << 20;
+/// What the launchers need of a stream's parameters (`S`, `W`, `C`), as plain numbers.
+/// The caller has validated them: `symbol_width` 1, 2, 4 or 8, `window` 1..=255,
+/// `chunk_size` a multiple of 8 in 2048..=16384.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LzssShape {
+    /// Symbol width `S` in bytes.
+    pub symbol_width: u8,
+    /// Sliding window `W` in symbols.
+    pub window: u8,
+    /// Chunk size `C` in bytes.
+    pub chunk_size: u32,
+}
 
 /// Threads of the scan kernel's single block.
 const SCAN_THREADS: u32 = 1024;
@@ -62,7 +53,7 @@ fn round8(x: usize) -> usize {
 }
 
 /// Shared memory of kernel I for `params`: the layout written in `lzss_compress.cu`.
-pub fn compress_shared_bytes(params: &LzssParams) -> usize {
+pub fn compress_shared_bytes(params: &LzssShape) -> usize {
     let c = params.chunk_size as usize;
     let m = c / usize::from(params.symbol_width);
     2 * round8(c) + 3 * round8(2 * m) + round8(m) + round8(4 * (m / 32 + 1)) + 128
@@ -70,20 +61,24 @@ pub fn compress_shared_bytes(params: &LzssParams) -> usize {
 
 /// Threads of kernel I: a quarter of the chunk's symbols (each warp then matches four
 /// groups of 32 positions), 64..=1024.
-fn chunk_threads(params: &LzssParams) -> u32 {
+fn chunk_threads(params: &LzssShape) -> u32 {
     let m = params.chunk_size as usize / usize::from(params.symbol_width);
     ((m / 4).div_ceil(32) * 32).clamp(64, 1024) as u32
 }
 
-/// Shared memory of one decoder warp: the chunk, and a byte per symbol.
-fn decode_warp_bytes(params: &LzssParams) -> usize {
-    let c = params.chunk_size as usize;
-    round8(c) + round8(c / usize::from(params.symbol_width))
+/// Warps of a decoder block, one block per chunk (at most MAX_WARPS in the kernel): 8
+/// for chunks of 4096 symbols or more, which shortens the chain of 32-token batches each
+/// warp walks; 4 below, where fewer warps per block fit more blocks (measured on the
+/// H100, docs/PERFORMANCE.md).
+fn decode_warps(params: &LzssShape) -> u32 {
+    let m = params.chunk_size / u32::from(params.symbol_width);
+    if m >= 4096 { 8 } else { 4 }
 }
 
-/// Warps (chunks) per block of the decoder: up to 64 KiB of shared memory per block.
-fn decode_warps(params: &LzssParams) -> u32 {
-    (65536 / decode_warp_bytes(params)).clamp(1, 8) as u32
+/// Shared memory of a decoder block: the chunk, and a u16 source per symbol.
+fn decode_shared_bytes(params: &LzssShape) -> usize {
+    let c = params.chunk_size as usize;
+    round8(c) + round8(2 * (c / usize::from(params.symbol_width)))
 }
 
 fn launch_error(e: impl std::fmt::Display) -> Error {
@@ -93,19 +88,24 @@ fn launch_error(e: impl std::fmt::Display) -> Error {
 /// Lets `function` use `bytes` of dynamic shared memory, when the device has them.
 fn allow_shared(gpu: &Gpu, function: &CudaFunction, bytes: usize, what: &str) -> Result<()> {
     let limit = gpu.info().shared_memory_per_block;
-    if bytes > limit {
+    // Opt in to everything the device allows beyond the kernel's static shared memory,
+    // the same value for every caller (the attribute belongs to the function, which
+    // threads with different chunk sizes share); each launch asks for what it needs.
+    let static_bytes = function
+        .get_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+        .map_err(|e| gpu_error("shared memory attribute", e))? as usize;
+    if bytes + static_bytes > limit {
         return Err(Error::Gpu(format!(
-            "{what} needs {bytes} bytes of shared memory per block, the device has {limit}"
+            "{what} needs {} bytes of shared memory per block, the device has {limit}",
+            bytes + static_bytes
         )));
     }
-    if bytes > 48 * 1024 {
-        function
-            .set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                bytes as i32,
-            )
-            .map_err(|e| gpu_error("shared memory attribute", e))?;
-    }
+    function
+        .set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            (limit - static_bytes) as i32,
+        )
+        .map_err(|e| gpu_error("shared memory attribute", e))?;
     Ok(())
 }
 
@@ -117,13 +117,42 @@ pub(crate) struct CompressKernels {
     shared_bytes: usize,
 }
 
+/// How kernel I finds each position's longest match (both give the same matches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Matcher {
+    /// Every distance of the window, 32 positions per ballot.
+    Ballot,
+    /// Hash chains over the first `min_match_len` symbols, as the CPU does.
+    Chains,
+}
+
+impl Matcher {
+    /// The faster matcher for `params` on the H100 (docs/PERFORMANCE.md): hash chains,
+    /// except for small windows in 16 KiB chunks, where one warp building a chunk's
+    /// links is the bottleneck and the ballots win. `COLZIP_LZSS_MATCHER=ballot|chains`
+    /// overrides the choice, for measuring both.
+    pub fn for_shape(params: &LzssShape) -> Matcher {
+        match std::env::var("COLZIP_LZSS_MATCHER").as_deref() {
+            Ok("chains") => Matcher::Chains,
+            Ok("ballot") => Matcher::Ballot,
+            _ if params.window <= 32 && params.chunk_size >= 16384 => Matcher::Ballot,
+            _ => Matcher::Chains,
+        }
+    }
+}
+
+/// Bytes of the hash chains' head table (kernels/lzss_compress.cu, HASH_SIZE u16s).
+const CHAIN_HEAD_BYTES: usize = 2 << 12;
+
 impl CompressKernels {
-    pub(crate) fn new(gpu: &Gpu, params: &LzssParams) -> Result<Self> {
-        let chunks = gpu.function(
-            &LZSS_COMPRESS,
-            &format!("lzss_chunks_s{}", params.symbol_width),
-        )?;
-        let shared_bytes = compress_shared_bytes(params);
+    pub(crate) fn new(gpu: &Gpu, params: &LzssShape) -> Result<Self> {
+        let matcher = Matcher::for_shape(params);
+        let (name, extra) = match matcher {
+            Matcher::Ballot => ("lzss_chunks_s", 0),
+            Matcher::Chains => ("lzss_chunks_chained_s", CHAIN_HEAD_BYTES),
+        };
+        let chunks = gpu.function(&LZSS_COMPRESS, &format!("{name}{}", params.symbol_width))?;
+        let shared_bytes = compress_shared_bytes(params) + extra;
         allow_shared(gpu, &chunks, shared_bytes, "lzss compression")?;
         Ok(CompressKernels {
             chunks,
@@ -144,7 +173,7 @@ pub(crate) struct CompressBuffers {
 }
 
 impl CompressBuffers {
-    pub(crate) fn take(lane: &mut LaneGuard<'_>, body: usize, params: &LzssParams) -> Result<Self> {
+    pub(crate) fn take(lane: &mut LaneGuard<'_>, body: usize, params: &LzssShape) -> Result<Self> {
         let chunks = body.div_ceil(params.chunk_size as usize);
         Ok(CompressBuffers {
             scratch: lane.take_device("lzss.scratch", body)?,
@@ -167,7 +196,7 @@ impl CompressBuffers {
 pub(crate) fn enqueue_compress(
     stream: &Arc<CudaStream>,
     kernels: &CompressKernels,
-    params: &LzssParams,
+    params: &LzssShape,
     input: &CudaSlice<u8>,
     body: usize,
     buffers: &mut CompressBuffers,
@@ -241,13 +270,13 @@ pub(crate) struct DecodeKernels {
 }
 
 impl DecodeKernels {
-    pub(crate) fn new(gpu: &Gpu, params: &LzssParams) -> Result<Self> {
+    pub(crate) fn new(gpu: &Gpu, params: &LzssShape) -> Result<Self> {
         let decode = gpu.function(
             &LZSS_DECOMPRESS,
             &format!("lzss_decode_s{}", params.symbol_width),
         )?;
         let warps = decode_warps(params);
-        let shared_bytes = warps as usize * decode_warp_bytes(params);
+        let shared_bytes = decode_shared_bytes(params);
         allow_shared(gpu, &decode, shared_bytes, "lzss decompression")?;
         Ok(DecodeKernels {
             decode,
@@ -265,7 +294,7 @@ impl DecodeKernels {
 pub(crate) fn enqueue_decompress(
     stream: &Arc<CudaStream>,
     kernels: &DecodeKernels,
-    params: &LzssParams,
+    params: &LzssShape,
     table_and_payload: &CudaSlice<u8>,
     payload_len: usize,
     body: usize,
@@ -308,8 +337,7 @@ pub(crate) fn enqueue_decompress(
         .arg(&window)
         .arg(out)
         .arg(error);
-    let grid = u32::try_from(chunks.div_ceil(u64::from(kernels.warps)))
-        .map_err(|_| Error::Gpu("too many chunks".into()))?;
+    let grid = u32::try_from(chunks).map_err(|_| Error::Gpu("too many chunks".into()))?;
     let config = LaunchConfig {
         grid_dim: (grid, 1, 1),
         block_dim: (32 * kernels.warps, 1, 1),
@@ -322,9 +350,21 @@ pub(crate) fn enqueue_decompress(
         .map_err(launch_error)
 }
 
+/// The decoder's outcome from the 8 bytes `enqueue_decompress` leaves in `error` (a
+/// reason code, then `u32::MAX -` the lowest failing chunk): `None` when every chunk
+/// decoded, else `Some((code, chunk))` with `chunk` counted from the launch's first.
+pub(crate) fn decode_failure(status: &[u8]) -> Option<(u32, u32)> {
+    let code = u32::from_le_bytes(status[..4].try_into().expect("4 bytes"));
+    if code == 0 {
+        return None;
+    }
+    let chunk = u32::MAX - u32::from_le_bytes(status[4..8].try_into().expect("4 bytes"));
+    Some((code, chunk))
+}
+
 /// The reason for a decoder error code (kernels/lzss_decompress.cu).
-fn decode_error(code: u32, chunk: u64) -> Error {
-    let reason = match code {
+pub fn decode_error_reason(code: u32) -> &'static str {
+    match code {
         1 => "the chunk sizes do not add up to the payload",
         2 => "a chunk size is not in 1..=the chunk's length",
         3 => "truncated or out-of-range token count",
@@ -335,676 +375,5 @@ fn decode_error(code: u32, chunk: u64) -> Error {
         8 => "match passes the chunk end",
         9 => "tokens do not fill the chunk",
         _ => "unknown decoder error",
-    };
-    CodecError::corrupt(lzss::NAME, format!("chunk {chunk}: {reason} (GPU)")).into()
-}
-
-fn read_u64(bytes: &[u8]) -> u64 {
-    u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"))
-}
-
-fn copy_to_device(
-    stream: &Arc<CudaStream>,
-    src: &[u8],
-    dst: &mut CudaSlice<u8>,
-    at: usize,
-) -> Result<()> {
-    if src.is_empty() {
-        return Ok(());
     }
-    stream
-        .memcpy_htod(src, &mut dst.slice_mut(at..at + src.len()))
-        .map_err(|e| gpu_error("copy to device", e))
-}
-
-fn copy_to_host(
-    stream: &Arc<CudaStream>,
-    src: &CudaSlice<u8>,
-    range: Range<usize>,
-    dst: &mut [u8],
-) -> Result<()> {
-    if range.is_empty() {
-        return Ok(());
-    }
-    stream
-        .memcpy_dtoh(&src.slice(range), dst)
-        .map_err(|e| gpu_error("copy to host", e))
-}
-
-/// Where a pipeline reads its input: pageable memory is staged through a lane's pinned
-/// buffer; pinned memory (the benchmark's end-to-end runs) is copied from directly.
-#[derive(Clone, Copy)]
-pub enum HostInput<'a> {
-    Pageable(&'a [u8]),
-    /// Memory from a [`super::PinnedBuffer`].
-    Pinned(&'a [u8]),
-}
-
-impl<'a> HostInput<'a> {
-    fn bytes(self) -> &'a [u8] {
-        match self {
-            HostInput::Pageable(b) | HostInput::Pinned(b) => b,
-        }
-    }
-}
-
-/// Copies `range` of `input` to the device buffer `name` of `lane` at `at`, through the
-/// lane's pinned buffer `staging` when the input is pageable.
-fn upload(
-    gpu: &Gpu,
-    lane: &mut LaneGuard<'_>,
-    input: HostInput<'_>,
-    ranges: &[Range<usize>],
-    dst: &mut CudaSlice<u8>,
-) -> Result<()> {
-    let total: usize = ranges.iter().map(|r| r.len()).sum();
-    match input {
-        HostInput::Pinned(bytes) => {
-            let mut at = 0;
-            for r in ranges {
-                copy_to_device(lane.stream(), &bytes[r.clone()], dst, at)?;
-                at += r.len();
-            }
-        }
-        HostInput::Pageable(bytes) => {
-            let mut staging = lane.take_pinned(gpu, "lzss.in", total)?;
-            let mut at = 0;
-            for r in ranges {
-                parallel_copy(
-                    &mut staging.as_mut_slice()[at..at + r.len()],
-                    &bytes[r.clone()],
-                );
-                at += r.len();
-            }
-            copy_to_device(lane.stream(), &staging.as_slice()[..total], dst, 0)?;
-            lane.put_pinned("lzss.in", staging);
-        }
-    }
-    Ok(())
-}
-
-/// Block boundaries: whole chunks of at most [`BLOCK_BYTES`].
-fn blocks(body: usize, chunk: usize) -> Vec<Range<usize>> {
-    let step = (BLOCK_BYTES / chunk).max(1) * chunk;
-    (0..body)
-        .step_by(step)
-        .map(|a| a..(a + step).min(body))
-        .collect()
-}
-
-/// Two lanes when a second is free (copies overlap compute), else one.
-fn lanes(gpu: &Gpu, blocks: usize) -> Result<Vec<LaneGuard<'_>>> {
-    let mut lanes = vec![gpu.lane()?];
-    if blocks > 1
-        && let Some(second) = gpu.try_lane()?
-    {
-        lanes.push(second);
-    }
-    Ok(lanes)
-}
-
-/// Where a pipeline writes: a `Vec` (through the lane's pinned staging buffer, since
-/// device-to-host copies into pageable memory run at a fortieth of the speed), or a
-/// caller's buffer, copied to directly (pinned memory for full speed).
-enum HostOutput<'a> {
-    Vec(&'a mut Vec<u8>),
-    Slice { out: &'a mut [u8], len: usize },
-}
-
-impl HostOutput<'_> {
-    fn len(&self) -> usize {
-        match self {
-            HostOutput::Vec(v) => v.len(),
-            HostOutput::Slice { len, .. } => *len,
-        }
-    }
-
-    /// Copies `range` of `device` to the end of the output (staged for a `Vec`).
-    fn append_from_device(
-        &mut self,
-        gpu: &Gpu,
-        lane: &mut LaneGuard<'_>,
-        device: &CudaSlice<u8>,
-        range: Range<usize>,
-    ) -> Result<()> {
-        let n = range.len();
-        match self {
-            HostOutput::Vec(v) => {
-                let mut staging = lane.take_pinned(gpu, "lzss.out", n)?;
-                copy_to_host(
-                    lane.stream(),
-                    device,
-                    range,
-                    &mut staging.as_mut_slice()[..n],
-                )?;
-                lane.synchronize()?;
-                let at = v.len();
-                v.resize(at + n, 0);
-                parallel_copy(&mut v[at..], &staging.as_slice()[..n]);
-                lane.put_pinned("lzss.out", staging);
-            }
-            HostOutput::Slice { out, len } => {
-                if *len + n > out.len() {
-                    return Err(Error::format("output buffer too small"));
-                }
-                copy_to_host(lane.stream(), device, range, &mut out[*len..*len + n])?;
-                lane.synchronize()?;
-                *len += n;
-            }
-        }
-        Ok(())
-    }
-
-    /// Bytes already in the output at `at`, overwritten by `range` of `device`.
-    fn overwrite_from_device(
-        &mut self,
-        lane: &mut LaneGuard<'_>,
-        device: &CudaSlice<u8>,
-        range: Range<usize>,
-        at: usize,
-    ) -> Result<()> {
-        let n = range.len();
-        let dst = match self {
-            HostOutput::Vec(v) => &mut v[at..at + n],
-            HostOutput::Slice { out, .. } => &mut out[at..at + n],
-        };
-        // Small (the size table's slice of a block): pageable is fine.
-        copy_to_host(lane.stream(), device, range, dst)?;
-        lane.synchronize()
-    }
-
-    fn extend(&mut self, bytes: &[u8]) -> Result<()> {
-        match self {
-            HostOutput::Vec(v) => v.extend_from_slice(bytes),
-            HostOutput::Slice { out, len } => {
-                let end = *len + bytes.len();
-                if end > out.len() {
-                    return Err(Error::format("output buffer too small"));
-                }
-                out[*len..end].copy_from_slice(bytes);
-                *len = end;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Compresses `input` on the GPU: the same bytes as [`lzss::compress`].
-pub fn compress(gpu: &Gpu, input: &[u8], params: &LzssParams) -> Result<Vec<u8>> {
-    compress_from(gpu, HostInput::Pageable(input), params)
-}
-
-/// [`compress`] from pageable or pinned host memory.
-pub fn compress_from(gpu: &Gpu, input: HostInput<'_>, params: &LzssParams) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(lzss::max_compressed_len(input.bytes().len(), params));
-    compress_pipeline(gpu, input, params, HostOutput::Vec(&mut out))?;
-    Ok(out)
-}
-
-/// [`compress`] into `out` (at least [`lzss::max_compressed_len`] bytes; pinned memory,
-/// such as a [`super::PinnedBuffer`], for full speed); returns the stream's length.
-pub fn compress_into(
-    gpu: &Gpu,
-    input: HostInput<'_>,
-    params: &LzssParams,
-    out: &mut [u8],
-) -> Result<usize> {
-    let need = lzss::max_compressed_len(input.bytes().len(), params);
-    if out.len() < need {
-        return Err(Error::format(format!(
-            "output buffer of {} bytes, lzss may need {need}",
-            out.len()
-        )));
-    }
-    compress_pipeline(gpu, input, params, HostOutput::Slice { out, len: 0 })
-}
-
-fn compress_pipeline(
-    gpu: &Gpu,
-    input: HostInput<'_>,
-    params: &LzssParams,
-    mut out: HostOutput<'_>,
-) -> Result<usize> {
-    params.validate()?;
-    let bytes = input.bytes();
-    let s = usize::from(params.symbol_width);
-    let c = params.chunk_size as usize;
-    let body = bytes.len() - bytes.len() % s;
-    let chunks = body.div_ceil(c);
-    let mut header = Vec::with_capacity(16);
-    lzss::write_header(&mut header, params, bytes.len() as u64);
-    out.extend(&header)?;
-    let table_at = out.len();
-    // The size table's place; each block fills its slice.
-    out.extend(&vec![0u8; 2 * chunks])?;
-    let blocks = blocks(body, c);
-    if !blocks.is_empty() {
-        let kernels = CompressKernels::new(gpu, params)?;
-        let mut lanes = lanes(gpu, blocks.len())?;
-        let mut in_flight: Option<(usize, Range<usize>)> = None;
-        for (b, block) in blocks.iter().enumerate() {
-            let l = b % lanes.len();
-            if lanes.len() == 1
-                && let Some((pl, prev)) = in_flight.take()
-            {
-                finish_compress(gpu, &mut lanes[pl], prev, params, &mut out, table_at)?;
-            }
-            submit_compress(gpu, &mut lanes[l], &kernels, input, block.clone(), params)?;
-            if let Some((pl, prev)) = in_flight.replace((l, block.clone())) {
-                finish_compress(gpu, &mut lanes[pl], prev, params, &mut out, table_at)?;
-            }
-        }
-        if let Some((pl, prev)) = in_flight {
-            finish_compress(gpu, &mut lanes[pl], prev, params, &mut out, table_at)?;
-        }
-    }
-    out.extend(&bytes[body..])?;
-    Ok(out.len())
-}
-
-/// Uploads one block and queues its kernels and the copy of its payload total.
-fn submit_compress(
-    gpu: &Gpu,
-    lane: &mut LaneGuard<'_>,
-    kernels: &CompressKernels,
-    input: HostInput<'_>,
-    block: Range<usize>,
-    params: &LzssParams,
-) -> Result<()> {
-    let len = block.len();
-    let chunks = len.div_ceil(params.chunk_size as usize);
-    let mut device_in = lane.take_device("lzss.in", len)?;
-    upload(gpu, lane, input, &[block], &mut device_in)?;
-    let mut buffers = CompressBuffers::take(lane, len, params)?;
-    enqueue_compress(
-        lane.stream(),
-        kernels,
-        params,
-        &device_in,
-        len,
-        &mut buffers,
-    )?;
-    let mut total = lane.take_pinned(gpu, "lzss.total", 8)?;
-    copy_to_host(
-        lane.stream(),
-        &buffers.offsets,
-        8 * chunks..8 * chunks + 8,
-        &mut total.as_mut_slice()[..8],
-    )?;
-    lane.put_pinned("lzss.total", total);
-    buffers.give_back(lane);
-    lane.put_device("lzss.in", device_in);
-    Ok(())
-}
-
-/// Waits for a block, brings its size table and payloads back and appends them.
-fn finish_compress(
-    gpu: &Gpu,
-    lane: &mut LaneGuard<'_>,
-    block: Range<usize>,
-    params: &LzssParams,
-    out: &mut HostOutput<'_>,
-    table_at: usize,
-) -> Result<()> {
-    let c = params.chunk_size as usize;
-    let chunks = block.len().div_ceil(c);
-    lane.synchronize()?;
-    let total_buf = lane.take_pinned(gpu, "lzss.total", 8)?;
-    let total = read_u64(total_buf.as_slice()) as usize;
-    lane.put_pinned("lzss.total", total_buf);
-    if total > block.len() {
-        return Err(Error::Gpu(format!(
-            "lzss kernels reported {total} payload bytes for a {}-byte block",
-            block.len()
-        )));
-    }
-    let device_out = lane.take_device("lzss.out", 2 * chunks + total)?;
-    let first_chunk = block.start / c;
-    let result = out
-        .overwrite_from_device(lane, &device_out, 0..2 * chunks, table_at + 2 * first_chunk)
-        .and_then(|()| {
-            out.append_from_device(gpu, lane, &device_out, 2 * chunks..2 * chunks + total)
-        });
-    lane.put_device("lzss.out", device_out);
-    result
-}
-
-/// A validated stream: where its table, payloads and tail lie.
-struct Layout {
-    params: LzssParams,
-    len: usize,
-    body: usize,
-    table_at: usize,
-    /// Payload offset (from the payload start) of every chunk, and the total last.
-    offsets: Vec<usize>,
-}
-
-impl Layout {
-    /// Validates the header, the size table and the total length as the CPU decoder does.
-    fn read(stream: &[u8], max_output: usize) -> Result<Layout> {
-        let (params, claimed, table_at) = lzss::parse_header(stream)?;
-        if claimed > max_output as u64 {
-            return Err(CodecError::TooLarge {
-                codec: lzss::NAME,
-                claimed,
-                limit: max_output as u64,
-            }
-            .into());
-        }
-        let corrupt = |reason: String| Error::from(CodecError::corrupt(lzss::NAME, reason));
-        let len = usize::try_from(claimed)
-            .map_err(|_| corrupt("length does not fit in memory".into()))?;
-        let s = usize::from(params.symbol_width);
-        let c = params.chunk_size as usize;
-        let body = len - len % s;
-        let chunks = body.div_ceil(c);
-        let payload_at = chunks
-            .checked_mul(2)
-            .and_then(|t| t.checked_add(table_at))
-            .filter(|&end| end <= stream.len())
-            .ok_or_else(|| corrupt("chunk size table runs past the stream".into()))?;
-        let mut offsets = Vec::with_capacity(chunks + 1);
-        let mut total = 0usize;
-        for (i, entry) in stream[table_at..payload_at].chunks_exact(2).enumerate() {
-            let size = usize::from(u16::from_le_bytes([entry[0], entry[1]]));
-            let raw = c.min(body - i * c);
-            if size == 0 || size > raw {
-                return Err(corrupt(format!("chunk {i}: size {size} not in 1..={raw}")));
-            }
-            offsets.push(total);
-            total += size;
-        }
-        offsets.push(total);
-        let expected = payload_at + total + len % s;
-        if expected != stream.len() {
-            return Err(corrupt(format!(
-                "stream is {} bytes, its header and size table say {expected}",
-                stream.len()
-            )));
-        }
-        Ok(Layout {
-            params,
-            len,
-            body,
-            table_at,
-            offsets,
-        })
-    }
-
-    fn payload_at(&self) -> usize {
-        self.table_at + 2 * (self.offsets.len() - 1)
-    }
-}
-
-/// Decompresses an `lzss` stream on the GPU, refusing one that claims more than
-/// `max_output` bytes; any stream the CPU decoder rejects is an `Err` here too.
-pub fn decompress(gpu: &Gpu, stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
-    decompress_from(gpu, HostInput::Pageable(stream), max_output)
-}
-
-/// [`decompress`] from pageable or pinned host memory.
-pub fn decompress_from(gpu: &Gpu, input: HostInput<'_>, max_output: usize) -> Result<Vec<u8>> {
-    let layout = Layout::read(input.bytes(), max_output)?;
-    let mut out = Vec::with_capacity(layout.len);
-    decompress_pipeline(gpu, input, &layout, HostOutput::Vec(&mut out))?;
-    Ok(out)
-}
-
-/// [`decompress`] into `out` (pinned memory for full speed); returns the decoded length.
-/// On an error, `out` holds unspecified bytes.
-pub fn decompress_into(
-    gpu: &Gpu,
-    input: HostInput<'_>,
-    out: &mut [u8],
-    max_output: usize,
-) -> Result<usize> {
-    let layout = Layout::read(input.bytes(), max_output.min(out.len()))?;
-    decompress_pipeline(gpu, input, &layout, HostOutput::Slice { out, len: 0 })
-}
-
-fn decompress_pipeline(
-    gpu: &Gpu,
-    input: HostInput<'_>,
-    layout: &Layout,
-    mut out: HostOutput<'_>,
-) -> Result<usize> {
-    let stream = input.bytes();
-    let c = layout.params.chunk_size as usize;
-    let blocks = blocks(layout.body, c);
-    if !blocks.is_empty() {
-        let kernels = DecodeKernels::new(gpu, &layout.params)?;
-        let mut lanes = lanes(gpu, blocks.len())?;
-        let mut in_flight: Option<(usize, Range<usize>)> = None;
-        for (b, block) in blocks.iter().enumerate() {
-            let l = b % lanes.len();
-            if lanes.len() == 1
-                && let Some((pl, prev)) = in_flight.take()
-            {
-                finish_decompress(gpu, &mut lanes[pl], prev, c, &mut out)?;
-            }
-            submit_decompress(gpu, &mut lanes[l], &kernels, input, layout, block.clone())?;
-            if let Some((pl, prev)) = in_flight.replace((l, block.clone())) {
-                finish_decompress(gpu, &mut lanes[pl], prev, c, &mut out)?;
-            }
-        }
-        if let Some((pl, prev)) = in_flight {
-            finish_decompress(gpu, &mut lanes[pl], prev, c, &mut out)?;
-        }
-    }
-    out.extend(&stream[stream.len() - (layout.len - layout.body)..])?;
-    Ok(out.len())
-}
-
-fn submit_decompress(
-    gpu: &Gpu,
-    lane: &mut LaneGuard<'_>,
-    kernels: &DecodeKernels,
-    input: HostInput<'_>,
-    layout: &Layout,
-    block: Range<usize>,
-) -> Result<()> {
-    let c = layout.params.chunk_size as usize;
-    let (first, last) = (block.start / c, block.len().div_ceil(c) + block.start / c);
-    let table = layout.table_at + 2 * first..layout.table_at + 2 * last;
-    let payload_at = layout.payload_at();
-    let payload = payload_at + layout.offsets[first]..payload_at + layout.offsets[last];
-    let payload_len = payload.len();
-    let mut device_in = lane.take_device("lzss.in", table.len() + payload_len)?;
-    upload(gpu, lane, input, &[table, payload], &mut device_in)?;
-    let mut offsets = lane.take_device("lzss.offsets", 8 * (last - first + 1))?;
-    let mut device_out = lane.take_device("lzss.out", block.len())?;
-    let mut error = lane.take_device("lzss.error", 8)?;
-    enqueue_decompress(
-        lane.stream(),
-        kernels,
-        &layout.params,
-        &device_in,
-        payload_len,
-        block.len(),
-        &mut offsets,
-        &mut device_out,
-        &mut error,
-    )?;
-    let mut status = lane.take_pinned(gpu, "lzss.total", 8)?;
-    copy_to_host(lane.stream(), &error, 0..8, &mut status.as_mut_slice()[..8])?;
-    lane.put_pinned("lzss.total", status);
-    lane.put_device("lzss.error", error);
-    lane.put_device("lzss.out", device_out);
-    lane.put_device("lzss.offsets", offsets);
-    lane.put_device("lzss.in", device_in);
-    Ok(())
-}
-
-/// Waits for a block's decoder, checks its error flag and brings its bytes back.
-fn finish_decompress(
-    gpu: &Gpu,
-    lane: &mut LaneGuard<'_>,
-    block: Range<usize>,
-    chunk_size: usize,
-    out: &mut HostOutput<'_>,
-) -> Result<()> {
-    lane.synchronize()?;
-    let status = lane.take_pinned(gpu, "lzss.total", 8)?;
-    let bytes = status.as_slice();
-    let code = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
-    let chunk = u32::MAX - u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
-    lane.put_pinned("lzss.total", status);
-    if code != 0 {
-        return Err(decode_error(
-            code,
-            (block.start / chunk_size) as u64 + u64::from(chunk),
-        ));
-    }
-    let device_out = lane.take_device("lzss.out", block.len())?;
-    let result = out.append_from_device(gpu, lane, &device_out, 0..block.len());
-    lane.put_device("lzss.out", device_out);
-    result
-}
-
-/// Kernel times of one input, with data resident on the device (no PCIe): the median of
-/// `runs` timed launches each way, measured with device events, after one warm-up.
-#[derive(Clone, Debug)]
-pub struct KernelTimes {
-    /// The stream the kernels wrote (checked to decode back to the input).
-    pub stream: Vec<u8>,
-    /// Kernels I–III, seconds.
-    pub compress_seconds: f64,
-    /// The size-table scan and the decoder, seconds.
-    pub decompress_seconds: f64,
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
-}
-
-/// Times `runs` enqueues of `work` on `stream` with device events (after a warm-up).
-fn time_on_device(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    runs: usize,
-    mut work: impl FnMut() -> Result<()>,
-) -> Result<f64> {
-    let event = || {
-        gpu.context()
-            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(|e| gpu_error("event", e))
-    };
-    let (start, end) = (event()?, event()?);
-    work()?;
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
-        start.record(stream).map_err(|e| gpu_error("event", e))?;
-        work()?;
-        end.record(stream).map_err(|e| gpu_error("event", e))?;
-        let ms = start.elapsed_ms(&end).map_err(|e| gpu_error("event", e))?;
-        times.push(f64::from(ms) / 1e3);
-    }
-    Ok(median(times))
-}
-
-/// Compresses and decompresses `input` with the data on the device, timing the kernels
-/// only; the decoded bytes are compared with the input (an `Err` when they differ).
-pub fn time_kernels(
-    gpu: &Gpu,
-    input: &[u8],
-    params: &LzssParams,
-    runs: usize,
-) -> Result<KernelTimes> {
-    params.validate()?;
-    let s = usize::from(params.symbol_width);
-    let c = params.chunk_size as usize;
-    let body = input.len() - input.len() % s;
-    let chunks = body.div_ceil(c);
-    let mut stream_bytes = Vec::with_capacity(lzss::max_compressed_len(input.len(), params));
-    lzss::write_header(&mut stream_bytes, params, input.len() as u64);
-    if body == 0 {
-        stream_bytes.extend_from_slice(input);
-        return Ok(KernelTimes {
-            stream: stream_bytes,
-            compress_seconds: 0.0,
-            decompress_seconds: 0.0,
-        });
-    }
-    let compress_kernels = CompressKernels::new(gpu, params)?;
-    let decode_kernels = DecodeKernels::new(gpu, params)?;
-    let mut lane = gpu.lane()?;
-    let stream = lane.stream().clone();
-    let mut device_in = lane.take_device("bench.in", body)?;
-    copy_to_device(&stream, &input[..body], &mut device_in, 0)?;
-    let mut buffers = CompressBuffers::take(&mut lane, body, params)?;
-    let compress_seconds = time_on_device(gpu, &stream, runs, || {
-        enqueue_compress(
-            &stream,
-            &compress_kernels,
-            params,
-            &device_in,
-            body,
-            &mut buffers,
-        )
-    })?;
-    let mut total = [0u8; 8];
-    copy_to_host(
-        &stream,
-        &buffers.offsets,
-        8 * chunks..8 * chunks + 8,
-        &mut total,
-    )?;
-    lane.synchronize()?;
-    let total = read_u64(&total) as usize;
-    if total > body {
-        return Err(Error::Gpu(format!(
-            "kernels reported {total} payload bytes for {body}"
-        )));
-    }
-    let produced = 2 * chunks + total;
-    let at = stream_bytes.len();
-    stream_bytes.resize(at + produced, 0);
-    copy_to_host(&stream, &buffers.out, 0..produced, &mut stream_bytes[at..])?;
-    lane.synchronize()?;
-    stream_bytes.extend_from_slice(&input[body..]);
-
-    let mut offsets = lane.take_device("bench.offsets", 8 * (chunks + 1))?;
-    let mut decoded = lane.take_device("bench.decoded", body)?;
-    let mut error = lane.take_device("bench.error", 8)?;
-    let decompress_seconds = time_on_device(gpu, &stream, runs, || {
-        enqueue_decompress(
-            &stream,
-            &decode_kernels,
-            params,
-            &buffers.out,
-            total,
-            body,
-            &mut offsets,
-            &mut decoded,
-            &mut error,
-        )
-    })?;
-    let mut status = [0u8; 8];
-    copy_to_host(&stream, &error, 0..8, &mut status)?;
-    let mut back = vec![0u8; body];
-    copy_to_host(&stream, &decoded, 0..body, &mut back)?;
-    lane.synchronize()?;
-    let code = u32::from_le_bytes(status[..4].try_into().expect("4 bytes"));
-    if code != 0 {
-        let chunk = u32::MAX - u32::from_le_bytes(status[4..].try_into().expect("4 bytes"));
-        return Err(decode_error(code, u64::from(chunk)));
-    }
-    if back != input[..body] {
-        return Err(Error::Gpu("lzss kernels did not round-trip".into()));
-    }
-    buffers.give_back(&mut lane);
-    for (name, buffer) in [
-        ("bench.in", device_in),
-        ("bench.offsets", offsets),
-        ("bench.decoded", decoded),
-        ("bench.error", error),
-    ] {
-        lane.put_device(name, buffer);
-    }
-    Ok(KernelTimes {
-        stream: stream_bytes,
-        compress_seconds,
-        decompress_seconds,
-    })
 }

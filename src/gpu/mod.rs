@@ -1,6 +1,6 @@
 //! The GPU backend: the process's device, NVRTC-compiled kernels from `kernels/`, lanes
-//! (a stream with reusable device and pinned buffers per concurrent caller), the codecs'
-//! GPU paths, and the backend choice. One build runs everywhere: without libcuda, libnvrtc
+//! (a stream with reusable device and pinned buffers per concurrent caller), the kernels'
+//! launchers, and the backend choice. One build runs everywhere: without libcuda, libnvrtc
 //! or a device, [`Gpu::get`] is an error saying why and [`Backend::Auto`] uses the CPU
 //! codecs, which write the same bytes.
 //!
@@ -12,10 +12,15 @@
 //! ```
 
 mod backend;
+mod copy;
 mod device;
 mod lane;
 pub mod lzss;
+mod timing;
 
 pub use backend::{BACKEND_ENV, Backend};
 pub use device::{DeviceInfo, Gpu, KernelSource, SELFTEST};
 pub use lane::{Lane, LaneGuard, MAX_LANES, PinnedBuffer, parallel_copy};
+
+pub(crate) use copy::{copy_to_device, copy_to_host};
+pub(crate) use timing::time_on_device;

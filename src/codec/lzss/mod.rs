@@ -32,9 +32,12 @@
 //! Speed (release, one core of the build machine): see `docs/FORMAT.md`; the compressor
 //! only computes matches at the positions the parse visits (hash chains over the first
 //! `min_match_len` symbols, giving the same matches as the exhaustive rule).
+//!
+//! [`gpu`] compresses and decompresses the same streams on the GPU.
 
 mod decode;
 mod encode;
+pub mod gpu;
 mod matching;
 mod parse;
 #[cfg(test)]
@@ -235,7 +238,7 @@ fn compress_impl<const S: usize>(input: &[u8], params: &LzssParams) -> Vec<u8> {
     out
 }
 
-pub(crate) fn write_header(out: &mut Vec<u8>, params: &LzssParams, len: u64) {
+fn write_header(out: &mut Vec<u8>, params: &LzssParams, len: u64) {
     out.push(VERSION);
     out.push(params.symbol_width);
     out.push(params.window);
@@ -249,7 +252,7 @@ pub fn read_header(stream: &[u8]) -> Result<(LzssParams, u64)> {
 }
 
 /// Header fields and the header's length in bytes.
-pub(crate) fn parse_header(stream: &[u8]) -> Result<(LzssParams, u64, usize)> {
+fn parse_header(stream: &[u8]) -> Result<(LzssParams, u64, usize)> {
     if stream.len() < FIXED_HEADER_LEN {
         return Err(CodecError::corrupt(NAME, "stream shorter than its header"));
     }

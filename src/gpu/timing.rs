@@ -1,0 +1,39 @@
+//! Timing queued work with device events: the median of several runs after a warm-up.
+
+use std::sync::Arc;
+
+use cudarc::driver::CudaStream;
+
+use super::device::{Gpu, gpu_error};
+use crate::Result;
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Times `runs` enqueues of `work` on `stream` with device events (after a warm-up):
+/// the median, in seconds.
+pub(crate) fn time_on_device(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    runs: usize,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    let event = || {
+        gpu.context()
+            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(|e| gpu_error("event", e))
+    };
+    let (start, end) = (event()?, event()?);
+    work()?;
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        start.record(stream).map_err(|e| gpu_error("event", e))?;
+        work()?;
+        end.record(stream).map_err(|e| gpu_error("event", e))?;
+        let ms = start.elapsed_ms(&end).map_err(|e| gpu_error("event", e))?;
+        times.push(f64::from(ms) / 1e3);
+    }
+    Ok(median(times))
+}
