@@ -16,6 +16,7 @@ mod copy;
 mod device;
 mod lane;
 pub mod lzss;
+pub mod snappy;
 mod timing;
 
 pub use backend::{BACKEND_ENV, Backend};

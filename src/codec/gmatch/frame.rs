@@ -99,12 +99,12 @@ pub fn decompress_framed(stream: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// A data chunk found by the header scan.
-struct DataChunk<'a> {
-    compressed: bool,
-    stored_crc: u32,
-    /// The raw elements (compressed) or the bytes (uncompressed).
-    body: &'a [u8],
-    out_len: usize,
+pub(super) struct DataChunk<'a> {
+    pub(super) compressed: bool,
+    pub(super) stored_crc: u32,
+    /// The raw stream, preamble included (compressed), or the bytes (uncompressed).
+    pub(super) body: &'a [u8],
+    pub(super) out_len: usize,
 }
 
 fn corrupt(reason: impl Into<String>) -> CodecError {
@@ -142,7 +142,7 @@ pub fn decompress_framed_with_limit(stream: &[u8], max_output: usize) -> Result<
 
 /// Walks the chunk headers: validates the structure, the stream identifiers and each
 /// data chunk's size, and the running total against `max_output`.
-fn scan_chunks(stream: &[u8], max_output: usize) -> Result<Vec<DataChunk<'_>>> {
+pub(super) fn scan_chunks(stream: &[u8], max_output: usize) -> Result<Vec<DataChunk<'_>>> {
     let mut chunks = Vec::new();
     let mut pos = 0usize;
     let mut total = 0u64;
@@ -227,6 +227,11 @@ fn decode_chunk(chunk: &DataChunk<'_>, out: &mut [u8]) -> Result<()> {
     } else {
         out.copy_from_slice(chunk.body);
     }
+    check_crc(chunk, out)
+}
+
+/// Compares a decoded chunk's masked CRC-32C with the one its header stores.
+pub(super) fn check_crc(chunk: &DataChunk<'_>, out: &[u8]) -> Result<()> {
     let computed = masked_crc32c(out);
     if computed != chunk.stored_crc {
         return Err(CodecError::Checksum {

@@ -84,6 +84,7 @@
 pub mod decode;
 pub mod encode;
 pub mod frame;
+pub mod gpu;
 pub mod hash;
 pub mod parse;
 
