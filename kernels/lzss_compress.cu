@@ -86,8 +86,9 @@ __device__ void find_matches(const typename Symbol<S>::T* sym, int m, int window
 // min_match symbols after it is linked to the previous position whose first min_match
 // symbols hash alike, so a search visits, nearest first, every position that can give a
 // match long enough to take (plus collisions, which the comparison rejects). The links
-// are built by one warp, 32 positions per step, lanes of equal hash found with
-// __match_any_sync; then each thread walks the chain of its positions within the window.
+// are built 32 positions per step by a warp (by one per segment of a long chunk), lanes
+// of equal hash found with __match_any_sync; then each thread walks the chains of its
+// positions within the window.
 #define HASH_BITS 12
 #define HASH_SIZE (1 << HASH_BITS)
 #define NO_POS 0xffffu
@@ -109,17 +110,29 @@ __device__ __forceinline__ u32 chain_hash(const typename Symbol<S>::T* sym, int 
     return (key * 0x9e3779b1u) >> (32 - HASH_BITS);
 }
 
+// Segments of a chunk that link their chains in parallel, one warp each: long chunks
+// only (m >= 4096 symbols), so that a segment (>= 2048 positions) is longer than any
+// window and a segment's first occurrence of a hash needs only the previous segment's
+// last one. The launcher sizes the head tables with the same rule (src/gpu/lzss.rs).
+__device__ __forceinline__ int chain_segments(int m) {
+    return m >= 4096 ? min(8, min((int)(blockDim.x >> 5), m / 2048)) : 1;
+}
+
 template <int S>
-__device__ void link_chains(const typename Symbol<S>::T* sym, int m, u16* head, u16* prev) {
+__device__ void link_chains(const typename Symbol<S>::T* sym, int m, u16* heads, u16* prev) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int h = threadIdx.x; h < HASH_SIZE; h += blockDim.x) head[h] = NO_POS;
+    const int segments = chain_segments(m);
+    for (int h = threadIdx.x; h < segments * HASH_SIZE; h += blockDim.x) heads[h] = NO_POS;
     __syncthreads();
-    if (warp == 0) {
-        const int keyed = m - lzss_min_match(S) + 1;  // positions with a whole key
+    const int keyed = m - lzss_min_match(S) + 1;  // positions with a whole key
+    const int seg_len = ((keyed + segments - 1) / segments + 31) & ~31;
+    if (warp < segments) {
+        u16* head = heads + warp * HASH_SIZE;
         const u32 below = (1u << lane) - 1;
-        for (int base = 0; base < keyed; base += 32) {
+        const int seg_end = min(keyed, (warp + 1) * seg_len);
+        for (int base = warp * seg_len; base < seg_end; base += 32) {
             const int i = base + lane;
-            const bool valid = i < keyed;
+            const bool valid = i < seg_end;
             const u32 h = valid ? chain_hash<S>(sym, i) : HASH_SIZE + lane;
             const u32 same = __match_any_sync(FULL_MASK, h);
             const u16 older = valid ? head[h] : (u16)NO_POS;
@@ -133,6 +146,13 @@ __device__ void link_chains(const typename Symbol<S>::T* sym, int m, u16* head, 
         }
     }
     __syncthreads();
+    if (segments > 1) {
+        // A segment's first occurrence of a hash continues in the previous segment.
+        for (int i = seg_len + threadIdx.x; i < keyed; i += blockDim.x) {
+            if (prev[i] == NO_POS) prev[i] = heads[(i / seg_len - 1) * HASH_SIZE + chain_hash<S>(sym, i)];
+        }
+        __syncthreads();
+    }
 }
 
 template <int S>
@@ -184,7 +204,7 @@ __device__ void compress_chunk(const u8* in, u64 body_len, u32 chunk_size, int w
     u8* reached = (u8*)jump_b + round8(2 * max_m);
     u32* flags = (u32*)(reached + round8(max_m));
     u32* sums = (u32*)((u8*)flags + round8(4 * (max_m / 32 + 1)));
-    u16* head = (u16*)((u8*)sums + 128);  // hash chains only: HASH_SIZE entries
+    u16* head = (u16*)((u8*)sums + 128);  // hash chains only: HASH_SIZE entries per segment
 
     // Load: 8-byte words (chunks start at multiples of C, itself a multiple of 8).
     const u64* src_words = (const u64*)(in + start);

@@ -127,29 +127,35 @@ pub enum Matcher {
 }
 
 impl Matcher {
-    /// The faster matcher for `params` on the H100 (docs/PERFORMANCE.md): hash chains,
-    /// except for small windows in 16 KiB chunks, where one warp building a chunk's
-    /// links is the bottleneck and the ballots win. `COLZIP_LZSS_MATCHER=ballot|chains`
-    /// overrides the choice, for measuring both.
-    pub fn for_shape(params: &LzssShape) -> Matcher {
+    /// The matcher kernel I uses: hash chains, which measured faster than the ballots
+    /// on every TPC-H column but one setting (docs/PERFORMANCE.md, "What limits what");
+    /// `COLZIP_LZSS_MATCHER=ballot|chains` forces one, for measuring both.
+    pub fn for_shape(_params: &LzssShape) -> Matcher {
         match std::env::var("COLZIP_LZSS_MATCHER").as_deref() {
-            Ok("chains") => Matcher::Chains,
             Ok("ballot") => Matcher::Ballot,
-            _ if params.window <= 32 && params.chunk_size >= 16384 => Matcher::Ballot,
             _ => Matcher::Chains,
         }
     }
 }
 
-/// Bytes of the hash chains' head table (kernels/lzss_compress.cu, HASH_SIZE u16s).
+/// Bytes of one hash-chain head table (kernels/lzss_compress.cu, HASH_SIZE u16s).
 const CHAIN_HEAD_BYTES: usize = 2 << 12;
+
+/// Head tables kernel I needs: one per segment linked in parallel
+/// (`chain_segments` in kernels/lzss_compress.cu: chunks of 4096 symbols or more).
+fn chain_head_bytes(params: &LzssShape) -> usize {
+    let m = params.chunk_size as usize / usize::from(params.symbol_width);
+    let warps = chunk_threads(params) as usize / 32;
+    let segments = if m >= 4096 { 8.min(warps).min(m / 2048) } else { 1 };
+    CHAIN_HEAD_BYTES * segments
+}
 
 impl CompressKernels {
     pub(crate) fn new(gpu: &Gpu, params: &LzssShape) -> Result<Self> {
         let matcher = Matcher::for_shape(params);
         let (name, extra) = match matcher {
             Matcher::Ballot => ("lzss_chunks_s", 0),
-            Matcher::Chains => ("lzss_chunks_chained_s", CHAIN_HEAD_BYTES),
+            Matcher::Chains => ("lzss_chunks_chained_s", chain_head_bytes(params)),
         };
         let chunks = gpu.function(&LZSS_COMPRESS, &format!("{name}{}", params.symbol_width))?;
         let shared_bytes = compress_shared_bytes(params) + extra;
