@@ -146,7 +146,11 @@ const CHAIN_HEAD_BYTES: usize = 2 << 12;
 fn chain_head_bytes(params: &LzssShape) -> usize {
     let m = params.chunk_size as usize / usize::from(params.symbol_width);
     let warps = chunk_threads(params) as usize / 32;
-    let segments = if m >= 4096 { 8.min(warps).min(m / 2048) } else { 1 };
+    let segments = if m >= 4096 {
+        8.min(warps).min(m / 2048)
+    } else {
+        1
+    };
     CHAIN_HEAD_BYTES * segments
 }
 
