@@ -6,23 +6,8 @@
 mod common;
 
 use colzip::codec::gmatch;
-use colzip::tpch::{Table, generate, peer_form};
-use common::gpu_or_skip;
+use common::{Rng, gpu_or_skip, tpch_lineitem_columns};
 use std::io::Write;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 /// Inputs with every element kind: incompressible bytes (long literals), runs (long
 /// overlapping copies), text (copy-1 and copy-2), and lengths around the 64 KiB blocks.
@@ -53,29 +38,17 @@ fn inputs() -> Vec<Vec<u8>> {
     ]
 }
 
-fn tpch_columns() -> Vec<Vec<u8>> {
-    let data = generate(Table::Lineitem, 0.01).unwrap();
-    data.columns
-        .iter()
-        .filter_map(|array| {
-            let plain = peer_form(array).unwrap();
-            let d = plain.to_data();
-            let width = d.data_type().primitive_width()?;
-            Some(
-                d.buffers()[0].as_slice()[d.offset() * width..(d.offset() + d.len()) * width]
-                    .to_vec(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn gpu_decodes_snap_and_gmatch_raw_streams_in_one_batch() {
     let Some(gpu) = gpu_or_skip("gpu_decodes_snap_and_gmatch_raw_streams_in_one_batch") else {
         return;
     };
     let mut originals = inputs();
-    originals.extend(tpch_columns());
+    originals.extend(
+        tpch_lineitem_columns(0.01)
+            .into_iter()
+            .map(|(_, bytes)| bytes),
+    );
     let mut streams = Vec::new();
     let mut expected = Vec::new();
     for input in &originals {
@@ -101,7 +74,11 @@ fn gpu_decodes_framed_streams_of_snap_and_gmatch() {
     let Some(gpu) = gpu_or_skip("gpu_decodes_framed_streams_of_snap_and_gmatch") else {
         return;
     };
-    for input in inputs().into_iter().chain(tpch_columns()) {
+    for input in inputs().into_iter().chain(
+        tpch_lineitem_columns(0.01)
+            .into_iter()
+            .map(|(_, bytes)| bytes),
+    ) {
         let mut writer = snap::write::FrameEncoder::new(Vec::new());
         writer.write_all(&input).unwrap();
         let from_snap = writer.into_inner().unwrap();

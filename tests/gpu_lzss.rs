@@ -4,27 +4,10 @@
 
 mod common;
 
-use arrow::array::{Array, AsArray};
 use colzip::codec::lzss::gpu::{self as gpu_lzss, HostInput};
 use colzip::codec::lzss::{self, LzssParams};
 use colzip::gpu::PinnedBuffer;
-use colzip::tpch::{Table, generate, peer_form};
-use common::gpu_or_skip;
-
-/// A reproducible xorshift generator (no dependency for tests).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+use common::{Rng, gpu_or_skip, tpch_lineitem_columns};
 
 /// Inputs that exercise every path: incompressible bytes, runs longer than the longest
 /// match, small integers, text with repeats, and odd lengths with tails.
@@ -59,28 +42,6 @@ fn synthetic_inputs() -> Vec<(String, Vec<u8>)> {
         ("text".into(), text),
         ("periodic_u64".into(), periodic),
     ]
-}
-
-/// TPC-H lineitem columns in their plain forms (ints, cents, dates, text bytes).
-fn tpch_inputs(sf: f64) -> Vec<(String, Vec<u8>)> {
-    let data = generate(Table::Lineitem, sf).unwrap();
-    let mut out = Vec::new();
-    for (field, array) in data.schema.fields().iter().zip(&data.columns) {
-        let plain = peer_form(array).unwrap();
-        let d = plain.to_data();
-        if plain
-            .as_primitive_opt::<arrow::datatypes::UInt8Type>()
-            .is_some()
-            || d.data_type().is_primitive()
-        {
-            let width = d.data_type().primitive_width().unwrap();
-            let bytes =
-                &d.buffers()[0].as_slice()[d.offset() * width..(d.offset() + d.len()) * width];
-            out.push((field.name().clone(), bytes.to_vec()));
-        }
-    }
-    assert!(out.len() >= 10, "lineitem has at least 10 plain columns");
-    out
 }
 
 fn grid() -> Vec<LzssParams> {
@@ -138,7 +99,7 @@ fn gpu_bytes_equal_cpu_bytes_on_tpch_lineitem_columns() {
         return;
     };
     // GPULZ's grid (S 1/2/4, W 32..255, C 2048..16384) plus S=8 on every plain column.
-    for (name, input) in tpch_inputs(0.01) {
+    for (name, input) in tpch_lineitem_columns(0.01) {
         for params in grid()
             .into_iter()
             .filter(|p| p.window != 1 && p.chunk_size != 2056)
