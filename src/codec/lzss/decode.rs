@@ -7,9 +7,23 @@ pub fn decompress(stream: &[u8]) -> Result<Vec<u8>> {
     decompress_with_limit(stream, usize::MAX)
 }
 
-/// Decompresses a stream, refusing with [`CodecError::TooLarge`] one whose header claims
-/// more than `max_output` bytes.
-pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
+/// Where the parts of a validated stream lie; the CPU and GPU decoders both start here.
+pub(super) struct StreamLayout {
+    pub(super) params: LzssParams,
+    /// Uncompressed bytes (`N`), and the part of them that is whole symbols.
+    pub(super) len: usize,
+    pub(super) body: usize,
+    /// Byte offsets in the stream of the size table and of the first payload.
+    pub(super) table_at: usize,
+    pub(super) payload_at: usize,
+    /// Payload offset of every chunk from `payload_at`, and the payloads' total last.
+    pub(super) offsets: Vec<usize>,
+}
+
+/// Validates the header, the size table (every size in `1..=` its chunk's length) and the
+/// total length, refusing with [`CodecError::TooLarge`] a stream that claims more than
+/// `max_output` bytes, before anything is allocated for the output.
+pub(super) fn read_layout(stream: &[u8], max_output: usize) -> Result<StreamLayout> {
     let (params, claimed, header_len) = parse_header(stream)?;
     if claimed > max_output as u64 {
         return Err(CodecError::TooLarge {
@@ -29,12 +43,11 @@ pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>
         .and_then(|t| t.checked_add(header_len))
         .filter(|&end| end <= stream.len())
         .ok_or_else(|| CodecError::corrupt(NAME, "chunk size table runs past the stream"))?;
-    let table = &stream[header_len..table_end];
 
-    // Every payload's range; they must tile the rest of the stream up to the tail.
-    let mut ranges = Vec::with_capacity(chunks);
-    let mut pos = table_end;
-    for (i, entry) in table.chunks_exact(2).enumerate() {
+    // The payloads must tile the rest of the stream up to the tail.
+    let mut offsets = Vec::with_capacity(chunks + 1);
+    let mut total = 0usize;
+    for (i, entry) in stream[header_len..table_end].chunks_exact(2).enumerate() {
         let size = usize::from(u16::from_le_bytes([entry[0], entry[1]]));
         let raw = c.min(body - i * c);
         if size == 0 || size > raw {
@@ -43,20 +56,48 @@ pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>
                 format!("chunk {i}: size {size} not in 1..={raw}"),
             ));
         }
-        ranges.push(pos..pos + size);
-        pos += size;
+        offsets.push(total);
+        total += size;
     }
-    let tail = n % s;
-    if pos.checked_add(tail) != Some(stream.len()) {
+    offsets.push(total);
+    let expected = (table_end + total).saturating_add(n % s);
+    if expected != stream.len() {
         return Err(CodecError::corrupt(
             NAME,
             format!(
-                "stream is {} bytes, its header and size table say {}",
-                stream.len(),
-                pos.saturating_add(tail)
+                "stream is {} bytes, its header and size table say {expected}",
+                stream.len()
             ),
         ));
     }
+    Ok(StreamLayout {
+        params,
+        len: n,
+        body,
+        table_at: header_len,
+        payload_at: table_end,
+        offsets,
+    })
+}
+
+/// Decompresses a stream, refusing with [`CodecError::TooLarge`] one whose header claims
+/// more than `max_output` bytes.
+pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
+    let StreamLayout {
+        params,
+        len: n,
+        body,
+        payload_at,
+        offsets,
+        ..
+    } = read_layout(stream, max_output)?;
+    let s = usize::from(params.symbol_width);
+    let c = params.chunk_size as usize;
+    let ranges: Vec<_> = offsets
+        .windows(2)
+        .map(|w| payload_at + w[0]..payload_at + w[1])
+        .collect();
+    let pos = payload_at + offsets.last().copied().unwrap_or(0);
 
     let mut out = vec![0u8; n];
     let window = params.window;

@@ -25,6 +25,7 @@ use std::ops::Range;
 
 use cudarc::driver::CudaSlice;
 
+use super::decode::{StreamLayout, read_layout};
 use crate::codec::CodecError;
 use crate::codec::lzss::{self, LzssParams};
 use crate::gpu::lzss::{
@@ -357,73 +358,6 @@ fn finish_compress(
     result
 }
 
-/// A validated stream: where its table, payloads and tail lie.
-struct Layout {
-    params: LzssParams,
-    len: usize,
-    body: usize,
-    table_at: usize,
-    /// Payload offset (from the payload start) of every chunk, and the total last.
-    offsets: Vec<usize>,
-}
-
-impl Layout {
-    /// Validates the header, the size table and the total length as the CPU decoder does.
-    fn read(stream: &[u8], max_output: usize) -> Result<Layout> {
-        let (params, claimed, table_at) = lzss::parse_header(stream)?;
-        if claimed > max_output as u64 {
-            return Err(CodecError::TooLarge {
-                codec: lzss::NAME,
-                claimed,
-                limit: max_output as u64,
-            }
-            .into());
-        }
-        let corrupt = |reason: String| Error::from(CodecError::corrupt(lzss::NAME, reason));
-        let len = usize::try_from(claimed)
-            .map_err(|_| corrupt("length does not fit in memory".into()))?;
-        let s = usize::from(params.symbol_width);
-        let c = params.chunk_size as usize;
-        let body = len - len % s;
-        let chunks = body.div_ceil(c);
-        let payload_at = chunks
-            .checked_mul(2)
-            .and_then(|t| t.checked_add(table_at))
-            .filter(|&end| end <= stream.len())
-            .ok_or_else(|| corrupt("chunk size table runs past the stream".into()))?;
-        let mut offsets = Vec::with_capacity(chunks + 1);
-        let mut total = 0usize;
-        for (i, entry) in stream[table_at..payload_at].chunks_exact(2).enumerate() {
-            let size = usize::from(u16::from_le_bytes([entry[0], entry[1]]));
-            let raw = c.min(body - i * c);
-            if size == 0 || size > raw {
-                return Err(corrupt(format!("chunk {i}: size {size} not in 1..={raw}")));
-            }
-            offsets.push(total);
-            total += size;
-        }
-        offsets.push(total);
-        let expected = payload_at + total + len % s;
-        if expected != stream.len() {
-            return Err(corrupt(format!(
-                "stream is {} bytes, its header and size table say {expected}",
-                stream.len()
-            )));
-        }
-        Ok(Layout {
-            params,
-            len,
-            body,
-            table_at,
-            offsets,
-        })
-    }
-
-    fn payload_at(&self) -> usize {
-        self.table_at + 2 * (self.offsets.len() - 1)
-    }
-}
-
 /// Decompresses an `lzss` stream on the GPU, refusing one that claims more than
 /// `max_output` bytes; any stream the CPU decoder rejects is an `Err` here too.
 pub fn decompress(gpu: &Gpu, stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
@@ -432,7 +366,7 @@ pub fn decompress(gpu: &Gpu, stream: &[u8], max_output: usize) -> Result<Vec<u8>
 
 /// [`decompress`] from pageable or pinned host memory.
 pub fn decompress_from(gpu: &Gpu, input: HostInput<'_>, max_output: usize) -> Result<Vec<u8>> {
-    let layout = Layout::read(input.bytes(), max_output)?;
+    let layout = read_layout(input.bytes(), max_output)?;
     let mut out = Vec::with_capacity(layout.len);
     decompress_pipeline(gpu, input, &layout, HostOutput::Vec(&mut out))?;
     Ok(out)
@@ -446,14 +380,14 @@ pub fn decompress_into(
     out: &mut [u8],
     max_output: usize,
 ) -> Result<usize> {
-    let layout = Layout::read(input.bytes(), max_output.min(out.len()))?;
+    let layout = read_layout(input.bytes(), max_output.min(out.len()))?;
     decompress_pipeline(gpu, input, &layout, HostOutput::Slice { out, len: 0 })
 }
 
 fn decompress_pipeline(
     gpu: &Gpu,
     input: HostInput<'_>,
-    layout: &Layout,
+    layout: &StreamLayout,
     mut out: HostOutput<'_>,
 ) -> Result<usize> {
     let stream = input.bytes();
@@ -488,13 +422,13 @@ fn submit_decompress(
     lane: &mut LaneGuard<'_>,
     kernels: &DecodeKernels,
     input: HostInput<'_>,
-    layout: &Layout,
+    layout: &StreamLayout,
     block: Range<usize>,
 ) -> Result<()> {
     let c = layout.params.chunk_size as usize;
     let (first, last) = (block.start / c, block.len().div_ceil(c) + block.start / c);
     let table = layout.table_at + 2 * first..layout.table_at + 2 * last;
-    let payload_at = layout.payload_at();
+    let payload_at = layout.payload_at;
     let payload = payload_at + layout.offsets[first]..payload_at + layout.offsets[last];
     let payload_len = payload.len();
     let mut device_in = lane.take_device("lzss.in", table.len() + payload_len)?;
