@@ -130,7 +130,7 @@ impl Matcher {
     /// The matcher kernel I uses: hash chains, which measured faster than the ballots
     /// on every TPC-H column but one setting (docs/PERFORMANCE.md, "What limits what");
     /// `COLZIP_LZSS_MATCHER=ballot|chains` forces one, for measuring both.
-    pub fn for_shape(_params: &LzssShape) -> Matcher {
+    pub fn chosen() -> Matcher {
         match std::env::var("COLZIP_LZSS_MATCHER").as_deref() {
             Ok("ballot") => Matcher::Ballot,
             _ => Matcher::Chains,
@@ -156,7 +156,7 @@ fn chain_head_bytes(params: &LzssShape) -> usize {
 
 impl CompressKernels {
     pub(crate) fn new(gpu: &Gpu, params: &LzssShape) -> Result<Self> {
-        let matcher = Matcher::for_shape(params);
+        let matcher = Matcher::chosen();
         let (name, extra) = match matcher {
             Matcher::Ballot => ("lzss_chunks_s", 0),
             Matcher::Chains => ("lzss_chunks_chained_s", chain_head_bytes(params)),
