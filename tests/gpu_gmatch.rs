@@ -1,7 +1,9 @@
-//! Snappy decompression on the GPU: streams from the `snap` crate and from gmatch, raw
-//! (batched) and framed, decode to the input; corrupt streams are errors exactly when
-//! the CPU decoder says so. Without a GPU these tests say they were skipped; with
-//! `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
+//! G-match on the GPU. Compression: the GPU's raw and framed streams are the CPU
+//! reference's bytes (singly, batched, across launches) and `snap` decodes them.
+//! Decompression: streams from the `snap` crate and from gmatch, raw (batched) and
+//! framed, decode to the input; corrupt streams are errors exactly when the CPU decoder
+//! says so. Without a GPU these tests say they were skipped; with `COLZIP_REQUIRE_GPU=1`
+//! a missing GPU is a failure.
 
 mod common;
 
@@ -36,6 +38,135 @@ fn inputs() -> Vec<Vec<u8>> {
             .flat_map(|i| (i % 97).to_le_bytes())
             .collect(),
     ]
+}
+
+/// Inputs that stress the compressor's rules: runs of every length around the match
+/// cap (64) and the walk's 256-byte segments, matches crossing segments and blocks,
+/// periods 1..=9, sparse and dense hash collisions, and lengths around the units.
+fn compressor_inputs() -> Vec<Vec<u8>> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut out = inputs();
+    for len in [
+        3usize, 4, 5, 31, 32, 33, 63, 64, 65, 255, 256, 257, 65_535, 65_536, 65_537,
+    ] {
+        out.push((0..len).map(|_| rng.below(3) as u8).collect());
+    }
+    // Runs with random lengths (some far past the cap), separated by noise.
+    let mut runs = Vec::new();
+    while runs.len() < 300_000 {
+        let len = [1, 3, 5, 60, 64, 65, 68, 200, 700, 3000][rng.below(10) as usize];
+        let byte = rng.below(4) as u8;
+        runs.extend(std::iter::repeat_n(byte, len));
+        runs.extend((0..rng.below(6)).map(|_| rng.next() as u8));
+    }
+    out.push(runs);
+    for period in 1..=9u64 {
+        let pattern: Vec<u8> = (0..period).map(|_| rng.next() as u8).collect();
+        out.push(pattern.iter().copied().cycle().take(150_000).collect());
+    }
+    // Long repeats of a random 5 KB piece with single-byte edits: long matches that
+    // end at arbitrary places, across segment and block boundaries.
+    let piece: Vec<u8> = (0..5000).map(|_| rng.next() as u8).collect();
+    let mut edited = Vec::new();
+    for _ in 0..60 {
+        let mut copy = piece.clone();
+        let at = rng.below(copy.len() as u64) as usize;
+        copy[at] ^= 0x55;
+        edited.extend_from_slice(&copy);
+    }
+    out.push(edited);
+    // Sorted 8-byte keys (like l_orderkey) and small-alphabet bytes.
+    out.push((0..40_000u64).flat_map(|i| (i / 3).to_le_bytes()).collect());
+    out.push(
+        (0..200_000)
+            .map(|_| b"ACGT"[rng.below(4) as usize])
+            .collect(),
+    );
+    out
+}
+
+#[test]
+fn gpu_compression_writes_the_cpu_bytes() {
+    let Some(gpu) = gpu_or_skip("gpu_compression_writes_the_cpu_bytes") else {
+        return;
+    };
+    let mut all = compressor_inputs();
+    all.extend(
+        tpch_lineitem_columns(0.01)
+            .into_iter()
+            .map(|(_, bytes)| bytes),
+    );
+    for (i, input) in all.iter().enumerate() {
+        let raw = gmatch::gpu::compress_raw(gpu, input).unwrap();
+        let expected = gmatch::compress_raw(input).unwrap();
+        if raw != expected {
+            let first = raw.iter().zip(&expected).position(|(a, b)| a != b);
+            panic!(
+                "input {i} ({} bytes): GPU raw stream differs from the CPU's (lengths {} / {}, first difference at {first:?})",
+                input.len(),
+                raw.len(),
+                expected.len()
+            );
+        }
+        assert_eq!(
+            snap::raw::Decoder::new().decompress_vec(&raw).unwrap(),
+            *input,
+            "snap decodes input {i}"
+        );
+        let framed = gmatch::gpu::compress_framed(gpu, input).unwrap();
+        assert!(
+            framed == gmatch::compress_framed(input),
+            "input {i} ({} bytes): framed streams differ",
+            input.len()
+        );
+        let mut back = Vec::new();
+        std::io::Read::read_to_end(&mut snap::read::FrameDecoder::new(&framed[..]), &mut back)
+            .unwrap();
+        assert!(back == *input, "snap decodes framed input {i}");
+    }
+}
+
+#[test]
+fn gpu_compresses_a_batch_and_across_launches() {
+    let Some(gpu) = gpu_or_skip("gpu_compresses_a_batch_and_across_launches") else {
+        return;
+    };
+    // Pages of every size, empty ones included, in one batch.
+    let mut rng = Rng(7);
+    let columns = tpch_lineitem_columns(0.01);
+    let comment = &columns
+        .iter()
+        .find(|(name, _)| name == "l_comment")
+        .unwrap()
+        .1;
+    let mut pages: Vec<Vec<u8>> = Vec::new();
+    let mut at = 0;
+    while at < comment.len() {
+        let len = [0usize, 1, 100, 4096, 65_536, 100_000, 1 << 20][rng.below(7) as usize];
+        let end = (at + len).min(comment.len());
+        pages.push(comment[at..end].to_vec());
+        at = end;
+    }
+    let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+    let raw = gmatch::gpu::compress_raw_batch(gpu, &refs).unwrap();
+    let framed = gmatch::gpu::compress_batch(gpu, &refs, gmatch::gpu::Format::Framed).unwrap();
+    assert_eq!(raw.len(), pages.len());
+    for (i, page) in pages.iter().enumerate() {
+        assert!(raw[i] == gmatch::compress_raw(page).unwrap(), "page {i}");
+        assert!(
+            framed[i] == gmatch::compress_framed(page),
+            "framed page {i}"
+        );
+    }
+    // More than one launch (64 MiB each): 150 MB of lineitem bytes.
+    let big: Vec<u8> = columns
+        .iter()
+        .flat_map(|(_, bytes)| bytes.iter().copied())
+        .cycle()
+        .take(150_000_000)
+        .collect();
+    assert!(gmatch::gpu::compress_raw(gpu, &big).unwrap() == gmatch::compress_raw(&big).unwrap());
+    assert!(gmatch::gpu::compress_framed(gpu, &big).unwrap() == gmatch::compress_framed(&big));
 }
 
 #[test]

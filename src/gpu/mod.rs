@@ -14,6 +14,7 @@
 mod backend;
 mod copy;
 mod device;
+pub mod gmatch;
 mod lane;
 pub mod lzss;
 pub mod snappy;

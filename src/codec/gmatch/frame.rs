@@ -35,8 +35,8 @@ pub const STREAM_IDENTIFIER: [u8; 10] = *b"\xff\x06\x00\x00sNaPpY";
 /// Largest uncompressed size of one data chunk.
 pub const MAX_CHUNK_DATA: usize = BLOCK_SIZE;
 
-const CHUNK_COMPRESSED: u8 = 0x00;
-const CHUNK_UNCOMPRESSED: u8 = 0x01;
+pub(super) const CHUNK_COMPRESSED: u8 = 0x00;
+pub(super) const CHUNK_UNCOMPRESSED: u8 = 0x01;
 const CHUNK_PADDING: u8 = 0xfe;
 const CHUNK_STREAM_ID: u8 = 0xff;
 
@@ -48,10 +48,16 @@ pub fn masked_crc32c(data: &[u8]) -> u32 {
         .wrapping_add(0xa282_ead8)
 }
 
-fn push_chunk_header(out: &mut Vec<u8>, kind: u8, body_len: usize) {
+pub(super) fn push_chunk_header(out: &mut Vec<u8>, kind: u8, body_len: usize) {
     debug_assert!(body_len < 1 << 24);
     let len = (body_len as u32).to_le_bytes();
     out.extend_from_slice(&[kind, len[0], len[1], len[2]]);
+}
+
+/// Whether a chunk of `len` bytes whose raw stream (preamble included) is `raw_len`
+/// bytes is stored uncompressed: when the stream does not save at least an eighth.
+pub(super) fn stores(len: usize, raw_len: usize) -> bool {
+    raw_len >= len - len / 8
 }
 
 /// One data chunk (header, CRC, body) for up to 65536 bytes.
@@ -61,7 +67,7 @@ fn frame_chunk(data: &[u8], workspace: &mut Workspace) -> Vec<u8> {
     varint::write_u64(&mut raw, data.len() as u64);
     compress_block(data, workspace, &mut raw);
     let mut chunk = Vec::with_capacity(8 + raw.len().min(data.len()));
-    if raw.len() < data.len() - data.len() / 8 {
+    if !stores(data.len(), raw.len()) {
         push_chunk_header(&mut chunk, CHUNK_COMPRESSED, 4 + raw.len());
         chunk.extend_from_slice(&crc);
         chunk.extend_from_slice(&raw);
