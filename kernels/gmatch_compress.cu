@@ -9,9 +9,9 @@
 //      array is the CPU's sequential rule (a lane with a peer takes it, the others read
 //      the table as it was before the unit; the last writer of each hash writes);
 //   2. every position gathers its three candidates, keeps those whose 4 bytes are equal
-//      and measures them up to GM_CAP bytes: the best is exact unless it reached the cap
-//      (then the walk measures it to the end); a ballot builds the bitmap of positions
-//      with a kept candidate (the skip pointers);
+//      and measures them up to GM_CAP bytes (exact below the cap; the walk measures
+//      longer ones to the end, only where the parse goes); a ballot builds the bitmap of
+//      positions with a kept candidate (the skip pointers);
 //   3. the greedy parse: each thread walks its GM_SEG-byte segment from its start, then
 //      segments whose entry (where the previous segment's walk left off) differs walk
 //      again until they rejoin their old path, until nothing changes (one or two rounds
@@ -27,7 +27,7 @@
 #define GM_MULT 0x1E35A7BDu
 #define GM_THREADS 256
 #define GM_SEG (GM_BLOCK / GM_THREADS)  // bytes per walking thread, a multiple of 32
-#define GM_CAP 64                        // match bytes measured for every position
+#define GM_CAP 32                        // match bytes measured for every position
 #define GM_UNRESOLVED 0xffffffffu        // best[p] of a match longer than the cap
 // Bytes of a block's slot: more than the elements of any 64 KiB block can take
 // (each match of 4+ bytes saves a byte, each literal run costs at most 3).
@@ -65,11 +65,10 @@ __device__ u32 match_length(const u8* blk, u32 p, u32 c, u32 limit) {
     return len;
 }
 
-// The best match at p from its candidates (index array as pass 1 wrote it), each
-// measured up to `limit` bytes: (len << 16) | offset, 0 when none is kept; the longest
-// wins, the first of c1, c2, c3 on a tie.
-__device__ u32 best_match(const u8* blk, const u16* index, u32 n, u32 p, u32 limit) {
-    u32 cand[3] = {GM_NONE, GM_NONE, GM_NONE};
+// The candidates of p from the index array as pass 1 wrote it: c1, c2 (the next on
+// c1's chain) and the shifted c3; GM_NONE where there is none.
+__device__ __forceinline__ void candidates(const u16* index, u32 n, u32 p, u32* cand) {
+    cand[0] = cand[1] = cand[2] = GM_NONE;
     const u32 first = index[p];
     if (first != GM_NONE) {
         cand[0] = first;
@@ -79,11 +78,21 @@ __device__ u32 best_match(const u8* blk, const u16* index, u32 n, u32 p, u32 lim
         const u32 later = index[p + 3];
         if (later != GM_NONE && later >= 3) cand[2] = later - 3;
     }
+}
+
+// The match at p: (len << 16) | offset, 0 when no candidate is kept; each kept
+// candidate measured up to `limit` bytes; the longest wins, the first of c1, c2, c3 on
+// a tie. A later candidate is only measured if it also matches where the best so far
+// stops (else it cannot be longer).
+__device__ u32 best_match(const u8* blk, const u16* index, u32 n, u32 p, u32 limit) {
+    u32 cand[3];
+    candidates(index, n, p, cand);
     const u32 word = load_u32(blk + p);
     u32 best_len = 0, best_cand = 0;
 #pragma unroll
     for (int k = 0; k < 3; ++k) {
-        if (cand[k] != GM_NONE && load_u32(blk + cand[k]) == word) {
+        if (cand[k] != GM_NONE && load_u32(blk + cand[k]) == word &&
+            (best_len == 0 || (best_len < limit && blk[cand[k] + best_len] == blk[p + best_len]))) {
             const u32 len = match_length(blk, p, cand[k], limit);
             if (len > best_len) {
                 best_len = len;
@@ -116,12 +125,13 @@ __device__ __forceinline__ void clear_bits(u32* bits, u32 a, u32 b) {
     }
 }
 
-// The exact match at a walked position (resolving one that reached the cap).
+// The exact match at a walked position, measuring one that reached the cap to the end
+// (q is in this thread's segment: no other thread reads best[q] now).
 __device__ __forceinline__ u32 resolved(const u8* blk, const u16* index, u32* best, u32 n, u32 q) {
     u32 m = best[q];
     if (m == GM_UNRESOLVED) {
         m = best_match(blk, index, n, q, n - q);
-        best[q] = m;  // q is in this thread's segment: no other thread reads it now
+        best[q] = m;
     }
     return m;
 }
@@ -317,18 +327,19 @@ extern "C" __global__ void __launch_bounds__(GM_THREADS)
     }
     __syncthreads();
 
-    // 2. Candidates, capped lengths and the bitmap of positions with a kept candidate.
+    // 2. Verification, matches measured up to GM_CAP bytes (exact below it; the walk
+    //    measures longer ones to the end), and the bitmap of positions with a kept
+    //    candidate.
     u32* kept = words;
     u32* starts = words + GM_BLOCK / 32;
     const u32 padded = (n + 31) & ~31u;
     for (u32 p = tid; p < padded; p += blockDim.x) {
         u32 m = 0;
         if (p < hashed) {
-            const u32 limit = min(n - p, (u32)GM_CAP);
-            m = best_match(blk, index, n, p, limit);
+            m = best_match(blk, index, n, p, min(n - p, (u32)GM_CAP));
             if ((m >> 16) == GM_CAP && n - p > GM_CAP) m = GM_UNRESOLVED;
+            best[p] = m;
         }
-        if (p < n) best[p] = m;
         const u32 mask = __ballot_sync(FULL_MASK, m != 0);
         if (lane == 0) {
             kept[p >> 5] = mask;

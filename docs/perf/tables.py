@@ -285,6 +285,42 @@ def block_peers():
         + sources(COLUMNS, "colzip rows")
 
 
+GMATCH_SOURCE = "gmatch-sf10-h100.json"
+GMATCH_COMMAND = ("bash scripts/bench-gpu.sh gmatch-sf10-h100 --sf 10 --suites gmatch "
+                  "--columns l_quantity,l_shipdate,l_orderkey,l_comment --runs 5")
+
+
+def gmatch_rows():
+    return {(r["column"], r["codec"], r["backend"]): r
+            for r in json.loads((HERE / GMATCH_SOURCE).read_text())}
+
+
+def block_gmatch():
+    """G-match against the issue's targets: ratio within 0.5% of snap's (or better),
+    compression >= 2x nvCOMP Snappy, decompression >= nvCOMP Snappy (own and snap streams)."""
+    rows = gmatch_rows()
+    nv = PEERS["nvCOMP 6 Snappy"]
+    body = []
+    for col in COLUMNS:
+        raw, framed = rows[(col, "gmatch:raw", "gpu")], rows[(col, "gmatch:framed", "gpu")]
+        snap_gpu, snap_cpu = rows[(col, "snap-stream:raw", "gpu")], rows[(col, "snap-stream:raw", "cpu")]
+        nv_ratio, nv_comp, nv_dec = nv[col]
+        ratio_ok = raw["ratio"] >= snap_cpu["ratio"] * 0.995
+        body.append([
+            col,
+            f"{raw['ratio']:.3f} / {snap_cpu['ratio']:.3f} {yes(ratio_ok)}",
+            f"{gbps(raw['compress_gbps'])} / {gbps(framed['compress_gbps'])} (≥ {2 * nv_comp:g}) {yes(raw['compress_gbps'] >= 2 * nv_comp)}",
+            f"{gbps(raw['decompress_gbps'])} / {gbps(framed['decompress_gbps'])} (≥ {nv_dec:g}) {yes(raw['decompress_gbps'] >= nv_dec)}",
+            f"{gbps(snap_gpu['decompress_gbps'])} {yes(snap_gpu['decompress_gbps'] >= nv_dec)}",
+            f"{gbps(snap_cpu['compress_gbps'])} / {gbps(snap_cpu['decompress_gbps'])}",
+            f"{gbps(rows[(col, 'gmatch:raw', 'cpu')]['compress_gbps'])} / {gbps(rows[(col, 'gmatch:raw', 'cpu')]['decompress_gbps'])}",
+        ])
+    header = ["column", "ratio gmatch / snap", "compress GB/s raw / framed (target)",
+              "decompress GB/s raw / framed (target)", "GPU decode of snap pages",
+              "snap, 16 cores: comp / decomp", "gmatch CPU, 16 cores: comp / decomp"]
+    return table(header, body) + f"\n\nRows: `docs/perf/{GMATCH_SOURCE}`, from `{GMATCH_COMMAND}`."
+
+
 BLOCKS = {
     "compress-targets": block_compress_targets,
     "decompress-targets": block_decompress_targets,
@@ -293,6 +329,7 @@ BLOCKS = {
     "cpu": block_cpu,
     "peers": block_peers,
     "all-columns": block_all_columns,
+    "gmatch": block_gmatch,
     **{f"grid-{col}": (lambda col=col: block_grid(col)) for col in COLUMNS},
 }
 

@@ -1,6 +1,8 @@
 //! `colzip bench`: the GPU benchmark. It generates TPC-H lineitem in-process, takes each
 //! column in the plain form GPU papers measure ([`crate::tpch::peer_form`]: ints, cents,
-//! days, concatenated text), and for every `lzss` parameter set of the grid measures:
+//! days, concatenated text), and measures the chosen suites: every `lzss` parameter set
+//! of the grid, and the G-match rows ([`gmatch`]: `gmatch:raw`, `gmatch:framed`,
+//! `snap-stream:raw`). For each:
 //!
 //! - on the GPU: the ratio, kernel compression and decompression GB/s (device events,
 //!   data resident on the device, median of `runs`), and end-to-end GB/s from pinned host
@@ -28,6 +30,31 @@ use crate::codec::lzss::{self, LzssParams};
 use crate::gpu::{Gpu, PinnedBuffer, parallel_copy};
 use crate::tpch::{ReportRow, Row, Table, generate, peer_form};
 use crate::{Error, Result};
+
+pub mod gmatch;
+
+/// What `colzip bench` measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Suite {
+    /// `lzss` over the (S, W, C) grid.
+    Lzss,
+    /// `gmatch:raw`, `gmatch:framed` and `snap-stream:raw`.
+    Gmatch,
+}
+
+impl std::str::FromStr for Suite {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim() {
+            "lzss" => Ok(Suite::Lzss),
+            "gmatch" => Ok(Suite::Gmatch),
+            other => Err(Error::format(format!(
+                "unknown benchmark suite '{other}' (expected lzss or gmatch)"
+            ))),
+        }
+    }
+}
 
 /// A column's values as plain little-endian bytes.
 #[derive(Clone, Debug)]
@@ -105,6 +132,8 @@ pub struct Config {
     /// Lineitem columns to measure; all when `None`.
     pub columns: Option<Vec<String>>,
     pub grid: Vec<LzssParams>,
+    /// The suites to run.
+    pub suites: Vec<Suite>,
     /// Timed runs per GPU figure (the median counts).
     pub runs: usize,
     /// Also run the CPU reference (one timed run per figure).
@@ -117,6 +146,7 @@ impl Default for Config {
             sf: 1.0,
             columns: None,
             grid: gpulz_grid(),
+            suites: vec![Suite::Lzss, Suite::Gmatch],
             runs: 5,
             cpu: true,
         }
@@ -176,7 +206,7 @@ pub enum Event<'a> {
     Measured(&'a BenchRow),
 }
 
-fn gbps(bytes: usize, seconds: f64) -> f64 {
+pub(crate) fn gbps(bytes: usize, seconds: f64) -> f64 {
     if seconds > 0.0 {
         bytes as f64 / seconds / 1e9
     } else {
@@ -184,7 +214,7 @@ fn gbps(bytes: usize, seconds: f64) -> f64 {
     }
 }
 
-fn median_seconds(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+pub(crate) fn median_seconds(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs.max(1) {
         let start = Instant::now();
@@ -198,14 +228,27 @@ fn median_seconds(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64>
 /// Runs the benchmark on `gpu` (and the CPU reference when configured).
 pub fn run(config: &Config, on_event: &mut dyn FnMut(Event<'_>)) -> Result<Vec<BenchRow>> {
     let gpu = Gpu::get()?;
-    if config.grid.is_empty() {
+    let lzss = config.suites.contains(&Suite::Lzss);
+    if lzss && config.grid.is_empty() {
         return Err(Error::format("the parameter grid is empty"));
+    }
+    if config.suites.is_empty() {
+        return Err(Error::format("no benchmark suite chosen"));
     }
     on_event(Event::Generating);
     let columns = plain_columns(Table::Lineitem, config.sf, config.columns.as_deref())?;
     on_event(Event::Generated(&columns));
     let mut rows = Vec::new();
     for column in &columns {
+        if config.suites.contains(&Suite::Gmatch) {
+            for row in gmatch::measure(gpu, config, column)? {
+                on_event(Event::Measured(&row));
+                rows.push(row);
+            }
+        }
+        if !lzss {
+            continue;
+        }
         let input = &column.bytes;
         // Pinned buffers once per column (pinning a GB takes a good part of a second).
         let most = config

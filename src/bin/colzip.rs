@@ -126,13 +126,17 @@ enum Command {
         #[command(flatten)]
         backend: BackendArg,
     },
-    /// GPU benchmark of lzss: TPC-H lineitem generated in-process, each column in its plain
-    /// form, over GPULZ's (S, W, C) grid: ratio, kernel GB/s, end-to-end GB/s from pinned
-    /// host memory, and the CPU reference in the same run. Needs a GPU.
+    /// GPU benchmark: TPC-H lineitem generated in-process, each column in its plain form;
+    /// lzss over GPULZ's (S, W, C) grid and G-match (raw pages, framed, snap-written
+    /// pages): ratio, kernel GB/s, end-to-end GB/s, and the CPU reference in the same run.
+    /// Needs a GPU.
     Bench {
         /// Scale factor of lineitem
         #[arg(long, default_value_t = 1.0)]
         sf: f64,
+        /// Suites to run: lzss, gmatch
+        #[arg(long, value_delimiter = ',', default_value = "lzss,gmatch")]
+        suites: Vec<String>,
         /// Comma-separated lineitem columns [default: all fixed-width plain columns]
         #[arg(long)]
         columns: Option<String>,
@@ -379,6 +383,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Bench {
             sf,
+            suites,
             columns,
             s,
             w,
@@ -401,11 +406,22 @@ fn run(cli: Cli) -> Result<()> {
                 columns: columns
                     .map(|list| list.split(',').map(|c| c.trim().to_string()).collect()),
                 grid,
+                suites: suites
+                    .iter()
+                    .map(|s| s.parse())
+                    .collect::<Result<Vec<bench::Suite>>>()?,
                 runs,
                 cpu: !no_cpu,
             };
             let bar = progress_bar();
-            let per_column = config.grid.len() as u64 * if config.cpu { 2 } else { 1 };
+            let mut per_column = 0;
+            if config.suites.contains(&bench::Suite::Lzss) {
+                per_column += config.grid.len() as u64;
+            }
+            if config.suites.contains(&bench::Suite::Gmatch) {
+                per_column += bench::gmatch::ROWS as u64 / 2;
+            }
+            let per_column = per_column * if config.cpu { 2 } else { 1 };
             let rows = bench::run(&config, &mut |event| match event {
                 bench::Event::Generating => {
                     bar.set_message(format!("generating lineitem at SF {sf}"))
