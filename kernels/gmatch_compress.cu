@@ -199,7 +199,7 @@ __device__ u32 write_literal(u8* out, u32 at, const u8* blk, u32 from, u32 len) 
 __device__ u32 write_copy(u8* out, u32 at, u32 offset, u32 len) {
     const u32 end = at + copy_size(offset, len);
     if ((threadIdx.x & 31) == 0) {
-        while (len >= 68 || len > 64) {
+        while (len > 64) {
             const u32 piece = len >= 68 ? 64 : 60;
             out[at] = (u8)(((piece - 1) << 2) | 2);
             out[at + 1] = (u8)offset;

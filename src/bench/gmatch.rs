@@ -61,10 +61,6 @@ fn total_len(streams: &[Vec<u8>]) -> usize {
     streams.iter().map(Vec::len).sum()
 }
 
-fn concat(pages: &[Vec<u8>]) -> Vec<u8> {
-    pages.concat()
-}
-
 fn seconds(f: impl FnOnce() -> Result<()>) -> Result<f64> {
     let start = Instant::now();
     f()?;
@@ -124,7 +120,7 @@ pub(super) fn measure(gpu: &Gpu, config: &Config, column: &PlainColumn) -> Resul
                 .collect::<std::result::Result<Vec<_>, _>>()?;
             Ok(())
         })?;
-        if concat(&back) != *input {
+        if back.concat() != *input {
             return Err(fail(RAW, "the CPU decoder did not round-trip"));
         }
         rows.push(row(
@@ -230,7 +226,7 @@ pub(super) fn measure(gpu: &Gpu, config: &Config, column: &PlainColumn) -> Resul
                 .map_err(|e| Error::format(format!("snap: {e}")))?;
             Ok(())
         })?;
-        if concat(&back) != *input {
+        if back.concat() != *input {
             return Err(fail(SNAP_RAW, "snap did not round-trip"));
         }
         rows.push(row(

@@ -18,6 +18,8 @@ mod error;
 pub mod gmatch;
 pub mod lzss;
 mod spec;
+#[cfg(test)]
+pub(crate) mod test_data;
 pub mod varint;
 
 pub use error::{CodecError, Result};

@@ -25,4 +25,5 @@ pub use device::{DeviceInfo, Gpu, KernelSource, SELFTEST};
 pub use lane::{Lane, LaneGuard, MAX_LANES, PinnedBuffer, parallel_copy};
 
 pub(crate) use copy::{copy_to_device, copy_to_host};
+pub(crate) use device::gpu_error;
 pub(crate) use timing::time_on_device;

@@ -739,12 +739,7 @@ mod tests {
         enc.total_bits
     }
 
-    fn lcg(seed: &mut u64) -> u64 {
-        *seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        *seed >> 33
-    }
+    use crate::codec::test_data::lcg_next as lcg;
 
     #[test]
     fn lengths_are_limited_and_complete() {

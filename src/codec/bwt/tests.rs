@@ -3,17 +3,7 @@
 use super::*;
 use proptest::prelude::*;
 
-fn lcg_bytes(len: usize, seed: u64, modulo: u64) -> Vec<u8> {
-    let mut x = seed;
-    (0..len)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((x >> 33) % modulo) as u8
-        })
-        .collect()
-}
+use crate::codec::test_data::{lcg_bytes, lcg_next};
 
 fn text(len: usize) -> Vec<u8> {
     const WORDS: [&str; 12] = [
@@ -33,10 +23,8 @@ fn text(len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len + 16);
     let mut x = 99u64;
     while out.len() < len {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        out.extend_from_slice(WORDS[((x >> 40) % 12) as usize].as_bytes());
+        // The state's bits 40.. (lcg_next returns bits 33..).
+        out.extend_from_slice(WORDS[((lcg_next(&mut x) >> 7) % 12) as usize].as_bytes());
     }
     out.truncate(len);
     out

@@ -149,17 +149,7 @@ pub fn index_array_into(block: &[u8], table: &mut Table, index: &mut [u16]) {
 mod tests {
     use super::*;
 
-    fn lcg_bytes(len: usize, seed: u64, alphabet: u8) -> Vec<u8> {
-        let mut state = seed;
-        (0..len)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((state >> 33) % u64::from(alphabet)) as u8
-            })
-            .collect()
-    }
+    use crate::codec::test_data::lcg_bytes;
 
     #[test]
     fn hash_uses_top_bits() {

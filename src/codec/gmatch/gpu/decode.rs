@@ -7,13 +7,15 @@
 use super::super::NAME;
 use super::super::decode::check_producible;
 use super::super::frame::{DataChunk, check_crc, scan_chunks};
+use crate::Result;
 use crate::codec::error::CodecError;
 use crate::codec::varint;
 use crate::gpu::gmatch::{GmatchKernels, enqueue_crc};
 use crate::gpu::snappy::{DecodeBatch, SnappyDecoder, decode_error_reason, enqueue_decode};
 use crate::gpu::time_on_device;
-use crate::gpu::{Gpu, LaneGuard, PinnedBuffer, copy_to_device, copy_to_host, parallel_copy};
-use crate::{Error, Result};
+use crate::gpu::{
+    Gpu, LaneGuard, PinnedBuffer, copy_to_device, copy_to_host, gpu_error, parallel_copy,
+};
 
 use cudarc::driver::CudaSlice;
 
@@ -56,10 +58,29 @@ pub fn decompress_raw(gpu: &Gpu, stream: &[u8], max_output: usize) -> Result<Vec
 /// Decodes a Snappy framed stream whose total output is at most `max_output` bytes: its
 /// compressed chunks in one launch, their CRCs on the GPU, stored chunks' on the host.
 pub fn decompress_framed(gpu: &Gpu, stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
+    Ok(decode_framed(gpu, stream, max_output, None)?.1)
+}
+
+/// [`decompress_framed`], with the kernels timed over `runs` (median, seconds) when given.
+fn decode_framed(
+    gpu: &Gpu,
+    stream: &[u8],
+    max_output: usize,
+    runs: Option<usize>,
+) -> Result<(f64, Vec<u8>)> {
     let chunks = scan_chunks(stream, max_output)?;
     let items = framed_items(&chunks)?;
     let mut job = Decoding::upload(gpu, &items, true)?;
-    job.enqueue()?;
+    let seconds = match runs {
+        Some(runs) => {
+            let cuda_stream = job.lane.stream().clone();
+            time_on_device(gpu, &cuda_stream, runs, || job.enqueue())?
+        }
+        None => {
+            job.enqueue()?;
+            0.0
+        }
+    };
     let (decoded, crcs) = job.finish()?;
     let ends = std::mem::take(&mut job.ends);
     job.release();
@@ -84,7 +105,7 @@ pub fn decompress_framed(gpu: &Gpu, stream: &[u8], max_output: usize) -> Result<
             out.extend_from_slice(chunk.body);
         }
     }
-    Ok(out)
+    Ok((seconds, out))
 }
 
 /// Kernel time of decoding raw streams (median of `runs`, seconds), with the decoded
@@ -105,14 +126,7 @@ pub fn time_raw_batch(gpu: &Gpu, streams: &[&[u8]], runs: usize) -> Result<(f64,
 /// Kernel time of decoding a framed stream (its compressed chunks and their CRCs; median
 /// of `runs`, seconds), with the output.
 pub fn time_framed(gpu: &Gpu, stream: &[u8], runs: usize) -> Result<(f64, Vec<u8>)> {
-    let chunks = scan_chunks(stream, usize::MAX)?;
-    let items = framed_items(&chunks)?;
-    let mut job = Decoding::upload(gpu, &items, true)?;
-    let cuda_stream = job.lane.stream().clone();
-    let seconds = time_on_device(gpu, &cuda_stream, runs, || job.enqueue())?;
-    job.finish()?;
-    job.release();
-    Ok((seconds, decompress_framed(gpu, stream, usize::MAX)?))
+    decode_framed(gpu, stream, usize::MAX, Some(runs))
 }
 
 fn framed_items<'a>(chunks: &[DataChunk<'a>]) -> Result<Vec<(&'a [u8], usize)>> {
@@ -138,10 +152,6 @@ fn elements_of(stream: &[u8], max_output: usize) -> Result<(&[u8], usize)> {
     let body = &stream[header..];
     check_producible(u64::from(len), body.len())?;
     Ok((body, len as usize))
-}
-
-fn gpu_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
-    move |e| Error::Gpu(format!("{what}: {e}"))
 }
 
 /// A batch of `(elements, claimed length)` on the device, ready to decode (again, for
@@ -197,13 +207,17 @@ impl<'g> Decoding<'g> {
         let mut input = lane.take_device("snappy.in", in_total)?;
         copy_to_device(&stream, &staging.as_slice()[..in_total], &mut input, 0)?;
         let output = lane.take_device("snappy.out", out_total)?;
-        let upload = |v: &[u64]| stream.clone_htod(v).map_err(gpu_err("copy to device"));
+        let upload = |v: &[u64]| {
+            stream
+                .clone_htod(v)
+                .map_err(|e| gpu_error("copy to device", e))
+        };
         let (d_in_offsets, d_in_lens) = (upload(&in_offsets)?, upload(&in_lens)?);
         let (d_out_offsets, d_out_lens) = (upload(&out_offsets)?, upload(&out_lens)?);
         let zeros = |n: usize| {
             stream
                 .alloc_zeros::<u32>(n.max(1))
-                .map_err(gpu_err("device allocation"))
+                .map_err(|e| gpu_error("device allocation", e))
         };
         Ok(Decoding {
             decoder: SnappyDecoder::new(gpu)?,
@@ -264,10 +278,10 @@ impl<'g> Decoding<'g> {
         let stream = self.lane.stream().clone();
         let codes = stream
             .clone_dtoh(&self.status)
-            .map_err(gpu_err("copy to host"))?;
+            .map_err(|e| gpu_error("copy to host", e))?;
         let crcs = stream
             .clone_dtoh(&self.crcs)
-            .map_err(gpu_err("copy to host"))?;
+            .map_err(|e| gpu_error("copy to host", e))?;
         self.lane.synchronize()?;
         if let Some((i, &code)) = codes[..self.count]
             .iter()

@@ -17,9 +17,11 @@ use crate::codec::error::CodecError;
 use crate::codec::varint;
 use crate::gpu::gmatch::{
     AssembleBatch, AssembleRecord, BlockBatch, GmatchKernels, INPUT_PADDING, RECORD_BYTES,
-    SCRATCH_BYTES, SLOT_BYTES, SLOT_OVERFLOW, enqueue_assemble, enqueue_blocks, enqueue_crc,
+    SCRATCH_BYTES, SLOT_BYTES, enqueue_assemble, enqueue_blocks, enqueue_crc,
 };
-use crate::gpu::{Gpu, LaneGuard, copy_to_device, copy_to_host, parallel_copy, time_on_device};
+use crate::gpu::{
+    Gpu, LaneGuard, copy_to_device, copy_to_host, gpu_error, parallel_copy, time_on_device,
+};
 use crate::{Error, Result};
 
 /// The Snappy format of an output.
@@ -137,10 +139,6 @@ fn blocks_of<'a>(buffers: &[&'a [u8]]) -> Vec<Block<'a>> {
         .collect()
 }
 
-fn gpu_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
-    move |e| Error::Gpu(format!("{what}: {e}"))
-}
-
 /// The kernels and the lane of one call.
 struct Encoding<'g> {
     gpu: &'g Gpu,
@@ -196,11 +194,11 @@ impl<'g> Encoding<'g> {
         copy_to_device(&stream, &staging.as_slice()[..total], &mut input, 0)?;
         let lens: Vec<u32> = blocks.iter().map(|b| b.bytes.len() as u32).collect();
         let lens64: Vec<u64> = lens.iter().map(|&l| u64::from(l)).collect();
-        let to_device = gpu_err("copy to device");
+        let to_device = |e| gpu_error("copy to device", e);
         let zeros = |n: usize| {
             stream
                 .alloc_zeros::<u32>(n.max(1))
-                .map_err(gpu_err("device allocation"))
+                .map_err(|e| gpu_error("device allocation", e))
         };
         let group = Group {
             count,
@@ -260,13 +258,14 @@ impl<'g> Encoding<'g> {
             .lane
             .stream()
             .clone_dtoh(&group.sizes)
-            .map_err(gpu_err("copy to host"))?;
+            .map_err(|e| gpu_error("copy to host", e))?;
         self.lane.synchronize()?;
         let mut dst = 0u64;
         let mut records = Vec::with_capacity(blocks.len());
         for (k, block) in blocks.iter().enumerate() {
             let size = sizes[k];
-            if size == SLOT_OVERFLOW || size as usize > SLOT_BYTES {
+            // (The kernel's overflow mark, `gpu::gmatch::SLOT_OVERFLOW`, is larger than any slot.)
+            if size as usize > SLOT_BYTES {
                 return Err(Error::Gpu(format!(
                     "gmatch block {k}: the kernel reported elements larger than their slot"
                 )));
@@ -324,7 +323,7 @@ impl<'g> Encoding<'g> {
             self.lane
                 .stream()
                 .clone_htod(&encoded)
-                .map_err(gpu_err("copy to device"))?,
+                .map_err(|e| gpu_error("copy to device", e))?,
         );
         group.output = Some(self.lane.take_device("gmatch.out", total)?);
         Ok(())
