@@ -29,8 +29,12 @@ pub mod archive;
 pub mod bench;
 pub mod codec;
 pub mod column;
+#[cfg(feature = "datafusion")]
+pub mod datafusion;
 mod error;
 pub mod gpu;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod tpch;
 
 pub use error::{Error, Result};

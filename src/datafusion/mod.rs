@@ -1,0 +1,17 @@
+//! DataFusion integration: SQL functions over compressed columns, compressed in-memory
+//! tables, and the `COLZIP_PARQUET` file format for `COPY … TO` and external tables.
+//!
+//! (Being built in issue 5: each submodule's docs say what it holds.)
+
+pub mod format;
+pub mod functions;
+pub mod session;
+pub mod table;
+
+use datafusion::prelude::SessionContext;
+
+/// Registers colzip's SQL functions and the `COLZIP_PARQUET` file format with `ctx`.
+pub fn register(ctx: &SessionContext) -> crate::Result<()> {
+    functions::register(ctx)?;
+    format::register(ctx)
+}
