@@ -18,7 +18,7 @@
 //      on real data);
 //   4. every thread sizes the elements of the matches starting in its segment (with the
 //      literals before them; the last thread adds the tail), a block prefix sum places
-//      them, and each warp writes its 32 segments' elements, lanes copying the literals.
+//      them, and every thread writes its own segment's elements at its place.
 // The elements go to the block's slot; gmatch_assemble (below) builds the final streams.
 
 #define GM_BLOCK 65536
@@ -176,47 +176,52 @@ __device__ __forceinline__ u32 copy_size(u32 offset, u32 len) {
     return 3 * pieces + (len <= 11 && offset < 2048 ? 2 : 3);
 }
 
-// Warp-wide: a literal element of blk[from .. from+len) at out[at]; returns the end.
+// One thread: a literal element of blk[from .. from+len) at out[at]; returns the end.
 __device__ u32 write_literal(u8* out, u32 at, const u8* blk, u32 from, u32 len) {
-    const int lane = threadIdx.x & 31;
     const u32 n = len - 1;
-    u32 header;
     if (n < 60) {
-        if (lane == 0) out[at] = (u8)(n << 2);
-        header = 1;
+        out[at++] = (u8)(n << 2);
     } else if (n < 256) {
-        if (lane == 0) { out[at] = 60 << 2; out[at + 1] = (u8)n; }
-        header = 2;
+        out[at++] = 60 << 2;
+        out[at++] = (u8)n;
     } else {
-        if (lane == 0) { out[at] = 61 << 2; out[at + 1] = (u8)n; out[at + 2] = (u8)(n >> 8); }
-        header = 3;
+        out[at++] = 61 << 2;
+        out[at++] = (u8)n;
+        out[at++] = (u8)(n >> 8);
     }
-    for (u32 k = lane; k < len; k += 32) out[at + header + k] = blk[from + k];
-    return at + header + len;
+    // Four loads before four stores: the input and the output never overlap.
+    u32 k = 0;
+    for (; k + 4 <= len; k += 4) {
+        const u8 a = blk[from + k], b = blk[from + k + 1], c = blk[from + k + 2],
+                 d = blk[from + k + 3];
+        out[at + k] = a;
+        out[at + k + 1] = b;
+        out[at + k + 2] = c;
+        out[at + k + 3] = d;
+    }
+    for (; k < len; ++k) out[at + k] = blk[from + k];
+    return at + len;
 }
 
-// Lane 0: the copy elements of one match at out[at]; every lane returns the end.
+// One thread: the copy elements of one match at out[at]; returns the end.
 __device__ u32 write_copy(u8* out, u32 at, u32 offset, u32 len) {
-    const u32 end = at + copy_size(offset, len);
-    if ((threadIdx.x & 31) == 0) {
-        while (len > 64) {
-            const u32 piece = len >= 68 ? 64 : 60;
-            out[at] = (u8)(((piece - 1) << 2) | 2);
-            out[at + 1] = (u8)offset;
-            out[at + 2] = (u8)(offset >> 8);
-            at += 3;
-            len -= piece;
-        }
-        if (len <= 11 && offset < 2048) {
-            out[at] = (u8)(((offset >> 8) << 5) | ((len - 4) << 2) | 1);
-            out[at + 1] = (u8)offset;
-        } else {
-            out[at] = (u8)(((len - 1) << 2) | 2);
-            out[at + 1] = (u8)offset;
-            out[at + 2] = (u8)(offset >> 8);
-        }
+    while (len > 64) {
+        const u32 piece = len >= 68 ? 64 : 60;
+        out[at] = (u8)(((piece - 1) << 2) | 2);
+        out[at + 1] = (u8)offset;
+        out[at + 2] = (u8)(offset >> 8);
+        at += 3;
+        len -= piece;
     }
-    return end;
+    if (len <= 11 && offset < 2048) {
+        out[at] = (u8)(((offset >> 8) << 5) | ((len - 4) << 2) | 1);
+        out[at + 1] = (u8)offset;
+        return at + 2;
+    }
+    out[at] = (u8)(((len - 1) << 2) | 2);
+    out[at + 1] = (u8)offset;
+    out[at + 2] = (u8)(offset >> 8);
+    return at + 3;
 }
 
 // Exclusive max over the block's threads (every thread calls it).
@@ -380,19 +385,15 @@ extern "C" __global__ void __launch_bounds__(GM_THREADS)
         if (tid == 0) out_sizes[b] = GM_SLOT_OVERFLOW;
         return;
     }
-    for (int j = 0; j < 32; ++j) {
-        const u32 js = __shfl_sync(FULL_MASK, s, j), je = __shfl_sync(FULL_MASK, e, j);
-        u32 o = __shfl_sync(FULL_MASK, at, j), from = __shfl_sync(FULL_MASK, lit_start, j);
-        for (u32 q = next_bit(starts, js, je); q < je; q = next_bit(starts, q + 1, je)) {
-            const u32 m = best[q];
-            if (q > from) o = write_literal(out, o, blk, from, q - from);
-            o = write_copy(out, o, m & 0xffff, m >> 16);
-            from = q + (m >> 16);
-        }
-        if (warp == (int)(blockDim.x >> 5) - 1 && j == 31 && from < n) {
-            write_literal(out, o, blk, from, n - from);
-        }
+    // Every thread writes its own segment's elements at its place.
+    u32 o = at, from = lit_start;
+    for (u32 q = next_bit(starts, s, e); q < e; q = next_bit(starts, q + 1, e)) {
+        const u32 m = best[q];
+        if (q > from) o = write_literal(out, o, blk, from, q - from);
+        o = write_copy(out, o, m & 0xffff, m >> 16);
+        from = q + (m >> 16);
     }
+    if (last && from < n) write_literal(out, o, blk, from, n - from);
     if (tid == 0) out_sizes[b] = total;
 }
 

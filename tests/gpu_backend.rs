@@ -1,4 +1,4 @@
-//! The backend choice reaches the codecs: with a GPU, `lzss` parts run there (every part
+//! The backend choice reaches the codecs: with a GPU, `lzss` and `gmatch` parts run there (every part
 //! under `gpu`, parts of at least `GPU_MIN_BYTES` under `auto`) and write the CPU's bytes;
 //! the TPC-H rows say which backend ran. Without a GPU these tests say they were skipped;
 //! with `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
@@ -23,7 +23,8 @@ fn placements_follow_the_backend() {
     let auto = Placement::new(Backend::Auto).unwrap();
     assert!(std::ptr::eq(forced.gpu().unwrap(), gpu));
     assert!(forced.gpu_for(CodecId::Lzss, 0).is_some());
-    assert!(forced.gpu_for(CodecId::GmatchRaw, 1 << 30).is_none());
+    assert!(forced.gpu_for(CodecId::GmatchRaw, 0).is_some());
+    assert!(forced.gpu_for(CodecId::GmatchFramed, 0).is_some());
     assert!(forced.gpu_for(CodecId::Bwt, 1 << 30).is_none());
     assert!(auto.gpu_for(CodecId::Lzss, GPU_MIN_BYTES - 1).is_none());
     assert!(auto.gpu_for(CodecId::Lzss, GPU_MIN_BYTES).is_some());
@@ -46,7 +47,7 @@ fn columns_compressed_on_the_gpu_equal_the_cpu_containers() {
             (0..200_000).map(|i| format!("item {} of {}", i % 977, i % 13)),
         )),
     ];
-    for choice in ["lzss", "lzss:s=1,w=255", "auto", "gmatch"] {
+    for choice in ["lzss", "lzss:s=1,w=255", "auto", "gmatch", "gmatch:framed"] {
         let choice: CodecChoice = choice.parse().unwrap();
         for array in &arrays {
             let cpu = column::compress(array.as_ref(), &choice).unwrap();
@@ -73,7 +74,6 @@ fn parts_compress_concurrently_on_the_gpu() {
     };
     // More columns at once than lanes: callers wait for a lane, none fails.
     let placement = Placement::new(Backend::Gpu).unwrap();
-    let lzss: CodecChoice = "lzss".parse().unwrap();
     let arrays: Vec<ArrayRef> = (0..24)
         .map(|k| {
             Arc::new(Int64Array::from_iter_values(
@@ -82,11 +82,14 @@ fn parts_compress_concurrently_on_the_gpu() {
         })
         .collect();
     use rayon::prelude::*;
-    arrays.par_iter().for_each(|array| {
-        let on = column::compress_on(array.as_ref(), &lzss, placement).unwrap();
-        assert_eq!(on, column::compress(array.as_ref(), &lzss).unwrap());
-        assert_eq!(&column::decompress_on(&on, placement).unwrap(), array);
-    });
+    for choice in ["lzss", "gmatch"] {
+        let choice: CodecChoice = choice.parse().unwrap();
+        arrays.par_iter().for_each(|array| {
+            let on = column::compress_on(array.as_ref(), &choice, placement).unwrap();
+            assert_eq!(on, column::compress(array.as_ref(), &choice).unwrap());
+            assert_eq!(&column::decompress_on(&on, placement).unwrap(), array);
+        });
+    }
 }
 
 #[test]
@@ -103,7 +106,7 @@ fn tpch_rows_name_the_gpu_when_it_ran() {
     };
     let rows = tpch::run(&config, &mut |_| {}).unwrap();
     for row in &rows {
-        let expected = if row.codec == "lzss" { "gpu" } else { "cpu" };
+        let expected = if row.codec == "snap" { "cpu" } else { "gpu" };
         assert_eq!(row.backend, expected, "{row:?}");
     }
     // Under auto only columns with a part of at least GPU_MIN_BYTES go to the GPU: at

@@ -100,7 +100,10 @@ impl CodecId {
     /// run on the CPU whatever the backend. (A new GPU path is one arm in each of those
     /// two dispatches plus its id here.)
     pub fn has_gpu_path(self) -> bool {
-        matches!(self, CodecId::Lzss)
+        matches!(
+            self,
+            CodecId::Lzss | CodecId::GmatchRaw | CodecId::GmatchFramed
+        )
     }
 
     /// Decodes `stream` on the CPU, which must hold exactly `expected_len` bytes of output.
@@ -127,6 +130,12 @@ impl CodecId {
     ) -> crate::Result<Vec<u8>> {
         let out = match (self, gpu) {
             (CodecId::Lzss, Some(gpu)) => lzss::gpu::decompress(gpu, stream, expected_len)?,
+            (CodecId::GmatchRaw, Some(gpu)) => {
+                gmatch::gpu::decompress_raw(gpu, stream, expected_len)?
+            }
+            (CodecId::GmatchFramed, Some(gpu)) => {
+                gmatch::gpu::decompress_framed(gpu, stream, expected_len)?
+            }
             _ => return Ok(self.decompress(stream, expected_len)?),
         };
         Ok(self.check_len(out, expected_len)?)
@@ -304,6 +313,12 @@ impl CodecSpec {
         match (self, gpu) {
             (CodecSpec::Lzss { .. }, Some(gpu)) => {
                 lzss::gpu::compress(gpu, input, &self.lzss_params_for(input, type_width)?)
+            }
+            (CodecSpec::Gmatch(SnappyFormat::Raw), Some(gpu)) => {
+                gmatch::gpu::compress_raw(gpu, input)
+            }
+            (CodecSpec::Gmatch(SnappyFormat::Framed), Some(gpu)) => {
+                gmatch::gpu::compress_framed(gpu, input)
             }
             _ => Ok(self.compress(input, type_width)?),
         }
