@@ -3,7 +3,8 @@
 //!
 //! The accumulator keeps the group's arrays and compresses them, concatenated, when the
 //! group is evaluated, so that the result is exactly what `column::compress` gives for
-//! the group's values. Its partial state is those values as a one-element list of the
+//! the group's values in the order they arrived (see the module docs of `functions` for
+//! when that is table order). Its partial state is those values as a one-element list of the
 //! column's own type: merging states appends lists, which is exact (a partial ratio or
 //! size could not be merged). The memory this holds is the group's values (what
 //! [`Accumulator::size`] reports to DataFusion's memory pool), and evaluation briefly adds
