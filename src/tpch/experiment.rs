@@ -200,6 +200,26 @@ pub fn measure(
     repeat: usize,
     placement: Placement,
 ) -> Result<Row> {
+    measure_column(
+        table.name(),
+        column_name,
+        array,
+        contender,
+        repeat,
+        placement,
+    )
+}
+
+/// [`measure`] for a column of any table, named by `table` (the SQL function
+/// `colzip_stats` measures tables of a DataFusion session this way).
+pub fn measure_column(
+    table: &str,
+    column_name: &str,
+    array: &ArrayRef,
+    contender: &Contender,
+    repeat: usize,
+    placement: Placement,
+) -> Result<Row> {
     let raw_bytes = arrow_bytes(array)?;
     let mut on_gpu = false;
     let (compressed_bytes, back, compress_time, decompress_time) = match contender {
@@ -240,7 +260,7 @@ pub fn measure(
     }
     let gbps = |time: Duration| raw_bytes as f64 / time.as_secs_f64().max(1e-9) / 1e9;
     Ok(Row {
-        table: table.name().to_string(),
+        table: table.to_string(),
         column: column_name.to_string(),
         arrow_type: array.data_type().to_string(),
         rows: array.len() as u64,

@@ -16,6 +16,8 @@ mod generate;
 mod report;
 
 pub use baselines::Baseline;
-pub use experiment::{Config, Contender, Event, Row, arrow_bytes, measure, peer_form, run};
+pub use experiment::{
+    Config, Contender, Event, Row, arrow_bytes, measure, measure_column, peer_form, run,
+};
 pub use generate::{Table, TableData, generate};
 pub use report::{Format, ReportRow, render};

@@ -1,0 +1,145 @@
+//! Argument checks shared by the SQL functions: arity, string and blob types, codec
+//! literals, the types the column layer compresses. Every error is a planning error that
+//! names the function, the argument and what would be accepted.
+
+use arrow::array::new_empty_array;
+use arrow::datatypes::DataType;
+use datafusion::common::{DataFusionError, Result, ScalarValue, plan_err};
+use datafusion::logical_expr::Expr;
+
+use crate::codec::{CodecSpec, Placement};
+use crate::column::{self, CodecChoice};
+use crate::gpu::Backend;
+
+/// The codec forms a codec argument accepts (README's codec specifications).
+pub(super) const CODEC_FORMS: &str = "auto, lzss[:s=1|2|4|8|auto,w=1..255,c=SIZE,level=1..4], \
+     gmatch[:raw|framed], bwt[:block=SIZE], stored";
+
+/// Refuses a call with fewer than `min` or more than `max` arguments; `usage` shows the
+/// call's forms, e.g. `colzip_ratio(column, 'codec')`.
+pub(super) fn check_arity(
+    function: &str,
+    got: usize,
+    min: usize,
+    max: usize,
+    usage: &str,
+) -> Result<()> {
+    if (min..=max).contains(&got) {
+        return Ok(());
+    }
+    let expected = if min == max {
+        format!("{min}")
+    } else {
+        format!("{min} or {max}")
+    };
+    plan_err!("{function} takes {expected} arguments ({usage}), got {got}")
+}
+
+pub(super) fn is_string(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
+}
+
+pub(super) fn is_binary(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+    )
+}
+
+/// Refuses a non-string type for the string argument `position` (1-based) called `name`.
+pub(super) fn check_string_type(
+    function: &str,
+    position: usize,
+    name: &str,
+    data_type: &DataType,
+) -> Result<()> {
+    if is_string(data_type) {
+        return Ok(());
+    }
+    plan_err!(
+        "{function}: argument {position} ({name}) must be a string literal, got a value of type {data_type}"
+    )
+}
+
+/// Refuses a type the column layer cannot compress (it is checked on an empty array, so
+/// the check costs nothing).
+pub(super) fn check_compressible(
+    function: &str,
+    position: usize,
+    data_type: &DataType,
+) -> Result<()> {
+    let empty = new_empty_array(data_type);
+    match column::compress(&empty, &CodecChoice::Spec(CodecSpec::Stored)) {
+        Ok(_) => Ok(()),
+        Err(e) => plan_err!(
+            "{function}: argument {position} has type {data_type}, which colzip cannot compress ({e})"
+        ),
+    }
+}
+
+/// The literal of a logical argument, `None` for any other expression.
+pub(super) fn literal_of(expr: &Expr) -> Option<&ScalarValue> {
+    match expr {
+        Expr::Literal(value, _) => Some(value),
+        _ => None,
+    }
+}
+
+/// The text of the string literal argument `position` (1-based) called `name`; `None`
+/// (the argument is not a literal), NULL and non-string literals are errors.
+pub(super) fn string_literal<'a>(
+    function: &str,
+    position: usize,
+    name: &str,
+    value: Option<&'a ScalarValue>,
+) -> Result<&'a str> {
+    let Some(value) = value else {
+        return plan_err!(
+            "{function}: argument {position} ({name}) must be a string literal such as 'bwt', not an expression or a column"
+        );
+    };
+    match value {
+        ScalarValue::Utf8(Some(text))
+        | ScalarValue::LargeUtf8(Some(text))
+        | ScalarValue::Utf8View(Some(text)) => Ok(text),
+        ScalarValue::Utf8(None) | ScalarValue::LargeUtf8(None) | ScalarValue::Utf8View(None) => {
+            plan_err!("{function}: argument {position} ({name}) must not be NULL")
+        }
+        other => plan_err!(
+            "{function}: argument {position} ({name}) must be a string literal, got {} of type {}",
+            other,
+            other.data_type()
+        ),
+    }
+}
+
+/// Parses the codec argument (argument 2 of every function that takes one).
+pub(super) fn parse_codec(function: &str, text: &str) -> Result<CodecChoice> {
+    text.parse::<CodecChoice>().map_err(|e| {
+        let reason = match e {
+            crate::Error::CodecSpec { reason, .. } => reason,
+            other => other.to_string(),
+        };
+        DataFusionError::Plan(format!(
+            "{function}: invalid codec '{text}' in argument 2: {reason}; accepted forms: {CODEC_FORMS}"
+        ))
+    })
+}
+
+/// The codec of a call from its second argument's literal (`None` when not a literal).
+pub(super) fn codec_argument(function: &str, value: Option<&ScalarValue>) -> Result<CodecChoice> {
+    parse_codec(function, string_literal(function, 2, "codec", value)?)
+}
+
+/// Where the codecs run, resolved from the backend chosen at registration.
+pub(super) fn placement(backend: Backend) -> Result<Placement> {
+    Placement::new(backend).map_err(external)
+}
+
+/// A colzip error at execution time.
+pub(super) fn external(error: crate::Error) -> DataFusionError {
+    DataFusionError::External(Box::new(error))
+}

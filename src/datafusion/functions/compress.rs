@@ -1,0 +1,257 @@
+//! The scalars `colzip_compress(value, 'codec')` → Binary and `colzip_decompress(blob [,
+//! 'type'])` → the value.
+//!
+//! A blob is the column container ([`CompressedColumn::to_bytes`]) of a one-value array:
+//! self-describing (it records the value's Arrow type) and checked (xxh3 of every part),
+//! at a fixed cost of about 40–80 bytes per value, so it pays for long text and binary
+//! values. A NULL value gives a NULL blob, and a NULL blob a NULL value.
+//!
+//! `colzip_decompress`'s return type must be known when the query is planned, before any
+//! blob is read. `colzip_compress` records the value's type in its result field's
+//! metadata (key [`TYPE_METADATA_KEY`]), which DataFusion carries through projections,
+//! subqueries and tables made from them, so `colzip_decompress(colzip_compress(x, 'bwt'))`
+//! has `x`'s type. Blobs without that metadata (read from a file, say) take the type as a
+//! second argument in Arrow's notation, `colzip_decompress(blob, 'Utf8')`, which also
+//! overrides the metadata; a blob whose value has another type is cast to it (an error
+//! when the cast fails).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BinaryArray, new_null_array};
+use arrow::compute::{CastOptions, cast_with_options, concat};
+use arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::{DataFusionError, Result, exec_err, internal_err, plan_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+use rayon::prelude::*;
+
+use super::args::{
+    check_arity, check_compressible, check_string_type, codec_argument, external, is_binary,
+    placement, string_literal,
+};
+use crate::codec::Placement;
+use crate::column::{self, CompressedColumn};
+use crate::gpu::Backend;
+
+/// Field metadata key under which `colzip_compress` records its value's Arrow type.
+pub const TYPE_METADATA_KEY: &str = "colzip.arrow_type";
+
+const COMPRESS: &str = "colzip_compress";
+const COMPRESS_USAGE: &str = "colzip_compress(value, 'codec')";
+const DECOMPRESS: &str = "colzip_decompress";
+const DECOMPRESS_USAGE: &str = "colzip_decompress(blob [, 'arrow type'])";
+
+/// `colzip_compress(value, 'codec')`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct Compress {
+    signature: Signature,
+    backend: Backend,
+}
+
+impl Compress {
+    pub(super) fn new(backend: Backend) -> Self {
+        Compress {
+            signature: Signature::user_defined(Volatility::Immutable),
+            backend,
+        }
+    }
+}
+
+impl ScalarUDFImpl for Compress {
+    fn name(&self) -> &str {
+        COMPRESS
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        check_arity(COMPRESS, arg_types.len(), 2, 2, COMPRESS_USAGE)?;
+        check_compressible(COMPRESS, 1, &arg_types[0])?;
+        check_string_type(COMPRESS, 2, "codec", &arg_types[1])?;
+        Ok(arg_types.to_vec())
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Binary)
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        check_arity(COMPRESS, args.arg_fields.len(), 2, 2, COMPRESS_USAGE)?;
+        codec_argument(COMPRESS, args.scalar_arguments[1])?;
+        let value_type = args.arg_fields[0].data_type().to_string();
+        Ok(Arc::new(
+            Field::new(COMPRESS, DataType::Binary, true)
+                .with_metadata(HashMap::from([(TYPE_METADATA_KEY.to_string(), value_type)])),
+        ))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let codec = match &args.args[1] {
+            ColumnarValue::Scalar(value) => codec_argument(COMPRESS, Some(value))?,
+            ColumnarValue::Array(_) => codec_argument(COMPRESS, None)?,
+        };
+        let placement = placement(self.backend)?;
+        let values = args.args[0].to_array(args.number_rows)?;
+        let blobs = (0..values.len())
+            .into_par_iter()
+            .map(|row| {
+                if values.is_null(row) {
+                    return Ok(None);
+                }
+                let one = values.slice(row, 1);
+                column::compress_on(one.as_ref(), &codec, placement)
+                    .and_then(|c| c.to_bytes())
+                    .map(Some)
+                    .map_err(external)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ColumnarValue::Array(Arc::new(BinaryArray::from_iter(
+            blobs,
+        ))))
+    }
+}
+
+/// `colzip_decompress(blob [, 'arrow type'])`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct Decompress {
+    signature: Signature,
+    backend: Backend,
+}
+
+impl Decompress {
+    pub(super) fn new(backend: Backend) -> Self {
+        Decompress {
+            signature: Signature::user_defined(Volatility::Immutable),
+            backend,
+        }
+    }
+}
+
+/// The value type of `colzip_decompress`'s call: the second argument's, else the blob
+/// field's metadata.
+fn value_type(args: &ReturnFieldArgs) -> Result<DataType> {
+    let (text, source) = match args.arg_fields.get(1) {
+        Some(_) => (
+            string_literal(DECOMPRESS, 2, "arrow type", args.scalar_arguments[1])?,
+            "argument 2 (arrow type)",
+        ),
+        None => match args.arg_fields[0].metadata().get(TYPE_METADATA_KEY) {
+            Some(text) => (text.as_str(), "the blob's field metadata"),
+            None => {
+                return plan_err!(
+                    "{DECOMPRESS}: the type of the blobs in argument 1 is unknown when the query is planned \
+                     (they do not come from colzip_compress in this query); give it as the second argument \
+                     in Arrow's notation, e.g. {DECOMPRESS}(blob, 'Utf8') or {DECOMPRESS}(blob, 'Decimal128(15, 2)')"
+                );
+            }
+        },
+    };
+    let data_type: DataType = text.parse().map_err(|e| {
+        DataFusionError::Plan(format!(
+            "{DECOMPRESS}: '{text}' in {source} is not an Arrow type ({e}); expected e.g. 'Utf8', 'Int64', 'Decimal128(15, 2)'"
+        ))
+    })?;
+    check_compressible(DECOMPRESS, 1, &data_type)?;
+    Ok(data_type)
+}
+
+/// The blobs of a binary (or all-NULL) array, row by row.
+fn blob_rows(array: &ArrayRef) -> Result<Vec<Option<&[u8]>>> {
+    Ok(match array.data_type() {
+        DataType::Binary => array.as_binary::<i32>().iter().collect(),
+        DataType::LargeBinary => array.as_binary::<i64>().iter().collect(),
+        DataType::BinaryView => array.as_binary_view().iter().collect(),
+        DataType::Null => vec![None; array.len()],
+        other => return exec_err!("{DECOMPRESS}: argument 1 must be binary, got {other}"),
+    })
+}
+
+/// One blob's value as a one-row array of `target`.
+fn decode(row: usize, blob: &[u8], target: &DataType, placement: Placement) -> Result<ArrayRef> {
+    let column = CompressedColumn::from_bytes(blob).map_err(|e| {
+        DataFusionError::Execution(format!("{DECOMPRESS}: row {row} is not a colzip blob: {e}"))
+    })?;
+    if column.len() != 1 {
+        return exec_err!(
+            "{DECOMPRESS}: row {row} holds a column of {} values, not one value made by colzip_compress",
+            column.len()
+        );
+    }
+    let value = column::decompress_on(&column, placement).map_err(external)?;
+    if value.data_type() == target {
+        return Ok(value);
+    }
+    let options = CastOptions {
+        safe: false,
+        ..CastOptions::default()
+    };
+    cast_with_options(&value, target, &options).map_err(|e| {
+        DataFusionError::Execution(format!(
+            "{DECOMPRESS}: row {row} holds a {} value, which does not cast to {target}: {e}",
+            value.data_type()
+        ))
+    })
+}
+
+impl ScalarUDFImpl for Decompress {
+    fn name(&self) -> &str {
+        DECOMPRESS
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        check_arity(DECOMPRESS, arg_types.len(), 1, 2, DECOMPRESS_USAGE)?;
+        if !is_binary(&arg_types[0]) && arg_types[0] != DataType::Null {
+            return plan_err!(
+                "{DECOMPRESS}: argument 1 (blob) must be binary (what colzip_compress returns), got {}",
+                arg_types[0]
+            );
+        }
+        if let Some(type_name) = arg_types.get(1) {
+            check_string_type(DECOMPRESS, 2, "arrow type", type_name)?;
+        }
+        Ok(arg_types.to_vec())
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        internal_err!("{DECOMPRESS}: the return type comes from return_field_from_args")
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        check_arity(DECOMPRESS, args.arg_fields.len(), 1, 2, DECOMPRESS_USAGE)?;
+        Ok(Arc::new(Field::new(DECOMPRESS, value_type(&args)?, true)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let target = args.return_field.data_type().clone();
+        let blobs = args.args[0].to_array(args.number_rows)?;
+        let rows = blob_rows(&blobs)?;
+        let placement = placement(self.backend)?;
+        let values = rows
+            .par_iter()
+            .enumerate()
+            .map(|(row, blob)| match blob {
+                None => Ok(new_null_array(&target, 1)),
+                Some(blob) => decode(row, blob, &target, placement),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let values = match values.as_slice() {
+            [] => arrow::array::new_empty_array(&target),
+            parts => concat(&parts.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?,
+        };
+        // Views concatenated from one-row arrays point into one buffer per row: compact.
+        let values: ArrayRef = match values.data_type() {
+            DataType::Utf8View => Arc::new(values.as_string_view().gc()),
+            DataType::BinaryView => Arc::new(values.as_binary_view().gc()),
+            _ => values,
+        };
+        Ok(ColumnarValue::Array(values))
+    }
+}

@@ -1,0 +1,205 @@
+//! colzip's SQL functions, registered with a DataFusion session by [`register`]:
+//!
+//! | function | kind | returns |
+//! |---|---|---|
+//! | [`colzip_ratio(column, 'codec')`](#colzip_ratio-and-colzip_compressed_size) | aggregate | Float64: plain bytes / compressed bytes of the group's values |
+//! | [`colzip_compressed_size(column, 'codec')`](#colzip_ratio-and-colzip_compressed_size) | aggregate | UInt64: bytes of codec streams of the group's values |
+//! | [`colzip_compress(value, 'codec')`](#colzip_compress-and-colzip_decompress) | scalar | Binary: a self-describing blob per value |
+//! | [`colzip_decompress(blob [, 'type'])`](#colzip_compress-and-colzip_decompress) | scalar | the value, with its original type |
+//! | [`colzip_stats('table' [, 'codec,…'])`](#colzip_stats) | table | one row per column and codec, the fields of `colzip tpch --format json` |
+//!
+//! A codec argument is a string literal in the forms of [`CodecChoice`](crate::column::CodecChoice):
+//! `auto`, `lzss[:s=1|2|4|8|auto,w=1..255,c=SIZE,level=1..4]`, `gmatch[:raw|framed]`,
+//! `bwt[:block=SIZE]` or `stored`. Wrong codecs or options, arguments of the wrong type or
+//! number, a codec that is not a literal, and types the column layer does not compress are
+//! planning errors (of `SessionContext::sql`) naming the function, the argument and what it
+//! accepts. The codecs run where `COLZIP_BACKEND` (default `auto`) puts them, read when
+//! [`register`] is called: on the GPU, when there is one, for parts of 1 MiB or more.
+//!
+//! # colzip_ratio and colzip_compressed_size
+//!
+//! Each group's values are compressed as one column by the column layer
+//! ([`column::compress_on`](crate::column::compress_on)), nulls included (they make the
+//! validity part), in the order DataFusion feeds them; the ratio is
+//! [`plain_bytes`](crate::column::CompressedColumn::plain_bytes) /
+//! [`compressed_bytes`](crate::column::CompressedColumn::compressed_bytes), and the size
+//! is the compressed bytes (codec streams; a container adds 40–80 bytes of header). The
+//! values are compressed in the order they reach the aggregate: table order when the
+//! input has one partition and DataFusion does not repartition it
+//! (`SET datafusion.execution.target_partitions = 1`), where the results equal what the
+//! column layer gives for the group's values in table order. Otherwise partial groups are
+//! merged in the order the partitions finish, and the result can vary slightly between
+//! runs (as the order of a set is not defined in SQL). A group without rows gives NULL for both (as
+//! SUM does), and so does the ratio of a column without plain bytes (type Null). An
+//! all-NULL group is compressed like any other (its validity bitmap). The accumulator
+//! holds the group's values until it is evaluated (its partial state is those values, so
+//! merging is exact); the memory is reported to DataFusion's pool. `DISTINCT` is refused.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+//! use colzip::column::{self, CodecChoice};
+//! use datafusion::datasource::MemTable;
+//! use datafusion::prelude::SessionContext;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let flags: ArrayRef = Arc::new(StringArray::from(vec!["A", "B", "A", "A"]));
+//! let notes: ArrayRef = Arc::new(StringArray::from(vec!["ok ok ok", "late", "ok ok", "ok"]));
+//! let batch = RecordBatch::try_from_iter([("flag", flags), ("note", notes.clone())])?;
+//! let ctx = SessionContext::new();
+//! ctx.register_table("t", Arc::new(MemTable::try_new(batch.schema(), vec![vec![batch]])?))?;
+//! colzip::datafusion::functions::register(&ctx)?;
+//!
+//! let sql = "SELECT colzip_ratio(note, 'bwt') AS ratio, colzip_compressed_size(note, 'gmatch') AS size FROM t";
+//! let out = ctx.sql(sql).await?.collect().await?;
+//! let ratio = out[0].column(0).as_any().downcast_ref::<arrow::array::Float64Array>().unwrap().value(0);
+//! let bwt = column::compress(&notes, &"bwt".parse::<CodecChoice>()?)?;
+//! assert_eq!(ratio, bwt.plain_bytes() as f64 / bwt.compressed_bytes() as f64);
+//!
+//! // Per group.
+//! let sql = "SELECT flag, colzip_ratio(note, 'lzss') FROM t GROUP BY flag ORDER BY flag";
+//! assert_eq!(ctx.sql(sql).await?.collect().await?[0].num_rows(), 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })
+//! # }
+//! ```
+//!
+//! # colzip_compress and colzip_decompress
+//!
+//! `colzip_compress(value, 'codec')` compresses each value on its own into the column
+//! container of a one-value array ([`CompressedColumn::to_bytes`](crate::column::CompressedColumn::to_bytes)):
+//! self-describing and checksummed, at 40–80 bytes of header per value, so it is meant for
+//! long text and binary values. `colzip_decompress(blob)` gives the value back with its
+//! type: `colzip_compress` records the type in its result field's metadata (key
+//! [`TYPE_METADATA_KEY`]), which the planner carries through projections, subqueries and
+//! tables made from them. Blobs that come without it (read back from a file, say) take the
+//! type as a second argument in Arrow's notation, `colzip_decompress(blob, 'Utf8')`; it
+//! also overrides the metadata, and a value of another type is cast to it (an error when
+//! the cast fails). NULL gives NULL both ways.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
+//! use datafusion::datasource::MemTable;
+//! use datafusion::prelude::SessionContext;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let text: ArrayRef = Arc::new(StringArray::from(vec![Some("a long comment, a long comment"), None]));
+//! let id: ArrayRef = Arc::new(Int64Array::from(vec![7, 8]));
+//! let batch = RecordBatch::try_from_iter([("text", text), ("id", id)])?;
+//! let ctx = SessionContext::new();
+//! ctx.register_table("t", Arc::new(MemTable::try_new(batch.schema(), vec![vec![batch]])?))?;
+//! colzip::datafusion::functions::register(&ctx)?;
+//!
+//! let sql = "SELECT colzip_decompress(colzip_compress(text, 'bwt')) = text AS same_text, \
+//!                   colzip_decompress(colzip_compress(id, 'lzss')) = id AS same_id FROM t";
+//! let out = ctx.sql(sql).await?.collect().await?;
+//! let same_text = out[0].column(0).as_any().downcast_ref::<BooleanArray>().unwrap();
+//! assert!(same_text.value(0) && same_text.is_null(1)); // NULL in, NULL out
+//! let same_id = out[0].column(1).as_any().downcast_ref::<BooleanArray>().unwrap();
+//! assert!(same_id.value(0) && same_id.value(1));
+//!
+//! // Blobs kept in a table, decompressed with the type given.
+//! ctx.sql("CREATE TABLE blobs AS SELECT colzip_compress(text, 'gmatch') AS b FROM t").await?.collect().await?;
+//! let out = ctx.sql("SELECT colzip_decompress(b, 'Utf8') FROM blobs").await?.collect().await?;
+//! assert_eq!(out[0].column(0).data_type(), &arrow::datatypes::DataType::Utf8);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })
+//! # }
+//! ```
+//!
+//! # colzip_stats
+//!
+//! `colzip_stats('table' [, 'codec,codec,…'])` measures every column of a table of the
+//! session with each codec (default `lzss,gmatch,bwt`; the list also takes `auto` and the
+//! CPU baselines of `colzip tpch`: `snap`, `lz4`, `zstd-N`, `bzip2-N`), verifying each
+//! round trip, and returns one row per column and codec with the fields of
+//! `colzip tpch --format json`: `table`, `column`, `arrow_type`, `rows`, `raw_bytes`,
+//! `codec`, `backend`, `compressed_bytes`, `ratio` (raw bytes / compressed bytes),
+//! `compress_gbps`, `decompress_gbps`. The work is done when the query runs, one column at
+//! a time.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+//! use datafusion::datasource::MemTable;
+//! use datafusion::prelude::SessionContext;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let id: ArrayRef = Arc::new(Int64Array::from_iter_values(0..1000));
+//! let name: ArrayRef = Arc::new(StringArray::from_iter_values((0..1000).map(|i| format!("name {}", i % 7))));
+//! let batch = RecordBatch::try_from_iter([("id", id), ("name", name)])?;
+//! let ctx = SessionContext::new();
+//! ctx.register_table("t", Arc::new(MemTable::try_new(batch.schema(), vec![vec![batch]])?))?;
+//! colzip::datafusion::functions::register(&ctx)?;
+//!
+//! let out = ctx.sql("SELECT \"column\", codec, ratio FROM colzip_stats('t', 'lzss,snap')").await?.collect().await?;
+//! assert_eq!(out.iter().map(|b| b.num_rows()).sum::<usize>(), 4); // 2 columns x 2 codecs
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })
+//! # }
+//! ```
+
+mod args;
+mod compress;
+mod ratio;
+mod stats;
+
+use std::sync::Arc;
+
+use datafusion::execution::FunctionRegistry;
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion::prelude::SessionContext;
+
+use crate::codec::Placement;
+use crate::gpu::Backend;
+use crate::{Error, Result};
+pub use compress::TYPE_METADATA_KEY;
+use ratio::{CodecLiteralPlanner, CompressionAggregate, Measure};
+
+/// Registers `colzip_ratio`, `colzip_compressed_size`, `colzip_compress`,
+/// `colzip_decompress` and `colzip_stats` with `ctx` (see the [module docs](self)).
+/// The backend is read from `COLZIP_BACKEND` now: an error when it is not auto, cpu or
+/// gpu, or is gpu without a usable GPU.
+///
+/// ```
+/// use datafusion::prelude::SessionContext;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// let ctx = SessionContext::new();
+/// colzip::datafusion::functions::register(&ctx)?;
+/// let sql = "SELECT colzip_compressed_size(v, 'lzss') FROM (VALUES (1), (1), (2)) AS t(v)";
+/// let out = ctx.sql(sql).await?.collect().await?;
+/// assert_eq!(out[0].num_rows(), 1);
+///
+/// // A bad codec is a planning error naming the function and the argument.
+/// let err = ctx.sql("SELECT colzip_ratio(v, 'foo') FROM (VALUES (1)) AS t(v)").await.unwrap_err();
+/// assert!(err.to_string().contains("colzip_ratio: invalid codec 'foo' in argument 2"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })
+/// # }
+/// ```
+pub fn register(ctx: &SessionContext) -> Result<()> {
+    let backend = Backend::from_env()?;
+    // Fail now, not in the first query, when the backend cannot be had.
+    Placement::new(backend)?;
+    ctx.register_udaf(AggregateUDF::from(CompressionAggregate::new(
+        Measure::Ratio,
+        backend,
+    )));
+    ctx.register_udaf(AggregateUDF::from(CompressionAggregate::new(
+        Measure::CompressedSize,
+        backend,
+    )));
+    ctx.register_udf(ScalarUDF::from(compress::Compress::new(backend)));
+    ctx.register_udf(ScalarUDF::from(compress::Decompress::new(backend)));
+    ctx.register_udtf("colzip_stats", Arc::new(stats::Stats::new(backend)));
+    ctx.state_ref()
+        .write()
+        .register_expr_planner(Arc::new(CodecLiteralPlanner))
+        .map_err(|e| Error::format(format!("registering colzip's SQL functions: {e}")))
+}

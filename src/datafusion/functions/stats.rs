@@ -1,0 +1,281 @@
+//! The table function `colzip_stats('table' [, 'codec,codec,…'])`: every column of a
+//! session's table compressed with each codec, one row per column and codec with the
+//! fields of `colzip tpch --format json` ([`tpch::Row`]), measured by the same code
+//! ([`tpch::measure_column`], round trip verified).
+//!
+//! A table function sees only its arguments and the session while the query is planned,
+//! and looking a table up is asynchronous. So the call checks its arguments and that the
+//! table exists (planning errors), and returns a provider that finds the table in the
+//! session its `scan` is given. The scan plans one single-column scan of the table per
+//! column; executing it reads and measures one column at a time (so only one column and
+//! its compressed form are held), on a blocking thread, and yields one batch per column.
+
+use std::sync::{Arc, LazyLock};
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray, UInt64Array, new_empty_array,
+};
+use arrow::compute::concat;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use async_trait::async_trait;
+use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::{
+    DataFusionError, ResolvedTableReference, Result, TableReference, plan_err,
+};
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{Expr, TableType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream, collect_partitioned};
+use futures::StreamExt;
+
+use super::args::{
+    CODEC_FORMS, check_arity, check_compressible, external, literal_of, placement, string_literal,
+};
+use crate::gpu::Backend;
+use crate::tpch::{self, Contender, ReportRow};
+
+const NAME: &str = "colzip_stats";
+const USAGE: &str = "colzip_stats('table' [, 'codec,codec,…'])";
+
+/// The codecs measured when none are given: colzip's three with default parameters.
+const DEFAULT_CODECS: &str = "lzss,gmatch,bwt";
+
+/// The output schema: `tpch::Row`'s fields, in its report order.
+static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let fields = <tpch::Row as ReportRow>::HEADER.iter().map(|&name| {
+        let data_type = match name {
+            "rows" | "raw_bytes" | "compressed_bytes" => DataType::UInt64,
+            "ratio" | "compress_gbps" | "decompress_gbps" => DataType::Float64,
+            _ => DataType::Utf8,
+        };
+        Field::new(name, data_type, false)
+    });
+    Arc::new(Schema::new(fields.collect::<Vec<_>>()))
+});
+
+/// The table function.
+#[derive(Debug)]
+pub(super) struct Stats {
+    backend: Backend,
+}
+
+impl Stats {
+    pub(super) fn new(backend: Backend) -> Self {
+        Stats { backend }
+    }
+}
+
+/// The codecs of argument 2.
+fn parse_contenders(expr: &Expr) -> Result<Vec<Contender>> {
+    let text = string_literal(NAME, 2, "codecs", literal_of(expr))?;
+    Contender::parse_list(text).map_err(|e| {
+        DataFusionError::Plan(format!(
+            "{NAME}: invalid codec list '{text}' in argument 2: {e}; expected comma-separated codecs \
+             ({CODEC_FORMS}) or baselines (snap, lz4, zstd-1..22, bzip2-1..9)"
+        ))
+    })
+}
+
+/// The table `name` resolves to in `session`, if it exists there.
+fn resolve(session: &dyn Session, name: &str) -> Option<ResolvedTableReference> {
+    let catalog = &session.config_options().catalog;
+    let reference =
+        TableReference::from(name).resolve(&catalog.default_catalog, &catalog.default_schema);
+    let exists = session
+        .catalog_list()
+        .catalog(&reference.catalog)
+        .and_then(|c| c.schema(&reference.schema))
+        .is_some_and(|s| s.table_exist(&reference.table));
+    exists.then_some(reference)
+}
+
+impl TableFunctionImpl for Stats {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let exprs = args.exprs();
+        check_arity(NAME, exprs.len(), 1, 2, USAGE)?;
+        let name = string_literal(NAME, 1, "table", literal_of(&exprs[0]))?;
+        let contenders = match exprs.get(1) {
+            Some(expr) => parse_contenders(expr)?,
+            None => Contender::parse_list(DEFAULT_CODECS).map_err(external)?,
+        };
+        let Some(reference) = resolve(args.session(), name) else {
+            return plan_err!("{NAME}: argument 1: table '{name}' not found in the session");
+        };
+        Ok(Arc::new(StatsTable {
+            name: name.to_string(),
+            reference,
+            contenders,
+            backend: self.backend,
+        }))
+    }
+}
+
+/// What `colzip_stats(…)` returns: the rows are made when its scan is executed.
+#[derive(Debug)]
+struct StatsTable {
+    /// The table as the call named it (the rows' `table`).
+    name: String,
+    reference: ResolvedTableReference,
+    contenders: Vec<Contender>,
+    backend: Backend,
+}
+
+#[async_trait]
+impl TableProvider for StatsTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&SCHEMA)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let reference = &self.reference;
+        let table = match state
+            .catalog_list()
+            .catalog(&reference.catalog)
+            .and_then(|c| c.schema(&reference.schema))
+        {
+            Some(schema) => schema.table(&reference.table).await?,
+            None => None,
+        };
+        let Some(table) = table else {
+            return plan_err!("{NAME}: table '{}' not found in the session", self.name);
+        };
+        let mut columns = Vec::new();
+        for (i, field) in table.schema().fields().iter().enumerate() {
+            check_compressible(NAME, 1, field.data_type()).map_err(|_| {
+                DataFusionError::Plan(format!(
+                    "{NAME}: column '{}' of '{}' has type {}, which colzip cannot compress",
+                    field.name(),
+                    self.name,
+                    field.data_type()
+                ))
+            })?;
+            let scan = table.scan(state, Some(&vec![i]), &[], None).await?;
+            columns.push((field.name().clone(), field.data_type().clone(), scan));
+        }
+        let partition = StatsPartition {
+            table: self.name.clone(),
+            columns,
+            contenders: self.contenders.clone(),
+            backend: self.backend,
+        };
+        Ok(Arc::new(StreamingTableExec::try_new(
+            Arc::clone(&SCHEMA),
+            vec![Arc::new(partition)],
+            projection,
+            [],
+            false,
+            limit,
+        )?))
+    }
+}
+
+/// The one partition of a `colzip_stats` scan: a batch of rows per column.
+#[derive(Debug)]
+struct StatsPartition {
+    table: String,
+    /// Name, type and single-column scan of each column.
+    columns: Vec<(String, DataType, Arc<dyn ExecutionPlan>)>,
+    contenders: Vec<Contender>,
+    backend: Backend,
+}
+
+impl PartitionStream for StatsPartition {
+    fn schema(&self) -> &SchemaRef {
+        &SCHEMA
+    }
+
+    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let table = self.table.clone();
+        let contenders = self.contenders.clone();
+        let backend = self.backend;
+        let batches =
+            futures::stream::iter(self.columns.clone()).then(move |(column, data_type, scan)| {
+                let (ctx, table, contenders) =
+                    (Arc::clone(&ctx), table.clone(), contenders.clone());
+                async move {
+                    // In partition order, so a column's values keep the table's order.
+                    let batches = collect_partitioned(scan, ctx).await?;
+                    let arrays: Vec<ArrayRef> = batches
+                        .iter()
+                        .flatten()
+                        .map(|b| Arc::clone(b.column(0)))
+                        .collect();
+                    let measure = move || {
+                        measure_column(&table, &column, &data_type, &arrays, &contenders, backend)
+                    };
+                    tokio::task::spawn_blocking(measure)
+                        .await
+                        .map_err(|e| DataFusionError::External(Box::new(e)))?
+                }
+            });
+        Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&SCHEMA), batches))
+    }
+}
+
+/// Measures one column (its batches' arrays) with every contender: one batch of rows.
+fn measure_column(
+    table: &str,
+    column: &str,
+    data_type: &DataType,
+    arrays: &[ArrayRef],
+    contenders: &[Contender],
+    backend: Backend,
+) -> Result<RecordBatch> {
+    let array = match arrays {
+        [] => new_empty_array(data_type),
+        [one] => Arc::clone(one),
+        many => concat(&many.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?,
+    };
+    // Views of batches sliced from one buffer, concatenated, count that buffer once per
+    // batch in `raw_bytes`: compact them as a freshly built column would be.
+    let array: ArrayRef = match array.data_type() {
+        DataType::Utf8View => Arc::new(array.as_string_view().gc()),
+        DataType::BinaryView => Arc::new(array.as_binary_view().gc()),
+        _ => array,
+    };
+    let placement = placement(backend)?;
+    let rows = contenders
+        .iter()
+        .map(|contender| tpch::measure_column(table, column, &array, contender, 1, placement))
+        .collect::<crate::Result<Vec<_>>>()
+        .map_err(external)?;
+    rows_batch(&rows)
+}
+
+/// `rows` as a batch of [`SCHEMA`].
+fn rows_batch(rows: &[tpch::Row]) -> Result<RecordBatch> {
+    let text = |f: fn(&tpch::Row) -> &str| -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(rows.iter().map(f)))
+    };
+    let count = |f: fn(&tpch::Row) -> u64| -> ArrayRef {
+        Arc::new(UInt64Array::from_iter_values(rows.iter().map(f)))
+    };
+    let real = |f: fn(&tpch::Row) -> f64| -> ArrayRef {
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(f)))
+    };
+    let columns = vec![
+        text(|r| &r.table),
+        text(|r| &r.column),
+        text(|r| &r.arrow_type),
+        count(|r| r.rows),
+        count(|r| r.raw_bytes),
+        text(|r| &r.codec),
+        text(|r| &r.backend),
+        count(|r| r.compressed_bytes),
+        real(|r| r.ratio),
+        real(|r| r.compress_gbps),
+        real(|r| r.decompress_gbps),
+    ];
+    Ok(RecordBatch::try_new(Arc::clone(&SCHEMA), columns)?)
+}

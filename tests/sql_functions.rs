@@ -1,0 +1,634 @@
+//! colzip's SQL functions against the column layer on the same values: aggregates (whole
+//! table, GROUP BY, partial states merged), per-value compress/decompress, colzip_stats,
+//! and the planning errors.
+#![cfg(feature = "datafusion")]
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Decimal128Array, Float64Array, Int32Array,
+    Int64Array, RecordBatch, StringArray, StringViewArray, UInt64Array,
+};
+use arrow::compute::filter;
+use arrow::datatypes::{DataType, Schema};
+use colzip::column::{self, CodecChoice, CompressedColumn};
+use colzip::tpch::{self, ReportRow, Table};
+use datafusion::common::DataFusionError;
+use datafusion::datasource::MemTable;
+use datafusion::execution::FunctionRegistry;
+use datafusion::prelude::{SessionConfig, SessionContext, col};
+
+const ROWS: usize = 3000;
+
+/// A deterministic table: group key, text with repeats and nulls, ints, decimals,
+/// binary and string views; 3 batches per partition.
+fn table_columns() -> Vec<(&'static str, ArrayRef)> {
+    let words = [
+        "carefully",
+        "final",
+        "deposits",
+        "sleep",
+        "quickly",
+        "ironic",
+    ];
+    let text = (0..ROWS).map(|i| {
+        (i % 11 != 3).then(|| {
+            (0..(i % 5 + 1))
+                .map(|k| words[(i * 7 + k * 3) % words.len()])
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    });
+    let group = (0..ROWS).map(|i| ["A", "N", "R", "Z"][(i * i / 7) % 4]);
+    // Group Z's `maybe` values are all NULL.
+    let maybe =
+        (0..ROWS).map(|i| (["A", "N", "R", "Z"][(i * i / 7) % 4] != "Z").then_some(i as i32 / 3));
+    let ints = (0..ROWS).map(|i| (i % 13 != 0).then_some((i / 4) as i64 * 1000 + (i % 3) as i64));
+    let money = Decimal128Array::from_iter(
+        (0..ROWS).map(|i| (i % 17 != 0).then_some((i as i128 % 400) * 25 + 90_000)),
+    )
+    .with_precision_and_scale(15, 2)
+    .unwrap();
+    let bytes = (0..ROWS).map(|i| (i % 9 != 4).then(|| vec![(i % 251) as u8; i % 40]));
+    let view = StringViewArray::from_iter(
+        (0..ROWS).map(|i| Some(format!("item number {} of the shipment", i % 97))),
+    );
+    vec![
+        (
+            "g",
+            Arc::new(StringArray::from_iter_values(group)) as ArrayRef,
+        ),
+        ("text", Arc::new(StringArray::from_iter(text))),
+        ("maybe", Arc::new(Int32Array::from_iter(maybe))),
+        ("i", Arc::new(Int64Array::from_iter(ints))),
+        ("money", Arc::new(money)),
+        ("bin", Arc::new(BinaryArray::from_iter(bytes))),
+        ("view", Arc::new(view)),
+    ]
+}
+
+/// The whole table as one batch (what the expected values are computed on).
+fn whole_batch() -> RecordBatch {
+    RecordBatch::try_from_iter(table_columns()).unwrap()
+}
+
+/// `batch` split into `partitions` partitions of 3 batches each, in row order.
+fn split(batch: &RecordBatch, partitions: usize) -> Vec<Vec<RecordBatch>> {
+    let pieces = partitions * 3;
+    let size = batch.num_rows().div_ceil(pieces);
+    let slices: Vec<RecordBatch> = (0..pieces)
+        .map(|p| {
+            let start = (p * size).min(batch.num_rows());
+            batch.slice(start, size.min(batch.num_rows() - start))
+        })
+        .collect();
+    slices.chunks(3).map(|c| c.to_vec()).collect()
+}
+
+/// A session with the functions and table `t` in `partitions` partitions.
+fn session(partitions: usize) -> SessionContext {
+    with_table(SessionContext::new(), partitions)
+}
+
+/// A session that feeds the aggregates each group's values in table order: one
+/// partition, and no repartitioning before the partial aggregation.
+fn ordered_session() -> SessionContext {
+    with_table(ordered_context(), 1)
+}
+
+fn ordered_context() -> SessionContext {
+    SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1))
+}
+
+fn with_table(ctx: SessionContext, partitions: usize) -> SessionContext {
+    let batch = whole_batch();
+    let table = MemTable::try_new(batch.schema(), split(&batch, partitions)).unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    colzip::datafusion::register(&ctx).unwrap();
+    ctx
+}
+
+async fn query(ctx: &SessionContext, sql: &str) -> RecordBatch {
+    let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+    let schema = batches
+        .first()
+        .map(|b| b.schema())
+        .unwrap_or_else(|| Arc::new(Schema::empty()));
+    arrow::compute::concat_batches(&schema, &batches).unwrap()
+}
+
+fn compressed(values: &ArrayRef, codec: &str) -> CompressedColumn {
+    column::compress(values.as_ref(), &codec.parse::<CodecChoice>().unwrap()).unwrap()
+}
+
+fn ratio_of(c: &CompressedColumn) -> f64 {
+    c.plain_bytes() as f64 / c.compressed_bytes() as f64
+}
+
+fn f64s(batch: &RecordBatch, i: usize) -> &Float64Array {
+    batch.column(i).as_primitive()
+}
+
+fn u64s(batch: &RecordBatch, i: usize) -> &UInt64Array {
+    batch.column(i).as_primitive()
+}
+
+const VALUE_COLUMNS: [&str; 6] = ["text", "maybe", "i", "money", "bin", "view"];
+
+#[tokio::test]
+async fn ratios_and_sizes_equal_the_column_layer() {
+    let ctx = ordered_session();
+    let batch = whole_batch();
+    for codec in [
+        "lzss",
+        "gmatch",
+        "bwt",
+        "auto",
+        "lzss:s=2,w=64",
+        "gmatch:framed",
+    ] {
+        let calls: Vec<String> = VALUE_COLUMNS
+            .iter()
+            .map(|c| {
+                format!("colzip_ratio({c}, '{codec}'), colzip_compressed_size({c}, '{codec}')")
+            })
+            .collect();
+        let out = query(&ctx, &format!("SELECT {} FROM t", calls.join(", "))).await;
+        assert_eq!(out.num_rows(), 1);
+        for (k, name) in VALUE_COLUMNS.iter().enumerate() {
+            let expected = compressed(batch.column_by_name(name).unwrap(), codec);
+            assert_eq!(
+                f64s(&out, 2 * k).value(0),
+                ratio_of(&expected),
+                "{name} {codec}"
+            );
+            assert_eq!(
+                u64s(&out, 2 * k + 1).value(0),
+                expected.compressed_bytes() as u64,
+                "{name} {codec}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn group_by_compresses_each_group() {
+    let ctx = ordered_session();
+    let batch = whole_batch();
+    let sql = "SELECT g, colzip_ratio(text, 'bwt'), colzip_compressed_size(i, 'lzss'), \
+               colzip_ratio(maybe, 'gmatch'), colzip_compressed_size(money, 'auto') \
+               FROM t GROUP BY g ORDER BY g";
+    let out = query(&ctx, sql).await;
+    assert_eq!(out.num_rows(), 4);
+    let groups = out.column(0).as_string::<i32>();
+    for row in 0..out.num_rows() {
+        let g = groups.value(row);
+        let keep = BooleanArray::from_iter(
+            batch
+                .column(0)
+                .as_string::<i32>()
+                .iter()
+                .map(|v| Some(v == Some(g))),
+        );
+        let values = |name: &str| filter(batch.column_by_name(name).unwrap(), &keep).unwrap();
+        assert_eq!(
+            f64s(&out, 1).value(row),
+            ratio_of(&compressed(&values("text"), "bwt")),
+            "{g}"
+        );
+        assert_eq!(
+            u64s(&out, 2).value(row),
+            compressed(&values("i"), "lzss").compressed_bytes() as u64,
+            "{g}"
+        );
+        // Group Z's values are all NULL: compressed like any other group (a validity part).
+        let maybe = values("maybe");
+        assert_eq!(maybe.null_count() == maybe.len(), g == "Z");
+        assert_eq!(
+            f64s(&out, 3).value(row),
+            ratio_of(&compressed(&maybe, "gmatch")),
+            "{g}"
+        );
+        assert_eq!(
+            u64s(&out, 4).value(row),
+            compressed(&values("money"), "auto").compressed_bytes() as u64,
+            "{g}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn partial_states_merge_exactly_across_partitions() {
+    // Four partitions: four partial states per group, merged in an order DataFusion picks.
+    // `stored` does not depend on the values' order, so the merge must be exact.
+    let ctx = session(4);
+    let batch = whole_batch();
+    let out = query(
+        &ctx,
+        "SELECT colzip_compressed_size(text, 'stored'), colzip_ratio(view, 'stored'), count(*) FROM t",
+    )
+    .await;
+    let text = compressed(batch.column_by_name("text").unwrap(), "stored");
+    assert_eq!(u64s(&out, 0).value(0), text.plain_bytes() as u64);
+    assert_eq!(f64s(&out, 1).value(0), 1.0);
+    // Per group too.
+    let out = query(
+        &ctx,
+        "SELECT g, colzip_compressed_size(bin, 'stored') FROM t GROUP BY g ORDER BY g",
+    )
+    .await;
+    let bin = batch.column_by_name("bin").unwrap();
+    let groups = out.column(0).as_string::<i32>();
+    for row in 0..out.num_rows() {
+        let g = groups.value(row);
+        let keep = BooleanArray::from_iter(
+            batch
+                .column(0)
+                .as_string::<i32>()
+                .iter()
+                .map(|v| Some(v == Some(g))),
+        );
+        let values = filter(bin, &keep).unwrap();
+        assert_eq!(
+            u64s(&out, 1).value(row),
+            compressed(&values, "stored").plain_bytes() as u64
+        );
+    }
+}
+
+#[tokio::test]
+async fn no_rows_give_null() {
+    let ctx = session(1);
+    let out = query(
+        &ctx,
+        "SELECT colzip_ratio(text, 'bwt'), colzip_compressed_size(i, 'lzss') FROM t WHERE i < 0",
+    )
+    .await;
+    assert_eq!(out.num_rows(), 1);
+    assert!(out.column(0).is_null(0) && out.column(1).is_null(0));
+}
+
+#[tokio::test]
+async fn lineitem_group_by_returnflag() {
+    let data = tpch::generate(Table::Lineitem, 0.001).unwrap();
+    let batch = RecordBatch::try_new(data.schema.clone(), data.columns.clone()).unwrap();
+    let ctx = SessionContext::new();
+    ctx.register_table(
+        "lineitem",
+        Arc::new(MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).unwrap()),
+    )
+    .unwrap();
+    colzip::datafusion::register(&ctx).unwrap();
+    let out = query(
+        &ctx,
+        "SELECT l_returnflag, colzip_ratio(l_comment, 'bwt'), colzip_ratio(l_comment, 'gmatch') \
+         FROM lineitem GROUP BY 1 ORDER BY 1",
+    )
+    .await;
+    assert_eq!(out.num_rows(), 3);
+    let flags = batch
+        .column_by_name("l_returnflag")
+        .unwrap()
+        .as_string_view();
+    let comments = batch.column_by_name("l_comment").unwrap();
+    let out_flags = out.column(0).as_string_view();
+    for row in 0..3 {
+        let keep =
+            BooleanArray::from_iter(flags.iter().map(|f| Some(f == Some(out_flags.value(row)))));
+        let values = filter(comments, &keep).unwrap();
+        assert_eq!(
+            f64s(&out, 1).value(row),
+            ratio_of(&compressed(&values, "bwt"))
+        );
+        assert_eq!(
+            f64s(&out, 2).value(row),
+            ratio_of(&compressed(&values, "gmatch"))
+        );
+        assert!(f64s(&out, 1).value(row) > 1.5);
+    }
+}
+
+#[tokio::test]
+async fn compress_and_decompress_round_trip_per_row() {
+    let ctx = session(2);
+    let batch = whole_batch();
+    for (name, codec) in [
+        ("text", "bwt"),
+        ("bin", "gmatch"),
+        ("i", "lzss"),
+        ("money", "auto"),
+        ("maybe", "lzss:s=4"),
+        ("view", "gmatch:framed"),
+    ] {
+        let sql = format!(
+            "SELECT colzip_compress({name}, '{codec}') AS blob, \
+                    colzip_decompress(colzip_compress({name}, '{codec}')) AS back, \
+                    colzip_decompress(colzip_compress({name}, '{codec}')) = {name} AS same \
+             FROM t"
+        );
+        let out = query(&ctx, &sql).await;
+        let original = batch.column_by_name(name).unwrap();
+        assert_eq!(out.column(1).data_type(), original.data_type(), "{name}");
+        assert_eq!(out.column(1).as_ref(), original.as_ref(), "{name}");
+        let blobs = out.column(0).as_binary::<i32>();
+        let same = out.column(2).as_boolean();
+        for row in 0..ROWS {
+            assert_eq!(
+                blobs.is_null(row),
+                original.is_null(row),
+                "{name} row {row}"
+            );
+            assert_eq!(same.is_null(row), original.is_null(row), "{name} row {row}");
+            if original.is_null(row) {
+                continue;
+            }
+            assert!(same.value(row), "{name} row {row}");
+            // The blob is the column container of the one value.
+            let blob = CompressedColumn::from_bytes(blobs.value(row)).unwrap();
+            assert_eq!(&column::decompress(&blob).unwrap(), &original.slice(row, 1));
+        }
+    }
+}
+
+#[tokio::test]
+async fn decompress_takes_the_type_when_blobs_lack_it() {
+    let ctx = SessionContext::new();
+    colzip::datafusion::register(&ctx).unwrap();
+    // Blobs made outside SQL: no type in the field's metadata.
+    let ints: ArrayRef = Arc::new(Int32Array::from(vec![Some(5), None, Some(-70_000)]));
+    let blob = |i: usize| {
+        (!ints.is_null(i)).then(|| compressed(&ints.slice(i, 1), "lzss").to_bytes().unwrap())
+    };
+    let blobs = BinaryArray::from_iter((0..3).map(blob));
+    let words: ArrayRef = Arc::new(StringArray::from(vec!["12", "x", "7"]));
+    let word_blobs = BinaryArray::from_iter(
+        (0..3).map(|i| Some(compressed(&words.slice(i, 1), "bwt").to_bytes().unwrap())),
+    );
+    let batch = RecordBatch::try_from_iter([
+        ("b", Arc::new(blobs) as ArrayRef),
+        ("w", Arc::new(word_blobs) as ArrayRef),
+    ])
+    .unwrap();
+    ctx.register_table(
+        "blobs",
+        Arc::new(MemTable::try_new(batch.schema(), vec![vec![batch]]).unwrap()),
+    )
+    .unwrap();
+
+    let out = query(
+        &ctx,
+        "SELECT colzip_decompress(b, 'Int32'), colzip_decompress(b, 'Int64') FROM blobs",
+    )
+    .await;
+    assert_eq!(out.column(0).as_ref(), ints.as_ref());
+    assert_eq!(
+        out.column(1).as_ref(),
+        &Int64Array::from(vec![Some(5), None, Some(-70_000)]) as &dyn Array
+    );
+
+    // Table made from colzip_compress keeps the type in its metadata.
+    query(&ctx, "CREATE TABLE kept AS SELECT colzip_compress(w, 'gmatch') AS c FROM (SELECT colzip_decompress(w, 'Utf8') AS w FROM blobs)").await;
+    let out = query(&ctx, "SELECT colzip_decompress(c) FROM kept").await;
+    assert_eq!(out.column(0).as_ref(), words.as_ref());
+
+    // A value that does not cast, and bytes that are no blob: execution errors.
+    let err = ctx
+        .sql("SELECT colzip_decompress(w, 'Int64') FROM blobs")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("colzip_decompress: row 1 holds a Utf8 value, which does not cast to Int64"),
+        "{err}"
+    );
+    let err = ctx
+        .sql("SELECT colzip_decompress(X'00010203', 'Utf8')")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("colzip_decompress: row 0 is not a colzip blob"),
+        "{err}"
+    );
+    // NULL in, NULL out, whatever the argument's type.
+    let out = query(
+        &ctx,
+        "SELECT colzip_decompress(NULL, 'Utf8'), colzip_compress(CAST(NULL AS VARCHAR), 'bwt')",
+    )
+    .await;
+    assert!(out.column(0).is_null(0) && out.column(1).is_null(0));
+}
+
+#[tokio::test]
+async fn stats_measure_every_column_with_every_codec() {
+    let ctx = session(2);
+    let batch = whole_batch();
+    let out = query(&ctx, "SELECT * FROM colzip_stats('t')").await;
+    let schema = out.schema();
+    let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(header, <tpch::Row as ReportRow>::HEADER);
+    let codecs = ["lzss", "gmatch", "bwt"];
+    assert_eq!(out.num_rows(), batch.num_columns() * codecs.len());
+    let text = |i: usize| out.column(i).as_string::<i32>();
+    for row in 0..out.num_rows() {
+        let (name, codec) = (text(1).value(row), text(5).value(row));
+        let values = batch.column_by_name(name).unwrap();
+        assert_eq!(text(0).value(row), "t");
+        assert_eq!(codec, codecs[row % 3], "codecs in order per column");
+        assert_eq!(text(2).value(row), values.data_type().to_string());
+        assert_eq!(u64s(&out, 3).value(row), ROWS as u64);
+        let raw = tpch::arrow_bytes(values).unwrap();
+        assert_eq!(u64s(&out, 4).value(row), raw, "{name}");
+        assert_eq!(text(6).value(row), "cpu");
+        let expected = compressed(values, codec).compressed_bytes() as u64;
+        assert_eq!(u64s(&out, 7).value(row), expected, "{name} {codec}");
+        assert_eq!(f64s(&out, 8).value(row), raw as f64 / expected as f64);
+        assert!(f64s(&out, 9).value(row) > 0.0 && f64s(&out, 10).value(row) > 0.0);
+    }
+    // Named codecs and baselines; filters and projections on the result.
+    let out = query(
+        &ctx,
+        "SELECT codec, compressed_bytes FROM colzip_stats('T', 'lzss:s=2,w=64,snap,zstd-1') WHERE \"column\" = 'text'",
+    )
+    .await;
+    let codecs: Vec<&str> = out.column(0).as_string::<i32>().iter().flatten().collect();
+    assert_eq!(codecs, ["lzss:s=2,w=64,c=2048", "snap", "zstd-1"]);
+}
+
+/// The message of the error `ctx.sql(sql)` must give: a planning error.
+async fn plan_error(ctx: &SessionContext, sql: &str) -> String {
+    let err = ctx.sql(sql).await.expect_err(sql);
+    assert!(
+        matches!(err.find_root(), DataFusionError::Plan(_)),
+        "{sql}: not a planning error: {err:?}"
+    );
+    err.to_string()
+}
+
+#[tokio::test]
+async fn bad_arguments_are_planning_errors() {
+    let ctx = session(1);
+    for (sql, expected) in [
+        (
+            "SELECT colzip_ratio(text, 'foo') FROM t",
+            "colzip_ratio: invalid codec 'foo' in argument 2: unknown codec 'foo'",
+        ),
+        (
+            "SELECT colzip_ratio(text, 'foo') FROM t",
+            "accepted forms: auto, lzss[:",
+        ),
+        (
+            "SELECT colzip_compressed_size(i, 'lzss:s=3') FROM t",
+            "colzip_compressed_size: invalid codec 'lzss:s=3' in argument 2: invalid lzss parameter: symbol width 3",
+        ),
+        (
+            "SELECT colzip_ratio(i, 'bwt:level=2') FROM t",
+            "unknown bwt option 'level'",
+        ),
+        (
+            "SELECT colzip_ratio(i) FROM t",
+            "colzip_ratio takes 2 arguments (colzip_ratio(column, 'codec')), got 1",
+        ),
+        (
+            "SELECT colzip_ratio(i, 'bwt', 'lzss') FROM t",
+            "colzip_ratio takes 2 arguments",
+        ),
+        (
+            "SELECT colzip_ratio(i, text) FROM t",
+            "colzip_ratio: argument 2 (codec) must be a string literal such as 'bwt', not an expression",
+        ),
+        (
+            "SELECT colzip_ratio(i, 5) FROM t",
+            "colzip_ratio: argument 2 (codec) must be a string literal, got 5 of type Int64",
+        ),
+        (
+            "SELECT colzip_ratio(i, NULL) FROM t",
+            "colzip_ratio: argument 2 (codec) must be a string literal",
+        ),
+        (
+            "SELECT colzip_ratio(DISTINCT i, 'bwt') FROM t",
+            "colzip_ratio: DISTINCT is not supported",
+        ),
+        (
+            "SELECT colzip_ratio(make_array(i, i), 'bwt') FROM t",
+            "colzip_ratio: argument 1 has type List",
+        ),
+        (
+            "SELECT g, colzip_compressed_size(text, 'gmatch:fast') FROM t GROUP BY g",
+            "unknown gmatch option 'fast'",
+        ),
+        (
+            "SELECT colzip_compress(text, 'foo') FROM t",
+            "colzip_compress: invalid codec 'foo' in argument 2",
+        ),
+        (
+            "SELECT colzip_compress(text, 5) FROM t",
+            "colzip_compress: argument 2 (codec) must be a string literal, got a value of type Int64",
+        ),
+        (
+            "SELECT colzip_compress(text) FROM t",
+            "colzip_compress takes 2 arguments (colzip_compress(value, 'codec')), got 1",
+        ),
+        (
+            "SELECT colzip_compress(text, g) FROM t",
+            "colzip_compress: argument 2 (codec) must be a string literal such as 'bwt'",
+        ),
+        (
+            "SELECT colzip_compress(make_array(i), 'bwt') FROM t",
+            "colzip_compress: argument 1 has type List",
+        ),
+        (
+            "SELECT colzip_decompress(i) FROM t",
+            "colzip_decompress: argument 1 (blob) must be binary",
+        ),
+        (
+            "SELECT colzip_decompress(bin) FROM t",
+            "colzip_decompress: the type of the blobs in argument 1 is unknown",
+        ),
+        (
+            "SELECT colzip_decompress(bin, 'NotAType') FROM t",
+            "colzip_decompress: 'NotAType' in argument 2 (arrow type) is not an Arrow type",
+        ),
+        (
+            "SELECT colzip_decompress(bin, g) FROM t",
+            "colzip_decompress: argument 2 (arrow type) must be a string literal",
+        ),
+        (
+            "SELECT colzip_decompress(bin, 'Utf8', 1) FROM t",
+            "colzip_decompress takes 1 or 2 arguments",
+        ),
+        (
+            "SELECT * FROM colzip_stats()",
+            "colzip_stats takes 1 or 2 arguments (colzip_stats('table' [, 'codec,codec,…'])), got 0",
+        ),
+        (
+            "SELECT * FROM colzip_stats('nope')",
+            "colzip_stats: argument 1: table 'nope' not found",
+        ),
+        (
+            "SELECT * FROM colzip_stats(5)",
+            "colzip_stats: argument 1 (table) must be a string literal",
+        ),
+        (
+            "SELECT * FROM colzip_stats('t', 'lzss,foo')",
+            "colzip_stats: invalid codec list 'lzss,foo' in argument 2",
+        ),
+        (
+            "SELECT * FROM colzip_stats('t', 'lzss', 'x')",
+            "colzip_stats takes 1 or 2 arguments",
+        ),
+    ] {
+        let message = plan_error(&ctx, sql).await;
+        assert!(
+            message.contains(expected),
+            "{sql}:\n{message}\nshould contain: {expected}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn dataframe_calls_check_the_codec_too() {
+    // Without SQL, the aggregate's codec is checked when its accumulator is made.
+    let ctx = ordered_session();
+    let ratio = ctx.udaf("colzip_ratio").unwrap();
+    let df = ctx.table("t").await.unwrap();
+    let err = df
+        .aggregate(vec![], vec![ratio.call(vec![col("i"), col("text")])])
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("colzip_ratio: argument 2 (codec) must be a string literal"),
+        "{err}"
+    );
+    let df = ctx.table("t").await.unwrap();
+    let out = df
+        .aggregate(
+            vec![],
+            vec![ratio.call(vec![col("i"), datafusion::prelude::lit("lzss")])],
+        )
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let expected = ratio_of(&compressed(
+        whole_batch().column_by_name("i").unwrap(),
+        "lzss",
+    ));
+    assert_eq!(
+        out[0]
+            .column(0)
+            .as_primitive::<arrow::datatypes::Float64Type>()
+            .value(0),
+        expected
+    );
+    assert_eq!(out[0].schema().field(0).data_type(), &DataType::Float64);
+}
