@@ -166,52 +166,54 @@ enum Command {
     /// SQL shell: DataFusion with colzip's SQL functions and the COLZIP_PARQUET format,
     /// optionally over the eight TPC-H tables generated in-process (plain or compressed).
     /// Runs -c or -f and exits; otherwise reads statements ending in ';' from stdin
-    /// (\q or end of input quits).
-    Sql {
-        /// Generate the TPC-H tables at this scale factor and register them by name
-        #[arg(long, value_name = "SF")]
-        tpch: Option<f64>,
-        /// Hold the TPC-H tables with every column compressed
-        #[arg(long, requires = "tpch")]
-        compressed: bool,
-        /// Codec of the compressed tables: auto, lzss[:s=…,w=…,c=…], gmatch, bwt, stored
-        #[arg(long, default_value = "auto", requires = "compressed")]
-        codec: String,
-        /// SQL to run; several statements separated by ';' run in order
-        #[arg(short = 'c', long = "command", conflicts_with = "file")]
-        command: Option<String>,
-        /// File of SQL statements to run
-        #[arg(short, long)]
-        file: Option<PathBuf>,
-        /// table, json or csv
-        #[arg(long, default_value = "table")]
-        format: String,
-        #[command(flatten)]
-        backend: BackendArg,
-    },
+    /// (\\q or end of input quits).
+    Sql(SqlArgs),
+}
+
+/// `colzip sql`'s arguments.
+#[derive(Args)]
+struct SqlArgs {
+    /// Generate the TPC-H tables at this scale factor and register them by name
+    #[arg(long, value_name = "SF")]
+    tpch: Option<f64>,
+    /// Hold the TPC-H tables with every column compressed
+    #[arg(long, requires = "tpch")]
+    compressed: bool,
+    /// Codec of the compressed tables: auto, lzss[:s=…,w=…,c=…], gmatch, bwt, stored
+    #[arg(long, default_value = "auto", requires = "compressed")]
+    codec: String,
+    /// SQL to run; several statements separated by ';' run in order
+    #[arg(short = 'c', long = "command", conflicts_with = "file")]
+    command: Option<String>,
+    /// File of SQL statements to run
+    #[arg(short, long)]
+    file: Option<PathBuf>,
+    /// table, json or csv
+    #[arg(long, default_value = "table")]
+    format: String,
+    #[command(flatten)]
+    backend: BackendArg,
 }
 
 #[cfg(feature = "datafusion")]
-fn sql(
-    tpch_sf: Option<f64>,
-    compressed: bool,
-    codec: &str,
-    input: shell::Input,
-    format: &str,
-    backend: Backend,
-) -> Result<()> {
-    let format: shell::OutputFormat = format.parse()?;
-    let kind = if compressed {
+fn sql(args: SqlArgs) -> Result<()> {
+    let format: shell::OutputFormat = args.format.parse()?;
+    let kind = if args.compressed {
         TableKind::Compressed(CompressOptions {
-            codec: codec.parse()?,
-            placement: Placement::new(backend)?,
+            codec: args.codec.parse()?,
+            placement: Placement::new(args.backend.backend)?,
             ..CompressOptions::default()
         })
     } else {
         TableKind::Plain
     };
+    let input = match (args.command, args.file) {
+        (Some(sql), _) => shell::Input::Command(sql),
+        (None, Some(path)) => shell::Input::File(path),
+        (None, None) => shell::Input::Stdin,
+    };
     let ctx = session::context()?;
-    if let Some(sf) = tpch_sf {
+    if let Some(sf) = args.tpch {
         let bar = progress_bar();
         bar.set_length(Table::ALL.len() as u64);
         bar.set_message(format!("generating TPC-H at SF {sf} ({})", kind.describe()));
@@ -227,14 +229,16 @@ fn sql(
 }
 
 #[cfg(not(feature = "datafusion"))]
-fn sql(
-    _: Option<f64>,
-    _: bool,
-    _: &str,
-    _: (),
-    _: &str,
-    _: Backend,
-) -> Result<()> {
+fn sql(args: SqlArgs) -> Result<()> {
+    let _ = (
+        args.tpch,
+        args.compressed,
+        args.codec,
+        args.command,
+        args.file,
+        args.format,
+        args.backend,
+    );
     Err(Error::Unsupported(
         "colzip sql needs the 'datafusion' feature".into(),
     ))
@@ -522,27 +526,7 @@ fn run(cli: Cli) -> Result<()> {
                 .write_all(tpch::render(&rows, format)?.as_bytes())?;
             Ok(())
         }
-        Command::Sql {
-            tpch,
-            compressed,
-            codec,
-            command,
-            file,
-            format,
-            backend: BackendArg { backend },
-        } => {
-            #[cfg(feature = "datafusion")]
-            let input = match (command, file) {
-                (Some(sql), _) => shell::Input::Command(sql),
-                (None, Some(path)) => shell::Input::File(path),
-                (None, None) => shell::Input::Stdin,
-            };
-            #[cfg(not(feature = "datafusion"))]
-            let input = {
-                let _ = (command, file);
-            };
-            sql(tpch, compressed, &codec, input, &format, backend)
-        }
+        Command::Sql(args) => sql(args),
     }
 }
 

@@ -128,10 +128,8 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
             if schema.fields().is_empty() {
                 return Ok(String::new());
             }
-            let table = arrow::util::pretty::pretty_format_batches_with_schema(
-                schema.clone(),
-                batches,
-            )?;
+            let table =
+                arrow::util::pretty::pretty_format_batches_with_schema(schema.clone(), batches)?;
             Ok(format!("{table}\n"))
         }
         OutputFormat::Json => {
@@ -188,7 +186,15 @@ pub async fn interactive(
     let mut line = String::new();
     loop {
         if prompt {
-            write!(out, "{}", if pending.is_empty() { "colzip> " } else { "     -> " })?;
+            write!(
+                out,
+                "{}",
+                if pending.is_empty() {
+                    "colzip> "
+                } else {
+                    "     -> "
+                }
+            )?;
             out.flush()?;
         }
         line.clear();
@@ -242,12 +248,15 @@ pub fn run(ctx: &SessionContext, input: Input, format: OutputFormat) -> Result<(
     let stdout = std::io::stdout();
     runtime.block_on(async {
         match input {
-            Input::Command(sql) => run_sql(ctx, &sql, format, &mut stdout.lock()).await.map(drop),
+            Input::Command(sql) => run_sql(ctx, &sql, format, &mut stdout.lock())
+                .await
+                .map(drop),
             Input::File(path) => {
-                let sql = std::fs::read_to_string(&path).map_err(|e| {
-                    Error::format(format!("cannot read {}: {e}", path.display()))
-                })?;
-                run_sql(ctx, &sql, format, &mut stdout.lock()).await.map(drop)
+                let sql = std::fs::read_to_string(&path)
+                    .map_err(|e| Error::format(format!("cannot read {}: {e}", path.display())))?;
+                run_sql(ctx, &sql, format, &mut stdout.lock())
+                    .await
+                    .map(drop)
             }
             Input::Stdin => {
                 let stdin = std::io::stdin();

@@ -193,7 +193,13 @@ pub fn register_tables(
                         let parts = split(&data, partitions, usize::MAX)?;
                         let schema = data.schema.clone();
                         drop(data);
-                        let table = CompressedTable::try_new(schema, parts, options)?;
+                        // Per-column codecs are given for the whole session: each table
+                        // takes those of its own columns.
+                        let mut options = options.clone();
+                        options
+                            .columns
+                            .retain(|name, _| schema.field_with_name(name).is_ok());
+                        let table = CompressedTable::try_new(schema, parts, &options)?;
                         let (plain, held) = (table.plain_bytes(), table.compressed_bytes());
                         (Arc::new(table), plain, held)
                     }

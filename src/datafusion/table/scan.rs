@@ -209,7 +209,20 @@ impl ExecutionPlan for CompressedScanExec {
         _input_stats: &[Arc<Statistics>],
         args: &StatisticsArgs,
     ) -> Result<Arc<Statistics>> {
-        let statistics = match args.partition() {
+        self.statistics_of(args.partition())
+    }
+
+    // Still called by parts of DataFusion 55 that have not moved to the statistics
+    // context; both give the same answer.
+    #[allow(deprecated)]
+    fn partition_statistics(&self, partition: Option<usize>) -> Result<Arc<Statistics>> {
+        self.statistics_of(partition)
+    }
+}
+
+impl CompressedScanExec {
+    fn statistics_of(&self, partition: Option<usize>) -> Result<Arc<Statistics>> {
+        let statistics = match partition {
             Some(p) => {
                 let blocks = self.partitions.get(p).ok_or_else(|| {
                     DataFusionError::Internal(format!("no partition {p} in CompressedScanExec"))
