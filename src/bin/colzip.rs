@@ -183,7 +183,12 @@ struct SqlArgs {
     #[arg(long, default_value = "auto", requires = "compressed")]
     codec: String,
     /// SQL to run; several statements separated by ';' run in order
-    #[arg(short = 'c', long = "command", conflicts_with = "file")]
+    #[arg(
+        short = 'c',
+        long = "command",
+        conflicts_with = "file",
+        allow_hyphen_values = true
+    )]
     command: Option<String>,
     /// File of SQL statements to run
     #[arg(short, long)]
