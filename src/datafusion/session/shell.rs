@@ -34,7 +34,7 @@ pub enum OutputFormat {
     /// A boxed text table (nothing for a statement without columns, e.g. `CREATE`).
     #[default]
     Table,
-    /// One JSON array of row objects per statement, on one line.
+    /// One JSON array of row objects per statement with columns, on one line.
     Json,
     /// CSV with a header line; statements separated by an empty line.
     Csv,
@@ -121,7 +121,8 @@ pub async fn run_sql(
     Ok(count)
 }
 
-/// Formats a result. Statements without columns (DDL) print nothing as a table or CSV.
+/// Formats a result. Statements without columns (DDL such as `CREATE TABLE`) print
+/// nothing, in every format.
 pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat) -> Result<String> {
     match format {
         OutputFormat::Table => {
@@ -133,6 +134,9 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
             Ok(format!("{table}\n"))
         }
         OutputFormat::Json => {
+            if schema.fields().is_empty() {
+                return Ok(String::new());
+            }
             let mut writer = json::ArrayWriter::new(Vec::new());
             for batch in batches {
                 writer.write(batch)?;
@@ -215,11 +219,11 @@ pub async fn interactive(
         }
     }
     // A last statement without its ';' still runs.
-    if !pending.trim().is_empty() {
-        if let Err(error) = run_sql(ctx, &pending, format, out).await {
-            writeln!(errors, "error: {error}")?;
-            failed += 1;
-        }
+    if !pending.trim().is_empty()
+        && let Err(error) = run_sql(ctx, &pending, format, out).await
+    {
+        writeln!(errors, "error: {error}")?;
+        failed += 1;
     }
     Ok(failed)
 }
