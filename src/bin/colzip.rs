@@ -11,6 +11,10 @@ use colzip::bench;
 use colzip::codec::lzss::LzssParams;
 use colzip::codec::{CodecSpec, Placement, SnappyFormat, gmatch};
 use colzip::column::CodecChoice;
+#[cfg(feature = "datafusion")]
+use colzip::datafusion::session::{self, TableKind, TpchEvent, shell};
+#[cfg(feature = "datafusion")]
+use colzip::datafusion::table::CompressOptions;
 use colzip::gpu::{BACKEND_ENV, Backend, Gpu};
 use colzip::tpch::{self, Config, Contender, Event, Format, Table};
 use colzip::{Error, Result};
@@ -159,6 +163,90 @@ enum Command {
         #[arg(long, default_value = "table")]
         format: String,
     },
+    /// SQL shell: DataFusion with colzip's SQL functions and the COLZIP_PARQUET format,
+    /// optionally over the eight TPC-H tables generated in-process (plain or compressed).
+    /// Runs -c or -f and exits; otherwise reads statements ending in ';' from stdin
+    /// (\\q or end of input quits).
+    Sql(SqlArgs),
+}
+
+/// `colzip sql`'s arguments.
+#[derive(Args)]
+struct SqlArgs {
+    /// Generate the TPC-H tables at this scale factor and register them by name
+    #[arg(long, value_name = "SF")]
+    tpch: Option<f64>,
+    /// Hold the TPC-H tables with every column compressed
+    #[arg(long, requires = "tpch")]
+    compressed: bool,
+    /// Codec of the compressed tables: auto, lzss[:s=…,w=…,c=…], gmatch, bwt, stored
+    #[arg(long, default_value = "auto", requires = "compressed")]
+    codec: String,
+    /// SQL to run; several statements separated by ';' run in order
+    #[arg(
+        short = 'c',
+        long = "command",
+        conflicts_with = "file",
+        allow_hyphen_values = true
+    )]
+    command: Option<String>,
+    /// File of SQL statements to run
+    #[arg(short, long)]
+    file: Option<PathBuf>,
+    /// table, json or csv
+    #[arg(long, default_value = "table")]
+    format: String,
+    #[command(flatten)]
+    backend: BackendArg,
+}
+
+#[cfg(feature = "datafusion")]
+fn sql(args: SqlArgs) -> Result<()> {
+    let format: shell::OutputFormat = args.format.parse()?;
+    let kind = if args.compressed {
+        TableKind::Compressed(CompressOptions {
+            codec: args.codec.parse()?,
+            placement: Placement::new(args.backend.backend)?,
+            ..CompressOptions::default()
+        })
+    } else {
+        TableKind::Plain
+    };
+    let input = match (args.command, args.file) {
+        (Some(sql), _) => shell::Input::Command(sql),
+        (None, Some(path)) => shell::Input::File(path),
+        (None, None) => shell::Input::Stdin,
+    };
+    let ctx = session::context()?;
+    if let Some(sf) = args.tpch {
+        let bar = progress_bar();
+        bar.set_length(Table::ALL.len() as u64);
+        bar.set_message(format!("generating TPC-H at SF {sf} ({})", kind.describe()));
+        session::register_tables(&ctx, sf, &kind, &|event| {
+            if let TpchEvent::Loaded(table) = event {
+                bar.inc(1);
+                bar.set_message(format!("{}: {} rows", table.table, table.rows));
+            }
+        })?;
+        bar.finish_and_clear();
+    }
+    shell::run(&ctx, input, format)
+}
+
+#[cfg(not(feature = "datafusion"))]
+fn sql(args: SqlArgs) -> Result<()> {
+    let _ = (
+        args.tpch,
+        args.compressed,
+        args.codec,
+        args.command,
+        args.file,
+        args.format,
+        args.backend,
+    );
+    Err(Error::Unsupported(
+        "colzip sql needs the 'datafusion' feature".into(),
+    ))
 }
 
 fn main() -> ExitCode {
@@ -443,6 +531,7 @@ fn run(cli: Cli) -> Result<()> {
                 .write_all(tpch::render(&rows, format)?.as_bytes())?;
             Ok(())
         }
+        Command::Sql(args) => sql(args),
     }
 }
 

@@ -1,1 +1,50 @@
-//! (issue 5, in progress)
+//! Sessions for colzip: a DataFusion [`SessionContext`] with colzip's functions and file
+//! format registered ([`context`]), optionally the eight TPC-H tables generated in-process
+//! as plain `MemTable`s or as [`CompressedTable`](super::table::CompressedTable)s
+//! ([`TpchSession`]), and the statement runner behind `colzip sql` ([`shell`]).
+//!
+//! ```
+//! use colzip::datafusion::session::{TableKind, TpchSession};
+//!
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let session = TpchSession::new(0.001, TableKind::Compressed(Default::default()))?;
+//! assert!(session.held_bytes() < session.plain_bytes());
+//! let run = session.run_query(6).await?;
+//! assert_eq!(run.rows(), 1);
+//! # Ok::<(), colzip::Error>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod shell;
+mod tpch;
+
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use crate::Result;
+
+pub use tpch::{QueryRun, TableKind, TableMemory, TpchEvent, TpchSession, register_tables};
+
+/// A session context with colzip's SQL functions and `COLZIP_PARQUET` format registered
+/// (see [`register`](super::register)) and the information schema on, so `SHOW TABLES`
+/// and `DESCRIBE` work.
+///
+/// ```
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// let ctx = colzip::datafusion::session::context()?;
+/// let rows = ctx.sql("SHOW TABLES").await.unwrap().collect().await.unwrap();
+/// assert!(!rows.is_empty());
+/// # Ok::<(), colzip::Error>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn context() -> Result<SessionContext> {
+    context_with_config(SessionConfig::new())
+}
+
+/// [`context`] with `config` (the information schema is turned on).
+pub fn context_with_config(config: SessionConfig) -> Result<SessionContext> {
+    let ctx = SessionContext::new_with_config(config.with_information_schema(true));
+    super::register(&ctx)?;
+    Ok(ctx)
+}

@@ -1,1 +1,536 @@
-//! (issue 5, in progress)
+//! Compressed in-memory tables: a DataFusion [`TableProvider`] whose record batches are
+//! held with every column compressed by the column layer, and decompressed, only for the
+//! columns a query reads, when a scan runs.
+//!
+//! A table is a list of partitions (scanned in parallel), each a list of *blocks*: up to
+//! [`CompressOptions::block_rows`] rows with one [`CompressedColumn`] per column. A scan
+//! decompresses the projected columns of all the blocks of a partition in one parallel
+//! call (on the rayon pool, each part on the GPU when the [`Placement`] says so), then
+//! hands DataFusion batches of the session's batch size.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use arrow::array::{Int64Array, RecordBatch, StringArray};
+//! use colzip::datafusion::table::{CompressOptions, CompressedTable};
+//! use datafusion::prelude::SessionContext;
+//!
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let batch = RecordBatch::try_from_iter([
+//!     ("id", Arc::new(Int64Array::from_iter_values(0..10_000)) as _),
+//!     ("tag", Arc::new(StringArray::from_iter_values((0..10_000).map(|i| ["red", "green"][i % 2]))) as _),
+//! ])?;
+//! let table = CompressedTable::try_new(batch.schema(), vec![vec![batch]], &CompressOptions::default())?;
+//! assert!(table.compressed_bytes() < table.plain_bytes());
+//!
+//! let ctx = SessionContext::new();
+//! ctx.register_table("t", Arc::new(table))?;
+//! let rows = ctx.sql("SELECT count(*) FROM t WHERE tag = 'red'").await?.collect().await?;
+//! assert_eq!(arrow::util::pretty::pretty_format_batches(&rows)?.to_string().matches("5000").count(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod memory;
+mod scan;
+mod sink;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+use arrow::array::{RecordBatch, RecordBatchOptions};
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::stats::Precision;
+use datafusion::common::{ColumnStatistics, SchemaExt, Statistics};
+use datafusion::dataframe::DataFrame;
+use datafusion::datasource::TableType;
+use datafusion::datasource::sink::DataSinkExec;
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::SessionContext;
+use rayon::prelude::*;
+
+use crate::codec::Placement;
+use crate::column::{self, CodecChoice, CompressedColumn};
+use crate::gpu::Backend;
+use crate::{Error, Result};
+
+pub use memory::arrow_memory;
+pub use scan::CompressedScanExec;
+
+/// Rows per compressed block unless [`CompressOptions::block_rows`] says otherwise: large
+/// enough for the codecs to find repeats, small enough that a limit or a partition's
+/// decompression does not touch much more than it needs.
+pub const DEFAULT_BLOCK_ROWS: usize = 64 * 1024;
+
+/// How a [`CompressedTable`] compresses its columns.
+#[derive(Clone, Debug)]
+pub struct CompressOptions {
+    /// The codec of every column not named in `columns`.
+    pub codec: CodecChoice,
+    /// Codecs of particular columns, by name.
+    pub columns: HashMap<String, CodecChoice>,
+    /// Where the codecs run, compressing and decompressing.
+    pub placement: Placement,
+    /// Rows per block: the input batches of a partition are cut and joined to this size.
+    pub block_rows: usize,
+}
+
+impl Default for CompressOptions {
+    /// `auto` for every column, on the CPU, blocks of [`DEFAULT_BLOCK_ROWS`].
+    fn default() -> Self {
+        CompressOptions {
+            codec: CodecChoice::Auto,
+            columns: HashMap::new(),
+            placement: Placement::CPU,
+            block_rows: DEFAULT_BLOCK_ROWS,
+        }
+    }
+}
+
+impl CompressOptions {
+    /// `codec` for every column, placed by `COLZIP_BACKEND` (the GPU when present unless
+    /// it says `cpu`).
+    ///
+    /// ```
+    /// use colzip::datafusion::table::CompressOptions;
+    /// let options = CompressOptions::from_env("gmatch".parse()?)?.with_column("l_comment", "bwt".parse()?);
+    /// assert_eq!(options.codec_for("l_comment"), "bwt".parse()?);
+    /// assert_eq!(options.codec_for("l_orderkey"), "gmatch".parse()?);
+    /// # Ok::<(), colzip::Error>(())
+    /// ```
+    pub fn from_env(codec: CodecChoice) -> Result<Self> {
+        Ok(CompressOptions {
+            codec,
+            placement: Placement::new(Backend::from_env()?)?,
+            ..CompressOptions::default()
+        })
+    }
+
+    /// Compresses column `name` with `codec`.
+    pub fn with_column(mut self, name: impl Into<String>, codec: CodecChoice) -> Self {
+        self.columns.insert(name.into(), codec);
+        self
+    }
+
+    /// The codec column `name` is compressed with.
+    pub fn codec_for(&self, name: &str) -> CodecChoice {
+        self.columns.get(name).copied().unwrap_or(self.codec)
+    }
+}
+
+/// Up to [`CompressOptions::block_rows`] rows of a table, every column compressed.
+#[derive(Debug)]
+pub(crate) struct Block {
+    rows: usize,
+    columns: Vec<CompressedColumn>,
+}
+
+impl Block {
+    fn compressed_bytes(&self) -> usize {
+        self.columns.iter().map(|c| c.compressed_bytes()).sum()
+    }
+}
+
+/// The partitions of a table: lists of shared blocks (a scan takes a snapshot of them).
+type Partitions = Vec<Vec<Arc<Block>>>;
+
+/// An in-memory table with every column compressed; see the [module docs](self).
+pub struct CompressedTable {
+    schema: SchemaRef,
+    partitions: Arc<RwLock<Partitions>>,
+    options: CompressOptions,
+    /// Arrow memory of the batches compressed so far.
+    plain_bytes: Arc<RwLock<usize>>,
+}
+
+impl fmt::Debug for CompressedTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompressedTable")
+            .field("schema", &self.schema)
+            .field("partitions", &self.partition_count())
+            .field("rows", &self.num_rows())
+            .field("compressed_bytes", &self.compressed_bytes())
+            .finish()
+    }
+}
+
+impl CompressedTable {
+    /// Compresses `partitions` (each a list of batches of `schema`; at least one partition
+    /// is kept, so an empty table can still take `INSERT INTO`). Blocks are compressed in
+    /// parallel. A batch whose columns do not match `schema` is an error naming the column.
+    pub fn try_new(
+        schema: SchemaRef,
+        partitions: Vec<Vec<RecordBatch>>,
+        options: &CompressOptions,
+    ) -> Result<Self> {
+        if options.block_rows == 0 {
+            return Err(Error::format("block_rows must be at least 1"));
+        }
+        let plain: Vec<RecordBatch> = partitions.iter().flatten().cloned().collect();
+        let plain_bytes = arrow_memory(&plain);
+        drop(plain);
+        let mut compressed = compress_partitions(&schema, partitions, options)?;
+        if compressed.is_empty() {
+            compressed.push(Vec::new());
+        }
+        Ok(CompressedTable {
+            schema,
+            partitions: Arc::new(RwLock::new(compressed)),
+            options: options.clone(),
+            plain_bytes: Arc::new(RwLock::new(plain_bytes)),
+        })
+    }
+
+    /// Runs `sql` in `ctx` and holds its result compressed, in as many partitions as the
+    /// query's plan has.
+    pub async fn from_query(
+        ctx: &SessionContext,
+        sql: &str,
+        options: &CompressOptions,
+    ) -> Result<Self> {
+        let frame = ctx.sql(sql).await.map_err(from_datafusion)?;
+        Self::from_dataframe(frame, options).await
+    }
+
+    /// Executes `frame` and holds its result compressed.
+    pub async fn from_dataframe(frame: DataFrame, options: &CompressOptions) -> Result<Self> {
+        let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
+        let partitions = frame.collect_partitioned().await.map_err(from_datafusion)?;
+        Self::try_new(schema, partitions, options)
+    }
+
+    /// The options the table compresses with (inserted rows too).
+    pub fn options(&self) -> &CompressOptions {
+        &self.options
+    }
+
+    /// Number of partitions (scanned in parallel).
+    pub fn partition_count(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Rows held.
+    pub fn num_rows(&self) -> usize {
+        self.read().iter().flatten().map(|b| b.rows).sum()
+    }
+
+    /// Bytes of codec streams held: the memory the table's data takes.
+    pub fn compressed_bytes(&self) -> usize {
+        self.read()
+            .iter()
+            .flatten()
+            .map(|b| b.compressed_bytes())
+            .sum()
+    }
+
+    /// Arrow memory of the batches the table was made from (see [`arrow_memory`]): what
+    /// a `MemTable` of the same batches holds.
+    pub fn plain_bytes(&self) -> usize {
+        *self.plain_bytes.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Compressed bytes of each column, in schema order.
+    pub fn column_compressed_bytes(&self) -> Vec<usize> {
+        self.column_compressed_bytes_of(&self.read())
+    }
+
+    /// The codecs each column's parts ended up with (`auto` chooses per part; a part
+    /// that would not shrink is `stored`), in schema order, each list sorted and unique.
+    pub fn column_codecs(&self) -> Vec<Vec<&'static str>> {
+        let mut codecs = vec![Vec::new(); self.schema.fields().len()];
+        for block in self.read().iter().flatten() {
+            for (names, column) in codecs.iter_mut().zip(&block.columns) {
+                names.extend(column.root().all_parts().iter().map(|p| p.codec.name()));
+            }
+        }
+        for names in &mut codecs {
+            names.sort_unstable();
+            names.dedup();
+        }
+        codecs
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Partitions> {
+        // A panic while holding the lock cannot leave the lists half-written: writers
+        // only push whole blocks.
+        self.partitions.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends compressed blocks round robin over the partitions (used by inserts).
+    fn append(&self, batches: Vec<RecordBatch>) -> Result<usize> {
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        let plain = arrow_memory(&batches);
+        let blocks = compress_partitions(&self.schema, vec![batches], &self.options)?;
+        let mut partitions = self.partitions.write().unwrap_or_else(|e| e.into_inner());
+        let count = partitions.len();
+        let start = partitions.iter().map(Vec::len).sum::<usize>();
+        for (i, block) in blocks.into_iter().flatten().enumerate() {
+            partitions[(start + i) % count].push(block);
+        }
+        *self.plain_bytes.write().unwrap_or_else(|e| e.into_inner()) += plain;
+        Ok(rows)
+    }
+}
+
+/// Cuts each partition's batches into blocks and compresses all blocks in parallel.
+fn compress_partitions(
+    schema: &SchemaRef,
+    partitions: Vec<Vec<RecordBatch>>,
+    options: &CompressOptions,
+) -> Result<Partitions> {
+    let codecs: Vec<CodecChoice> = schema
+        .fields()
+        .iter()
+        .map(|f| options.codec_for(f.name()))
+        .collect();
+    for name in options.columns.keys() {
+        if schema.field_with_name(name).is_err() {
+            return Err(Error::format(format!(
+                "a codec was given for column '{name}', which the table does not have"
+            )));
+        }
+    }
+    let blocks: Vec<Vec<RecordBatch>> = partitions
+        .into_iter()
+        .map(|batches| cut_blocks(schema, batches, options.block_rows))
+        .collect::<Result<_>>()?;
+    blocks
+        .into_par_iter()
+        .map(|partition| {
+            partition
+                .into_par_iter()
+                .map(|batch| compress_block(schema, &batch, &codecs, options.placement))
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect()
+}
+
+fn compress_block(
+    schema: &SchemaRef,
+    batch: &RecordBatch,
+    codecs: &[CodecChoice],
+    placement: Placement,
+) -> Result<Arc<Block>> {
+    let columns = schema
+        .fields()
+        .par_iter()
+        .zip(batch.columns().par_iter())
+        .zip(codecs.par_iter())
+        .map(|((field, array), codec)| {
+            column::compress_field_on(field, array.as_ref(), codec, placement)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(Block {
+        rows: batch.num_rows(),
+        columns,
+    }))
+}
+
+/// The batches of one partition as blocks of `block_rows` rows (the last one shorter),
+/// each checked against `schema`. A batch of exactly one block is kept as it is.
+fn cut_blocks(
+    schema: &SchemaRef,
+    batches: Vec<RecordBatch>,
+    block_rows: usize,
+) -> Result<Vec<RecordBatch>> {
+    let mut blocks = Vec::new();
+    let mut pending: Vec<RecordBatch> = Vec::new();
+    let mut pending_rows = 0;
+    for batch in batches {
+        let mut rest = conform(schema, batch)?;
+        while rest.num_rows() > 0 {
+            let take = (block_rows - pending_rows).min(rest.num_rows());
+            pending.push(rest.slice(0, take));
+            pending_rows += take;
+            rest = rest.slice(take, rest.num_rows() - take);
+            if pending_rows == block_rows {
+                blocks.push(join(schema, std::mem::take(&mut pending))?);
+                pending_rows = 0;
+            }
+        }
+    }
+    if pending_rows > 0 {
+        blocks.push(join(schema, pending)?);
+    }
+    Ok(blocks)
+}
+
+fn join(schema: &SchemaRef, mut batches: Vec<RecordBatch>) -> Result<RecordBatch> {
+    if batches.len() == 1 {
+        return Ok(batches.pop().expect("one batch"));
+    }
+    Ok(arrow::compute::concat_batches(schema, &batches)?)
+}
+
+/// `batch` under `schema`, or an error naming the first column that does not match.
+fn conform(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBatch> {
+    if batch.num_columns() != schema.fields().len() {
+        return Err(Error::format(format!(
+            "a batch has {} columns but the table has {}",
+            batch.num_columns(),
+            schema.fields().len()
+        )));
+    }
+    for (field, array) in schema.fields().iter().zip(batch.columns()) {
+        if field.data_type() != array.data_type() {
+            return Err(Error::format(format!(
+                "column '{}' is {} in the table but {} in a batch",
+                field.name(),
+                field.data_type(),
+                array.data_type()
+            )));
+        }
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        batch.columns().to_vec(),
+        &options,
+    )?)
+}
+
+/// A DataFusion error as a colzip error.
+pub(crate) fn from_datafusion(error: DataFusionError) -> Error {
+    match error {
+        DataFusionError::ArrowError(e, _) => Error::Arrow(*e),
+        other => Error::Format(other.to_string()),
+    }
+}
+
+/// A colzip error as a DataFusion error.
+pub(crate) fn to_datafusion(error: Error) -> DataFusionError {
+    DataFusionError::External(Box::new(error))
+}
+
+/// Statistics of `blocks` for the columns in `projection`: exact row and null counts,
+/// byte sizes as decompressed (what the scan produces, which join planning compares).
+fn block_statistics<'a>(
+    blocks: impl Iterator<Item = &'a Arc<Block>>,
+    projection: &[usize],
+    limit: Option<usize>,
+) -> Statistics {
+    let mut rows = 0;
+    let mut columns = vec![(0usize, 0usize); projection.len()];
+    for block in blocks {
+        rows += block.rows;
+        for (stat, &i) in columns.iter_mut().zip(projection) {
+            stat.0 += block.columns[i].root().null_count;
+            stat.1 += block.columns[i].plain_bytes();
+        }
+    }
+    let total: usize = columns.iter().map(|c| c.1).sum();
+    let mut statistics = Statistics {
+        num_rows: Precision::Exact(rows),
+        total_byte_size: Precision::Inexact(total),
+        column_statistics: columns
+            .into_iter()
+            .map(|(nulls, bytes)| {
+                let mut c = ColumnStatistics::new_unknown();
+                c.null_count = Precision::Exact(nulls);
+                c.byte_size = Precision::Inexact(bytes);
+                c
+            })
+            .collect(),
+    };
+    if let Some(limit) = limit.filter(|&l| l < rows) {
+        statistics.num_rows = Precision::Exact(limit);
+        let scale = |bytes: usize| (bytes as f64 * limit as f64 / rows as f64) as usize;
+        statistics.total_byte_size = Precision::Inexact(scale(total));
+        for c in &mut statistics.column_statistics {
+            c.null_count = Precision::Absent;
+            c.byte_size = c.byte_size.map(scale);
+        }
+    }
+    statistics
+}
+
+#[async_trait]
+impl TableProvider for CompressedTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+        let projection = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.schema.fields().len()).collect(),
+        };
+        let partitions = self.read().clone();
+        Ok(Arc::new(CompressedScanExec::try_new(
+            &self.schema,
+            partitions,
+            projection,
+            limit,
+            self.options.placement,
+        )?))
+    }
+
+    /// Exact row and null counts; the total byte size is the compressed size (the memory
+    /// held), each column's byte size its compressed size.
+    fn statistics(&self) -> Option<Statistics> {
+        let partitions = self.read();
+        let all: Vec<usize> = (0..self.schema.fields().len()).collect();
+        let mut statistics = block_statistics(partitions.iter().flatten(), &all, None);
+        let sizes = self.column_compressed_bytes_of(&partitions);
+        statistics.total_byte_size = Precision::Exact(sizes.iter().sum());
+        for (c, size) in statistics.column_statistics.iter_mut().zip(sizes) {
+            c.byte_size = Precision::Exact(size);
+        }
+        Some(statistics)
+    }
+
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+        if insert_op != InsertOp::Append {
+            return datafusion::common::not_impl_err!(
+                "{insert_op} is not supported by compressed tables (only INSERT INTO)"
+            );
+        }
+        self.schema
+            .logically_equivalent_names_and_types(&input.schema())?;
+        let sink = sink::CompressedSink::new(self.shared());
+        Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
+    }
+}
+
+impl CompressedTable {
+    fn column_compressed_bytes_of(&self, partitions: &Partitions) -> Vec<usize> {
+        let mut sizes = vec![0; self.schema.fields().len()];
+        for block in partitions.iter().flatten() {
+            for (size, column) in sizes.iter_mut().zip(&block.columns) {
+                *size += column.compressed_bytes();
+            }
+        }
+        sizes
+    }
+
+    /// A handle on the same partitions (for the insert sink, which outlives `&self`).
+    fn shared(&self) -> CompressedTable {
+        CompressedTable {
+            schema: self.schema.clone(),
+            partitions: self.partitions.clone(),
+            options: self.options.clone(),
+            plain_bytes: self.plain_bytes.clone(),
+        }
+    }
+}

@@ -13,6 +13,7 @@
 mod baselines;
 mod experiment;
 mod generate;
+pub mod queries;
 mod report;
 
 pub use baselines::Baseline;

@@ -1,0 +1,284 @@
+//! The statement runner behind `colzip sql`: SQL text with one or more statements run in
+//! order, each result printed as a table, JSON or CSV; and a line-reading interactive loop.
+//!
+//! ```
+//! use colzip::datafusion::session::{self, shell::{self, OutputFormat}};
+//!
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let ctx = session::context()?;
+//! let mut out = Vec::new();
+//! shell::run_sql(&ctx, "CREATE TABLE t AS VALUES (1, 'a'), (2, 'b'); SELECT count(*) AS n FROM t", OutputFormat::Json, &mut out).await?;
+//! assert_eq!(String::from_utf8(out).unwrap(), "[{\"n\":2}]\n");
+//! # Ok::<(), colzip::Error>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+use std::io::{BufRead, Write};
+use std::str::FromStr;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use datafusion::arrow::{csv, json};
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::{DFParserBuilder, Statement};
+use datafusion::sql::sqlparser::dialect::dialect_from_str;
+
+use crate::datafusion::table::from_datafusion;
+use crate::{Error, Result};
+
+/// How results are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// A boxed text table (nothing for a statement without columns, e.g. `CREATE`).
+    #[default]
+    Table,
+    /// One JSON array of row objects per statement with columns, on one line.
+    Json,
+    /// CSV with a header line; statements separated by an empty line.
+    Csv,
+}
+
+impl FromStr for OutputFormat {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "table" => Ok(OutputFormat::Table),
+            "json" => Ok(OutputFormat::Json),
+            "csv" => Ok(OutputFormat::Csv),
+            _ => Err(Error::format(format!(
+                "unknown output format '{text}' (expected table, json or csv)"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for OutputFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OutputFormat::Table => "table",
+            OutputFormat::Json => "json",
+            OutputFormat::Csv => "csv",
+        })
+    }
+}
+
+/// Parses `sql` into its statements (a syntax error anywhere runs none of them).
+pub fn parse(ctx: &SessionContext, sql: &str) -> Result<Vec<Statement>> {
+    let state = ctx.state();
+    let options = state.config().options();
+    let dialect_name = &options.sql_parser.dialect;
+    let dialect = dialect_from_str(dialect_name)
+        .ok_or_else(|| Error::format(format!("unsupported SQL dialect '{dialect_name}'")))?;
+    let statements = DFParserBuilder::new(sql)
+        .with_dialect(dialect.as_ref())
+        .with_recursion_limit(options.sql_parser.recursion_limit.get())
+        .build()
+        .and_then(|mut parser| parser.parse_statements())
+        .map_err(from_datafusion)?;
+    Ok(statements.into_iter().collect())
+}
+
+/// Runs one parsed statement and returns its result.
+pub async fn execute(
+    ctx: &SessionContext,
+    statement: Statement,
+) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let plan = ctx
+        .state()
+        .statement_to_plan(statement)
+        .await
+        .map_err(from_datafusion)?;
+    let frame = ctx
+        .execute_logical_plan(plan)
+        .await
+        .map_err(from_datafusion)?;
+    let schema: SchemaRef = std::sync::Arc::new(frame.schema().as_arrow().clone());
+    let batches = frame.collect().await.map_err(from_datafusion)?;
+    Ok((schema, batches))
+}
+
+/// Runs the statements of `sql` in order, printing each result to `out`; stops at the
+/// first error. Returns the number of statements run.
+pub async fn run_sql(
+    ctx: &SessionContext,
+    sql: &str,
+    format: OutputFormat,
+    out: &mut dyn Write,
+) -> Result<usize> {
+    let statements = parse(ctx, sql)?;
+    let count = statements.len();
+    for (i, statement) in statements.into_iter().enumerate() {
+        let (schema, batches) = execute(ctx, statement).await?;
+        if format == OutputFormat::Csv && i > 0 {
+            writeln!(out)?;
+        }
+        out.write_all(render(&schema, &batches, format)?.as_bytes())?;
+        out.flush()?;
+    }
+    Ok(count)
+}
+
+/// Formats a result. Statements without columns (DDL such as `CREATE TABLE`) print
+/// nothing, in every format.
+pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat) -> Result<String> {
+    match format {
+        OutputFormat::Table => {
+            if schema.fields().is_empty() {
+                return Ok(String::new());
+            }
+            let table =
+                arrow::util::pretty::pretty_format_batches_with_schema(schema.clone(), batches)?;
+            Ok(format!("{table}\n"))
+        }
+        OutputFormat::Json => {
+            if schema.fields().is_empty() {
+                return Ok(String::new());
+            }
+            let mut writer = json::ArrayWriter::new(Vec::new());
+            for batch in batches {
+                writer.write(batch)?;
+            }
+            writer.finish()?;
+            let mut text = String::from_utf8(writer.into_inner())
+                .map_err(|e| Error::format(format!("JSON output is not UTF-8: {e}")))?;
+            if text.is_empty() {
+                // The writer writes nothing when it was given no rows.
+                text.push_str("[]");
+            }
+            text.push('\n');
+            Ok(text)
+        }
+        OutputFormat::Csv => {
+            if schema.fields().is_empty() {
+                return Ok(String::new());
+            }
+            let mut bytes = Vec::new();
+            {
+                let mut writer = csv::WriterBuilder::new()
+                    .with_header(true)
+                    .build(&mut bytes);
+                if batches.is_empty() {
+                    writer.write(&RecordBatch::new_empty(schema.clone()))?;
+                }
+                for batch in batches {
+                    writer.write(batch)?;
+                }
+            }
+            String::from_utf8(bytes)
+                .map_err(|e| Error::format(format!("CSV output is not UTF-8: {e}")))
+        }
+    }
+}
+
+/// Reads statements from `input` until EOF or `\q`, running each as soon as a line ends
+/// with `;`; results go to `out`, errors to `errors` (the loop goes on after them).
+/// With `prompt`, a prompt is written to `out` before each line. Returns the number of
+/// statements that failed.
+pub async fn interactive(
+    ctx: &SessionContext,
+    format: OutputFormat,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    errors: &mut dyn Write,
+    prompt: bool,
+) -> Result<usize> {
+    let mut failed = 0;
+    let mut pending = String::new();
+    let mut line = String::new();
+    loop {
+        if prompt {
+            write!(
+                out,
+                "{}",
+                if pending.is_empty() {
+                    "colzip> "
+                } else {
+                    "     -> "
+                }
+            )?;
+            out.flush()?;
+        }
+        line.clear();
+        if input.read_line(&mut line)? == 0 {
+            break;
+        }
+        let trimmed = line.trim();
+        if pending.is_empty() && (trimmed == "\\q" || trimmed == "quit" || trimmed == "exit") {
+            break;
+        }
+        pending.push_str(&line);
+        if trimmed.ends_with(';') {
+            if let Err(error) = run_sql(ctx, &pending, format, out).await {
+                writeln!(errors, "error: {error}")?;
+                failed += 1;
+            }
+            pending.clear();
+        }
+    }
+    // A last statement without its ';' still runs.
+    if !pending.trim().is_empty()
+        && let Err(error) = run_sql(ctx, &pending, format, out).await
+    {
+        writeln!(errors, "error: {error}")?;
+        failed += 1;
+    }
+    Ok(failed)
+}
+
+/// Where `colzip sql` reads its statements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// SQL text given on the command line.
+    Command(String),
+    /// A file of SQL statements.
+    File(std::path::PathBuf),
+    /// Standard input, read line by line (with a prompt when it is a terminal).
+    Stdin,
+}
+
+/// Runs `input` in `ctx` on a new multi-threaded runtime, printing to stdout. Text and
+/// files stop at their first error, which is returned. From stdin, errors are printed and
+/// reading goes on; when stdin is not a terminal (a piped script), failures are then
+/// returned as one error so the exit status shows them.
+pub fn run(ctx: &SessionContext, input: Input, format: OutputFormat) -> Result<()> {
+    use std::io::IsTerminal;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let stdout = std::io::stdout();
+    runtime.block_on(async {
+        match input {
+            Input::Command(sql) => run_sql(ctx, &sql, format, &mut stdout.lock())
+                .await
+                .map(drop),
+            Input::File(path) => {
+                let sql = std::fs::read_to_string(&path)
+                    .map_err(|e| Error::format(format!("cannot read {}: {e}", path.display())))?;
+                run_sql(ctx, &sql, format, &mut stdout.lock())
+                    .await
+                    .map(drop)
+            }
+            Input::Stdin => {
+                let stdin = std::io::stdin();
+                let terminal = stdin.is_terminal();
+                let failed = interactive(
+                    ctx,
+                    format,
+                    &mut stdin.lock(),
+                    &mut stdout.lock(),
+                    &mut std::io::stderr(),
+                    terminal,
+                )
+                .await?;
+                if failed > 0 && !terminal {
+                    return Err(Error::format(format!("{failed} statement(s) failed")));
+                }
+                Ok(())
+            }
+        }
+    })
+}

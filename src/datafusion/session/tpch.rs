@@ -1,0 +1,247 @@
+//! The eight TPC-H tables generated in-process and registered in a session, plain or
+//! compressed, with the memory each holds; and timed runs of the 22 queries over them.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use rayon::prelude::*;
+
+use crate::datafusion::table::{CompressOptions, CompressedTable, arrow_memory, from_datafusion};
+use crate::tpch::{self, Table, TableData, queries};
+use crate::{Error, Result};
+
+/// How the TPC-H tables are held.
+#[derive(Clone, Debug)]
+pub enum TableKind {
+    /// Arrow batches in a DataFusion `MemTable`.
+    Plain,
+    /// Every column compressed, in a [`CompressedTable`].
+    Compressed(CompressOptions),
+}
+
+impl TableKind {
+    /// `plain`, or `compressed (CODEC)`.
+    pub fn describe(&self) -> String {
+        match self {
+            TableKind::Plain => "plain".into(),
+            TableKind::Compressed(options) => format!("compressed ({})", options.codec),
+        }
+    }
+}
+
+/// One registered table and the memory it holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableMemory {
+    pub table: Table,
+    pub rows: usize,
+    /// Arrow memory of the generated batches (what a `MemTable` holds).
+    pub plain_bytes: usize,
+    /// Memory the registered table holds: `plain_bytes` for a plain table, the codec
+    /// streams for a compressed one.
+    pub held_bytes: usize,
+    /// Time to generate the table's batches.
+    pub generate_time: Duration,
+    /// Time to build the table from them (compression, for a compressed table).
+    pub load_time: Duration,
+}
+
+/// Progress while tables are being made.
+#[derive(Debug)]
+pub enum TpchEvent<'a> {
+    Generating(Table),
+    Loaded(&'a TableMemory),
+}
+
+/// A session holding the TPC-H tables; see the [module docs](super).
+pub struct TpchSession {
+    ctx: SessionContext,
+    sf: f64,
+    kind: TableKind,
+    tables: Vec<TableMemory>,
+}
+
+/// One query's run: its time (planning and execution) and its result.
+#[derive(Clone, Debug)]
+pub struct QueryRun {
+    pub query: usize,
+    pub elapsed: Duration,
+    pub batches: Vec<RecordBatch>,
+}
+
+impl QueryRun {
+    /// Rows returned.
+    pub fn rows(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+}
+
+impl TpchSession {
+    /// A fresh [`context`](super::context) with the eight tables at scale factor `sf`.
+    pub fn new(sf: f64, kind: TableKind) -> Result<Self> {
+        Self::with_progress(super::context()?, sf, kind, &|_| {})
+    }
+
+    /// The eight tables registered in `ctx`, reporting progress to `progress`.
+    pub fn with_progress(
+        ctx: SessionContext,
+        sf: f64,
+        kind: TableKind,
+        progress: &(dyn Fn(TpchEvent<'_>) + Sync),
+    ) -> Result<Self> {
+        let tables = register_tables(&ctx, sf, &kind, progress)?;
+        Ok(TpchSession {
+            ctx,
+            sf,
+            kind,
+            tables,
+        })
+    }
+
+    /// The session's context (to run any SQL over the tables).
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// The scale factor.
+    pub fn sf(&self) -> f64 {
+        self.sf
+    }
+
+    /// How the tables are held.
+    pub fn kind(&self) -> &TableKind {
+        &self.kind
+    }
+
+    /// Each table's rows and memory, in [`Table::ALL`] order.
+    pub fn tables(&self) -> &[TableMemory] {
+        &self.tables
+    }
+
+    /// Memory the tables hold together.
+    pub fn held_bytes(&self) -> usize {
+        self.tables.iter().map(|t| t.held_bytes).sum()
+    }
+
+    /// Arrow memory of the tables as plain batches.
+    pub fn plain_bytes(&self) -> usize {
+        self.tables.iter().map(|t| t.plain_bytes).sum()
+    }
+
+    /// Runs TPC-H query `n` (1 to 22), timing planning and execution.
+    pub async fn run_query(&self, n: usize) -> Result<QueryRun> {
+        let sql = queries::query(n)
+            .ok_or_else(|| Error::format(format!("there is no TPC-H query {n} (1 to 22)")))?;
+        let start = Instant::now();
+        let frame = self.ctx.sql(sql).await.map_err(from_datafusion)?;
+        let batches = frame.collect().await.map_err(from_datafusion)?;
+        Ok(QueryRun {
+            query: n,
+            elapsed: start.elapsed(),
+            batches,
+        })
+    }
+
+    /// Runs `queries` one after another (e.g. `1..=22`).
+    pub async fn run_queries(
+        &self,
+        queries: impl IntoIterator<Item = usize>,
+    ) -> Result<Vec<QueryRun>> {
+        let mut runs = Vec::new();
+        for n in queries {
+            runs.push(self.run_query(n).await?);
+        }
+        Ok(runs)
+    }
+}
+
+/// Generates the eight tables at `sf` on worker threads and registers them in `ctx` under
+/// their TPC-H names, as `kind` says, in as many partitions as the session's
+/// `target_partitions`.
+pub fn register_tables(
+    ctx: &SessionContext,
+    sf: f64,
+    kind: &TableKind,
+    progress: &(dyn Fn(TpchEvent<'_>) + Sync),
+) -> Result<Vec<TableMemory>> {
+    let config = ctx.state().config().clone();
+    let partitions = config.target_partitions().max(1);
+    let batch_rows = config.batch_size().max(1);
+    let loaded = Table::ALL
+        .par_iter()
+        .map(|&table| {
+            progress(TpchEvent::Generating(table));
+            let start = Instant::now();
+            let data = tpch::generate(table, sf)?;
+            let generate_time = start.elapsed();
+            let start = Instant::now();
+            let rows = data.rows();
+            let (provider, plain_bytes, held_bytes): (Arc<dyn TableProvider>, usize, usize) =
+                match kind {
+                    TableKind::Plain => {
+                        let parts = split(&data, partitions, batch_rows)?;
+                        let plain = arrow_memory(&parts.concat());
+                        let table = MemTable::try_new(data.schema.clone(), parts)
+                            .map_err(from_datafusion)?;
+                        (Arc::new(table), plain, plain)
+                    }
+                    TableKind::Compressed(options) => {
+                        // One batch per partition: the table cuts them into its blocks.
+                        let parts = split(&data, partitions, usize::MAX)?;
+                        let schema = data.schema.clone();
+                        drop(data);
+                        // Per-column codecs are given for the whole session: each table
+                        // takes those of its own columns.
+                        let mut options = options.clone();
+                        options
+                            .columns
+                            .retain(|name, _| schema.field_with_name(name).is_ok());
+                        let table = CompressedTable::try_new(schema, parts, &options)?;
+                        let (plain, held) = (table.plain_bytes(), table.compressed_bytes());
+                        (Arc::new(table), plain, held)
+                    }
+                };
+            let memory = TableMemory {
+                table,
+                rows,
+                plain_bytes,
+                held_bytes,
+                generate_time,
+                load_time: start.elapsed(),
+            };
+            progress(TpchEvent::Loaded(&memory));
+            Ok((provider, memory))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut tables = Vec::new();
+    for (provider, memory) in loaded {
+        ctx.register_table(memory.table.name(), provider)
+            .map_err(from_datafusion)?;
+        tables.push(memory);
+    }
+    Ok(tables)
+}
+
+/// The table's rows in up to `partitions` contiguous ranges, each cut into batches of at
+/// most `batch_rows` rows (slices: no copy).
+fn split(data: &TableData, partitions: usize, batch_rows: usize) -> Result<Vec<Vec<RecordBatch>>> {
+    let whole = RecordBatch::try_new(data.schema.clone(), data.columns.clone())?;
+    let rows = whole.num_rows();
+    let count = partitions.min(rows).max(1);
+    let mut out = Vec::with_capacity(count);
+    for p in 0..count {
+        let (start, end) = (rows * p / count, rows * (p + 1) / count);
+        let mut batches = Vec::new();
+        let mut offset = start;
+        while offset < end {
+            let len = batch_rows.min(end - offset);
+            batches.push(whole.slice(offset, len));
+            offset += len;
+        }
+        out.push(batches);
+    }
+    Ok(out)
+}

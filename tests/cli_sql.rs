@@ -1,0 +1,169 @@
+//! `colzip sql`: statements from -c, -f and stdin, the three output formats, errors and
+//! exit codes, and TPC-H tables plain and compressed giving the same answers.
+#![cfg(feature = "datafusion")]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use colzip::tpch::{self, Table, queries};
+
+fn colzip(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_colzip"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("colzip runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = colzip(args, "");
+    assert!(
+        out.status.success(),
+        "colzip {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(args: &[&str], stdin: &str) -> String {
+    let out = colzip(args, stdin);
+    assert!(!out.status.success(), "colzip {args:?} should fail");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn tpch_count_as_json() {
+    let out = ok(&[
+        "sql",
+        "--tpch",
+        "0.01",
+        "-c",
+        "select count(*) as n from lineitem",
+        "--format",
+        "json",
+    ]);
+    let rows: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let generated = tpch::generate(Table::Lineitem, 0.01).unwrap().rows();
+    assert_eq!(rows, serde_json::json!([{ "n": generated }]));
+}
+
+#[test]
+fn compressed_tables_give_the_same_answers() {
+    // Q1 (decimals, dates), Q13 (outer join on a string filter), Q22 (substrings).
+    let sql: String = [1, 13, 22]
+        .iter()
+        .map(|&n| format!("{};\n", queries::query(n).unwrap()))
+        .collect();
+    let plain = ok(&["sql", "--tpch", "0.01", "-c", &sql, "--format", "csv"]);
+    for codec in ["auto", "gmatch"] {
+        let compressed = ok(&[
+            "sql",
+            "--tpch",
+            "0.01",
+            "--compressed",
+            "--codec",
+            codec,
+            "-c",
+            &sql,
+            "--format",
+            "csv",
+        ]);
+        assert_eq!(plain, compressed, "--codec {codec}");
+    }
+    // Three CSV results, each with its header, separated by empty lines.
+    let results: Vec<&str> = plain.trim_end().split("\n\n").collect();
+    assert_eq!(results.len(), 3, "{plain}");
+    assert!(results[0].starts_with("l_returnflag,l_linestatus,sum_qty"));
+    assert!(results[1].starts_with("c_count,custdist"));
+    assert!(results[2].starts_with("cntrycode,numcust,totacctbal"));
+}
+
+#[test]
+fn statements_from_a_file_run_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("script.sql");
+    std::fs::write(
+        &file,
+        "-- a table, then a query over it\n\
+         CREATE TABLE t AS VALUES (1, 'x'), (2, 'y'), (3, 'x');\n\
+         SELECT column2 AS tag, sum(column1) AS total FROM t GROUP BY column2 ORDER BY tag;\n",
+    )
+    .unwrap();
+    let out = ok(&["sql", "-f", file.to_str().unwrap()]);
+    let expected = "+-----+-------+\n\
+                    | tag | total |\n\
+                    +-----+-------+\n\
+                    | x   | 4     |\n\
+                    | y   | 2     |\n\
+                    +-----+-------+\n";
+    assert_eq!(out, expected);
+
+    let missing = dir.path().join("missing.sql");
+    let stderr = fails(&["sql", "-f", missing.to_str().unwrap()], "");
+    assert!(stderr.contains("missing.sql"), "{stderr}");
+}
+
+#[test]
+fn bad_sql_fails_with_the_error() {
+    let stderr = fails(&["sql", "-c", "select * from no_such_table"], "");
+    assert!(stderr.contains("no_such_table"), "{stderr}");
+    let stderr = fails(&["sql", "-c", "selec 1"], "");
+    assert!(stderr.starts_with("colzip: error:"), "{stderr}");
+    // The statements before the failing one ran and printed.
+    let out = colzip(
+        &["sql", "-c", "select 7 as a; select nope", "--format", "csv"],
+        "",
+    );
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "a\n7\n");
+    let stderr = fails(&["sql", "-c", "select 1", "--format", "xml"], "");
+    assert!(stderr.contains("xml"), "{stderr}");
+    // --compressed needs tables to compress.
+    fails(&["sql", "--compressed", "-c", "select 1"], "");
+    let stderr = fails(
+        &[
+            "sql",
+            "--tpch",
+            "0.01",
+            "--compressed",
+            "--codec",
+            "lzss:s=3",
+            "-c",
+            "select 1",
+        ],
+        "",
+    );
+    assert!(stderr.contains("lzss:s=3"), "{stderr}");
+}
+
+#[test]
+fn statements_from_stdin_until_quit() {
+    let script = "select 1\n  + 1 as b;\nselect 'p,q' as s;\n\\q\nselect 99;\n";
+    let out = colzip(&["sql", "--format", "csv"], script);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "b\n2\ns\n\"p,q\"\n");
+
+    // Piped input goes on after an error but the exit status reports it.
+    let out = colzip(
+        &["sql", "--format", "json"],
+        "select nope;\nselect 3 as c;\n",
+    );
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "[{\"c\":3}]\n");
+    assert!(String::from_utf8(out.stderr).unwrap().contains("nope"));
+}
