@@ -38,14 +38,14 @@ impl Lcg {
 
 /// Every 7th row null (a different phase per column through `phase`).
 fn validity(phase: usize) -> NullBuffer {
-    NullBuffer::from((0..ROWS).map(|i| (i + phase) % 7 != 0).collect::<Vec<_>>())
+    NullBuffer::from((0..ROWS).map(|i| !(i + phase).is_multiple_of(7)).collect::<Vec<_>>())
 }
 
 fn nullable<T: Clone>(values: Vec<T>, phase: usize) -> Vec<Option<T>> {
     values
         .into_iter()
         .enumerate()
-        .map(|(i, v)| ((i + phase) % 7 != 0).then_some(v))
+        .map(|(i, v)| (!(i + phase).is_multiple_of(7)).then_some(v))
         .collect()
 }
 
@@ -736,7 +736,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// when Python lacks them unless COLZIP_REQUIRE_READERS=1.
 #[test]
 fn pyarrow_and_duckdb_read_our_files() {
-    let n = 2500;
+    let n: usize = 2500;
     let ids: Vec<i64> = (0..n as i64).collect();
     let names: Vec<Option<String>> = (0..n)
         .map(|i| (i % 5 != 0).then(|| format!("name {}", i % 37)))
