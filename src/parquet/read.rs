@@ -20,7 +20,7 @@
 //! let read = read_batches(bytes::Bytes::from(file),
 //!     &ReadOptions::default().with_placement(Placement::CPU))?;
 //! assert_eq!(read.batches, vec![batch]);
-//! assert_eq!(read.summary.snappy_pages, 1);
+//! assert_eq!(read.summary.snappy_pages, 2); // a dictionary page and a data page
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
