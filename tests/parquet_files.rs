@@ -38,7 +38,11 @@ impl Lcg {
 
 /// Every 7th row null (a different phase per column through `phase`).
 fn validity(phase: usize) -> NullBuffer {
-    NullBuffer::from((0..ROWS).map(|i| !(i + phase).is_multiple_of(7)).collect::<Vec<_>>())
+    NullBuffer::from(
+        (0..ROWS)
+            .map(|i| !(i + phase).is_multiple_of(7))
+            .collect::<Vec<_>>(),
+    )
 }
 
 fn nullable<T: Clone>(values: Vec<T>, phase: usize) -> Vec<Option<T>> {
