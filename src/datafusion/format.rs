@@ -1,8 +1,460 @@
-//! (issue 5, in progress)
+//! The `COLZIP_PARQUET` file format: `COPY … TO … STORED AS COLZIP_PARQUET` writes
+//! standard Parquet whose SNAPPY pages come from colzip's `gmatch` (GPU when present,
+//! the same bytes on the CPU; see [`crate::parquet::write`]), and `CREATE EXTERNAL TABLE
+//! … STORED AS COLZIP_PARQUET LOCATION …` reads such files, or any Parquet file, back.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use datafusion::prelude::SessionContext;
+//! let ctx = SessionContext::new();
+//! colzip::datafusion::format::register(&ctx)?;
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("squares.parquet");
+//! let path = path.to_str().unwrap();
+//! ctx.sql(&format!(
+//!     "COPY (SELECT v, v * v AS sq FROM generate_series(1, 1000) AS t(v)) TO '{path}' \
+//!      STORED AS COLZIP_PARQUET OPTIONS ('backend' 'cpu', 'row_group_size' '400')"
+//! )).await?.collect().await?;
+//! ctx.sql(&format!("CREATE EXTERNAL TABLE squares STORED AS COLZIP_PARQUET LOCATION '{path}'"))
+//!     .await?.collect().await?;
+//! let batches = ctx.sql("SELECT sum(sq) AS s FROM squares").await?.collect().await?;
+//! let sum = batches[0].column(0).as_any().downcast_ref::<arrow::array::Int64Array>().unwrap();
+//! assert_eq!(sum.value(0), (1..=1000i64).map(|v| v * v).sum::<i64>());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Options
+//! `OPTIONS ('key' 'value', …)` of `COPY` (and of `CREATE EXTERNAL TABLE`, for later
+//! `INSERT INTO`s):
+//!
+//! | key | values | default |
+//! |---|---|---|
+//! | `backend` | `auto`, `cpu`, `gpu` | `COLZIP_BACKEND`, else `auto` |
+//! | `row_group_size` | rows per row group | DataFusion's `datafusion.execution.parquet.max_row_group_size` |
+//! | `data_page_size` | target bytes per data page | DataFusion's `data_pagesize_limit` |
+//! | `data_page_version` | `1` or `2` | DataFusion's `writer_version` |
+//! | `codec` | `gmatch` (the only codec that writes Parquet's SNAPPY) | `gmatch` |
+//!
+//! Any other key is an error naming it (when the statement is planned for execution).
+//! Every other Parquet writer setting (statistics, dictionaries, page index,
+//! `created_by`, …) is DataFusion's session default, so a `COLZIP_PARQUET` file has the
+//! same row groups and pages as `STORED AS PARQUET` with SNAPPY would write.
+//!
+//! # Reading
+//! Scans use DataFusion's stock Parquet reader (`ParquetFormat`): it brings row-group
+//! and page pruning, filter pushdown, async object-store reads and partitioned scans,
+//! none of which [`crate::parquet::read`] has, and the parquet crate it builds on has no
+//! hook for page decompression, so in SQL the pages are decompressed on the CPU. Use
+//! [`crate::parquet::read::ParquetReader`] to read with GPU page decompression.
 
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::Session;
+use datafusion::common::file_options::parquet_writer::ParquetWriterOptions;
+use datafusion::common::runtime::SpawnedTask;
+use datafusion::common::{DataFusionError, GetExt, Statistics, not_impl_err};
+use datafusion::config::TableParquetOptions;
+use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::file_format::write::demux::DemuxedStreamReceiver;
+use datafusion::datasource::file_format::write::{ObjectWriterBuilder, get_writer_schema};
+use datafusion::datasource::file_format::{FileFormat, FileFormatFactory, FileMeta};
+use datafusion::datasource::physical_plan::{FileScanConfig, FileSink, FileSinkConfig, FileSource};
+use datafusion::datasource::provider::DefaultTableFactory;
+use datafusion::datasource::sink::{DataSink, DataSinkExec};
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::object_store::{ObjectMeta, ObjectStore};
+use datafusion::physical_expr::LexOrdering;
+use datafusion::physical_expr_common::sort_expr::LexRequirement;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use datafusion::prelude::SessionContext;
+use tokio::io::AsyncWriteExt;
 
-/// (issue 5, in progress: registers nothing yet)
-pub fn register(_ctx: &SessionContext) -> crate::Result<()> {
+use crate::gpu::Backend;
+use crate::parquet::write::{DataPageVersion, ParquetWriter, WriteOptions};
+use crate::{Error, codec::Placement};
+
+/// The format's name in `STORED AS` (case-insensitive).
+pub const FORMAT_NAME: &str = "colzip_parquet";
+
+/// Registers the format on `ctx`, for `COPY … STORED AS COLZIP_PARQUET` and
+/// `CREATE EXTERNAL TABLE … STORED AS COLZIP_PARQUET`. Registering twice is harmless.
+pub fn register(ctx: &SessionContext) -> crate::Result<()> {
+    let state = ctx.state_ref();
+    let mut state = state.write();
+    state
+        .register_file_format(Arc::new(ColzipParquetFactory), true)
+        .map_err(|e| Error::format(format!("registering {FORMAT_NAME}: {e}")))?;
+    state.table_factories_mut().insert(
+        FORMAT_NAME.to_ascii_uppercase(),
+        Arc::new(DefaultTableFactory::new()),
+    );
     Ok(())
+}
+
+/// The options a statement gave; `None` where DataFusion's default applies.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FormatOptions {
+    pub backend: Option<Backend>,
+    pub row_group_size: Option<usize>,
+    pub data_page_size: Option<usize>,
+    pub data_page_version: Option<DataPageVersion>,
+}
+
+impl FormatOptions {
+    /// Parses statement options (keys with or without DataFusion's `format.` prefix).
+    /// Unknown keys and bad values are errors that name them.
+    pub fn parse(options: &HashMap<String, String>) -> crate::Result<FormatOptions> {
+        let mut parsed = FormatOptions::default();
+        let mut keys: Vec<_> = options.keys().collect();
+        keys.sort();
+        for key in keys {
+            let value = options[key].trim();
+            let bad = |reason: String| {
+                Error::format(format!(
+                    "{FORMAT_NAME} option '{key}' = '{value}': {reason}"
+                ))
+            };
+            let positive = || match value.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(bad("expected a positive integer".into())),
+            };
+            match key.strip_prefix("format.").unwrap_or(key) {
+                "backend" => {
+                    parsed.backend = Some(value.parse().map_err(|e: Error| bad(e.to_string()))?)
+                }
+                "row_group_size" => parsed.row_group_size = Some(positive()?),
+                "data_page_size" => parsed.data_page_size = Some(positive()?),
+                "data_page_version" => {
+                    parsed.data_page_version =
+                        Some(value.parse().map_err(|e: Error| bad(e.to_string()))?)
+                }
+                "codec" => {
+                    if !matches!(value.to_ascii_lowercase().as_str(), "gmatch" | "gmatch:raw") {
+                        return Err(bad("only 'gmatch' writes Parquet's SNAPPY pages".into()));
+                    }
+                }
+                // Consumed by DataFusion's COPY planning itself.
+                "execution.keep_partition_by_columns" => {}
+                _ => {
+                    return Err(Error::format(format!(
+                        "unknown {FORMAT_NAME} option '{key}' (known: backend, \
+                         row_group_size, data_page_size, data_page_version, codec)"
+                    )));
+                }
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+fn df_error(error: Error) -> DataFusionError {
+    DataFusionError::Configuration(error.to_string())
+}
+
+fn external(error: Error) -> DataFusionError {
+    DataFusionError::External(Box::new(error))
+}
+
+/// Creates [`ColzipParquetFormat`]s; registered under [`FORMAT_NAME`].
+#[derive(Debug, Default)]
+pub struct ColzipParquetFactory;
+
+impl GetExt for ColzipParquetFactory {
+    fn get_ext(&self) -> String {
+        FORMAT_NAME.to_string()
+    }
+}
+
+impl FileFormatFactory for ColzipParquetFactory {
+    fn create(
+        &self,
+        state: &dyn Session,
+        format_options: &HashMap<String, String>,
+    ) -> datafusion::common::Result<Arc<dyn FileFormat>> {
+        let options = FormatOptions::parse(format_options).map_err(df_error)?;
+        let parquet = state.default_table_options().parquet;
+        Ok(Arc::new(ColzipParquetFormat::new(parquet, options)))
+    }
+
+    fn default(&self) -> Arc<dyn FileFormat> {
+        Arc::new(ColzipParquetFormat::new(
+            TableParquetOptions::default(),
+            FormatOptions::default(),
+        ))
+    }
+}
+
+/// Reads like DataFusion's `ParquetFormat` (it is one inside), writes through colzip.
+#[derive(Debug)]
+pub struct ColzipParquetFormat {
+    inner: ParquetFormat,
+    parquet: TableParquetOptions,
+    options: FormatOptions,
+}
+
+impl ColzipParquetFormat {
+    /// A format with DataFusion's Parquet `parquet` options and colzip's `options`.
+    pub fn new(parquet: TableParquetOptions, options: FormatOptions) -> Self {
+        ColzipParquetFormat {
+            inner: ParquetFormat::default().with_options(parquet.clone()),
+            parquet,
+            options,
+        }
+    }
+
+    /// The writer options for a sink: DataFusion's Parquet settings, SNAPPY via gmatch,
+    /// and the statement's options over them.
+    fn write_options(&self) -> crate::Result<WriteOptions> {
+        // The Arrow schema is embedded by colzip's writer (as `ArrowWriter` does), so
+        // DataFusion's conversion must not ask for it in its key-value metadata.
+        let mut parquet = self.parquet.clone();
+        parquet.global.skip_arrow_metadata = true;
+        let properties = ParquetWriterOptions::try_from(&parquet)
+            .map_err(|e| Error::format(format!("Parquet writer options: {e}")))?
+            .writer_options()
+            .clone();
+        let backend = match self.options.backend {
+            Some(backend) => backend,
+            None => Backend::from_env()?,
+        };
+        let version = match properties.writer_version() {
+            parquet::file::properties::WriterVersion::PARQUET_1_0 => DataPageVersion::V1,
+            parquet::file::properties::WriterVersion::PARQUET_2_0 => DataPageVersion::V2,
+        };
+        Ok(WriteOptions {
+            row_group_size: self
+                .options
+                .row_group_size
+                .or(properties.max_row_group_row_count())
+                .unwrap_or(parquet::file::properties::DEFAULT_MAX_ROW_GROUP_ROW_COUNT),
+            data_page_size: self
+                .options
+                .data_page_size
+                .unwrap_or(properties.data_page_size_limit()),
+            data_page_version: self.options.data_page_version.unwrap_or(version),
+            placement: Some(Placement::new(backend)?),
+            properties: Some(properties),
+        })
+    }
+}
+
+#[async_trait]
+impl FileFormat for ColzipParquetFormat {
+    fn get_ext(&self) -> String {
+        // Files written into a directory are named *.parquet: they are plain Parquet.
+        self.inner.get_ext()
+    }
+
+    fn get_ext_with_compression(
+        &self,
+        compression: &FileCompressionType,
+    ) -> datafusion::common::Result<String> {
+        self.inner.get_ext_with_compression(compression)
+    }
+
+    fn compression_type(&self) -> Option<FileCompressionType> {
+        None
+    }
+
+    async fn infer_schema(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        objects: &[ObjectMeta],
+    ) -> datafusion::common::Result<SchemaRef> {
+        self.inner.infer_schema(state, store, objects).await
+    }
+
+    async fn infer_stats(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        table_schema: SchemaRef,
+        object: &ObjectMeta,
+    ) -> datafusion::common::Result<Statistics> {
+        self.inner
+            .infer_stats(state, store, table_schema, object)
+            .await
+    }
+
+    async fn infer_ordering(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        table_schema: SchemaRef,
+        object: &ObjectMeta,
+    ) -> datafusion::common::Result<Option<LexOrdering>> {
+        self.inner
+            .infer_ordering(state, store, table_schema, object)
+            .await
+    }
+
+    async fn infer_stats_and_ordering(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        table_schema: SchemaRef,
+        object: &ObjectMeta,
+    ) -> datafusion::common::Result<FileMeta> {
+        self.inner
+            .infer_stats_and_ordering(state, store, table_schema, object)
+            .await
+    }
+
+    async fn create_physical_plan(
+        &self,
+        state: &dyn Session,
+        conf: FileScanConfig,
+    ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
+        self.inner.create_physical_plan(state, conf).await
+    }
+
+    async fn create_writer_physical_plan(
+        &self,
+        input: Arc<dyn ExecutionPlan>,
+        _state: &dyn Session,
+        conf: FileSinkConfig,
+        order_requirements: Option<LexRequirement>,
+    ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
+        if conf.insert_op != InsertOp::Append {
+            return not_impl_err!("{FORMAT_NAME} only appends: overwrites are not supported");
+        }
+        let options = self.write_options().map_err(df_error)?;
+        let sink = Arc::new(ColzipParquetSink {
+            config: conf,
+            options,
+        });
+        Ok(Arc::new(DataSinkExec::new(input, sink, order_requirements)))
+    }
+
+    fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
+        self.inner.file_source(table_schema)
+    }
+}
+
+/// Writes each output file of a `COPY`/`INSERT` with [`ParquetWriter`].
+#[derive(Debug)]
+pub struct ColzipParquetSink {
+    config: FileSinkConfig,
+    options: WriteOptions,
+}
+
+impl DisplayAs for ColzipParquetSink {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ColzipParquetSink(url={})", self.config.original_url)
+    }
+}
+
+#[async_trait]
+impl DataSink for ColzipParquetSink {
+    fn schema(&self) -> &SchemaRef {
+        self.config.output_schema()
+    }
+
+    async fn write_all(
+        &self,
+        data: SendableRecordBatchStream,
+        context: &Arc<TaskContext>,
+    ) -> datafusion::common::Result<u64> {
+        FileSink::write_all(self, data, context).await
+    }
+}
+
+/// The writer's output between two uploads: the writer appends, the upload drains.
+#[derive(Clone, Default)]
+struct Pending(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Pending {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Pending {
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().expect("not poisoned"))
+    }
+}
+
+#[async_trait]
+impl FileSink for ColzipParquetSink {
+    fn config(&self) -> &FileSinkConfig {
+        &self.config
+    }
+
+    async fn spawn_writer_tasks_and_join(
+        &self,
+        context: &Arc<TaskContext>,
+        demux_task: SpawnedTask<datafusion::common::Result<()>>,
+        mut file_stream_rx: DemuxedStreamReceiver,
+        object_store: Arc<dyn ObjectStore>,
+    ) -> datafusion::common::Result<u64> {
+        let schema = get_writer_schema(&self.config);
+        let buffer_size = context
+            .session_config()
+            .options()
+            .execution
+            .objectstore_writer_buffer_size;
+        let mut tasks = Vec::new();
+        while let Some((path, mut rx)) = file_stream_rx.recv().await {
+            let mut upload = ObjectWriterBuilder::new(
+                FileCompressionType::UNCOMPRESSED,
+                &path,
+                Arc::clone(&object_store),
+            )
+            .with_buffer_size(Some(buffer_size))
+            .build()?;
+            let pending = Pending::default();
+            let options = self.options.clone();
+            let schema = Arc::clone(&schema);
+            tasks.push(SpawnedTask::spawn(async move {
+                let mut writer =
+                    ParquetWriter::try_new(pending.clone(), schema, &options).map_err(external)?;
+                while let Some(batch) = rx.recv().await {
+                    // Encoding and compressing a row group is CPU (or GPU) work: keep it
+                    // off the async workers.
+                    writer =
+                        SpawnedTask::spawn_blocking(move || writer.write(&batch).map(|()| writer))
+                            .await
+                            .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
+                            .map_err(external)?;
+                    upload.write_all(&pending.take()).await?;
+                }
+                let (summary, _) = SpawnedTask::spawn_blocking(move || writer.close())
+                    .await
+                    .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
+                    .map_err(external)?;
+                upload.write_all(&pending.take()).await?;
+                upload.shutdown().await?;
+                Ok::<u64, DataFusionError>(summary.rows)
+            }));
+        }
+        let mut rows = 0;
+        for task in tasks {
+            rows += task
+                .join_unwind()
+                .await
+                .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;
+        }
+        demux_task
+            .join_unwind()
+            .await
+            .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;
+        Ok(rows)
+    }
 }

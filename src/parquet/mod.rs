@@ -1,7 +1,11 @@
 //! Standard Parquet files whose SNAPPY pages are made by colzip's `gmatch` codec (on the
-//! GPU when there is one, the same bytes on the CPU), and reading SNAPPY Parquet back.
+//! GPU when there is one, the same bytes on the CPU), and reading SNAPPY Parquet back
+//! with the pages of a row group decompressed in one batch (on the GPU when there is one).
 //!
-//! (Being built in issue 5: each submodule's docs say what it holds.)
+//! - [`write`]: [`write::ParquetWriter`] / [`write::write_batches`];
+//! - [`read`]: [`read::ParquetReader`] / [`read::read_batches`];
+//! - `pages` (private): the batched page compression service both use.
 
+mod pages;
 pub mod read;
 pub mod write;

@@ -1,1 +1,555 @@
-//! (issue 5, in progress)
+//! Reading Parquet into Arrow record batches with the SNAPPY pages of a row group
+//! decompressed in one batch: one GPU call per row group when the placement has a GPU
+//! (`gmatch::gpu::decompress_raw_batch`, which decodes any Snappy stream, not only
+//! gmatch's), else all pages in parallel on the CPU. Files from any writer are read.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use arrow::array::{ArrayRef, Int32Array};
+//! use arrow::record_batch::RecordBatch;
+//! use colzip::codec::Placement;
+//! use colzip::parquet::read::{read_batches, ReadOptions};
+//! use colzip::parquet::write::{write_batches, WriteOptions};
+//!
+//! let batch = RecordBatch::try_from_iter([
+//!     ("v", Arc::new(Int32Array::from(vec![Some(3), None, Some(5)])) as ArrayRef),
+//! ])?;
+//! let mut file = Vec::new();
+//! write_batches(&mut file, batch.schema(), [batch.clone()],
+//!     &WriteOptions::default().with_placement(Placement::CPU))?;
+//! let read = read_batches(bytes::Bytes::from(file),
+//!     &ReadOptions::default().with_placement(Placement::CPU))?;
+//! assert_eq!(read.batches, vec![batch]);
+//! assert_eq!(read.summary.snappy_pages, 2); // a dictionary page and a data page
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # How, and where the GPU cannot help
+//! The parquet crate decompresses inside its page reader and has no codec hook, so this
+//! reader does the page work itself and hands the crate's Arrow decoding UNCOMPRESSED
+//! pages through its public low-level interface (`RowGroups`/`PageReader` and
+//! `ParquetRecordBatchReader::try_new_with_row_groups`): for each row group, the
+//! pages of every projected SNAPPY chunk are read raw (a `SerializedPageReader` over the
+//! chunk's metadata marked UNCOMPRESSED returns the payloads as stored), all their
+//! payloads are decompressed in one call, and the pages are rebuilt uncompressed (data
+//! page v2: levels as stored, values decompressed, `is_compressed = false`).
+//!
+//! Chunks with another codec (ZSTD, GZIP, LZ4…) are decompressed by the parquet crate's
+//! own codec on the CPU, chunk by chunk; UNCOMPRESSED chunks pass through. Encrypted files
+//! are not supported. This reader reads whole row groups (projection of top-level
+//! columns only, no row filters or page pruning); for those, SQL goes through
+//! DataFusion's stock Parquet reader (see `crate::datafusion::format`).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
+use parquet::arrow::arrow_reader::RowGroups;
+use parquet::arrow::{FieldLevels, ProjectionMask, parquet_to_arrow_field_levels};
+use parquet::basic::Compression;
+use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData};
+use parquet::file::reader::ChunkReader;
+use parquet::file::serialized_reader::SerializedPageReader;
+
+use super::pages;
+use crate::codec::Placement;
+use crate::gpu::Backend;
+use crate::{Error, Result};
+
+/// How [`ParquetReader`] reads.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// Rows per record batch (the last batch of a row group may hold fewer).
+    pub batch_size: usize,
+    /// Top-level columns to read, by index; `None`: all.
+    pub projection: Option<Vec<usize>>,
+    /// Where pages are decompressed; `None`: `Placement::new(Backend::from_env())`.
+    pub placement: Option<Placement>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            batch_size: 8192,
+            projection: None,
+            placement: None,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// Sets [`Self::batch_size`].
+    pub fn with_batch_size(mut self, rows: usize) -> Self {
+        self.batch_size = rows;
+        self
+    }
+
+    /// Sets [`Self::projection`].
+    pub fn with_projection(mut self, columns: Vec<usize>) -> Self {
+        self.projection = Some(columns);
+        self
+    }
+
+    /// Sets [`Self::placement`].
+    pub fn with_placement(mut self, placement: Placement) -> Self {
+        self.placement = Some(placement);
+        self
+    }
+}
+
+/// What a read did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReadSummary {
+    pub rows: u64,
+    pub row_groups: usize,
+    /// SNAPPY page payloads decompressed by colzip.
+    pub snappy_pages: usize,
+    /// Their compressed and decompressed bytes.
+    pub compressed_bytes: u64,
+    pub decompressed_bytes: u64,
+    /// Wall-clock seconds of the batched decompression calls.
+    pub decompress_seconds: f64,
+    /// Row groups whose pages were decompressed on the GPU.
+    pub gpu_row_groups: usize,
+    /// Column chunks with another codec, left to the parquet crate.
+    pub other_codec_chunks: usize,
+}
+
+/// A Parquet file opened for reading, row group by row group.
+pub struct ParquetReader<R: ChunkReader + 'static> {
+    reader: Arc<R>,
+    metadata: Arc<ParquetMetaData>,
+    schema: SchemaRef,
+    levels: FieldLevels,
+    mask: ProjectionMask,
+    batch_size: usize,
+    placement: Placement,
+    summary: ReadSummary,
+}
+
+impl<R: ChunkReader + 'static> std::fmt::Debug for ParquetReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetReader")
+            .field("schema", &self.schema)
+            .field("row_groups", &self.metadata.num_row_groups())
+            .field("placement", &self.placement)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: ChunkReader + 'static> ParquetReader<R> {
+    /// Reads the footer and the schema (the embedded Arrow schema when present, as the
+    /// parquet crate's reader does).
+    pub fn try_new(reader: R, options: &ReadOptions) -> Result<Self> {
+        if options.batch_size == 0 {
+            return Err(Error::format("batch_size must be at least 1"));
+        }
+        let placement = match options.placement {
+            Some(placement) => placement,
+            None => Placement::new(Backend::from_env()?)?,
+        };
+        let metadata = ParquetMetaDataReader::new().parse_and_finish(&reader)?;
+        let file = metadata.file_metadata();
+        let descr = file.schema_descr();
+        let full = parquet::arrow::parquet_to_arrow_schema(descr, file.key_value_metadata())?;
+        let mask = match &options.projection {
+            None => ProjectionMask::all(),
+            Some(columns) => {
+                let roots = descr.root_schema().get_fields().len();
+                if let Some(bad) = columns.iter().find(|&&c| c >= roots) {
+                    return Err(Error::format(format!(
+                        "projection names column {bad}, the file has {roots}"
+                    )));
+                }
+                ProjectionMask::roots(descr, columns.iter().copied())
+            }
+        };
+        let levels = parquet_to_arrow_field_levels(descr, mask.clone(), Some(full.fields()))?;
+        // The batches' schema: the projected fields, as the Arrow reader builds them.
+        let schema = match &options.projection {
+            None => Arc::new(full),
+            Some(_) => Arc::new(full.project(&projected_roots(&options.projection))?),
+        };
+        Ok(ParquetReader {
+            reader: Arc::new(reader),
+            metadata: Arc::new(metadata),
+            schema,
+            levels,
+            mask,
+            batch_size: options.batch_size,
+            placement,
+            summary: ReadSummary::default(),
+        })
+    }
+
+    /// The Arrow schema of the batches (projected).
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The file's metadata.
+    pub fn metadata(&self) -> &Arc<ParquetMetaData> {
+        &self.metadata
+    }
+
+    /// The summary of the reads so far.
+    pub fn summary(&self) -> &ReadSummary {
+        &self.summary
+    }
+
+    /// Reads row group `index` into record batches.
+    pub fn read_row_group(&mut self, index: usize) -> Result<Vec<RecordBatch>> {
+        let count = self.metadata.num_row_groups();
+        if index >= count {
+            return Err(Error::format(format!(
+                "row group {index} does not exist (the file has {count})"
+            )));
+        }
+        let row_group = self.metadata.row_group(index);
+        let rows = usize::try_from(row_group.num_rows())
+            .map_err(|_| Error::format("a row group has a negative row count"))?;
+
+        // Raw pages of every projected chunk; SNAPPY payloads are gathered for one call.
+        let mut columns: Vec<Option<Vec<Page>>> = Vec::with_capacity(row_group.num_columns());
+        let mut jobs: Vec<(usize, usize)> = Vec::new(); // (column, page) of each payload
+        for (column, chunk) in row_group.columns().iter().enumerate() {
+            if !self.mask.leaf_included(column) {
+                columns.push(None);
+                continue;
+            }
+            let snappy = chunk.compression() == Compression::SNAPPY;
+            let pages = if snappy {
+                let raw = chunk
+                    .clone()
+                    .into_builder()
+                    .set_compression(Compression::UNCOMPRESSED)
+                    .build()?;
+                collect_pages(&self.reader, &raw, rows)?
+            } else {
+                if chunk.compression() != Compression::UNCOMPRESSED {
+                    self.summary.other_codec_chunks += 1;
+                }
+                collect_pages(&self.reader, chunk, rows)?
+            };
+            if snappy {
+                for (page_index, page) in pages.iter().enumerate() {
+                    if is_compressed(page) {
+                        jobs.push((column, page_index));
+                    }
+                }
+            }
+            columns.push(Some(pages));
+        }
+
+        let mut streams = Vec::with_capacity(jobs.len());
+        let mut limits = Vec::with_capacity(jobs.len());
+        for &(column, page_index) in &jobs {
+            let page = &columns[column].as_ref().expect("projected")[page_index];
+            let levels = levels_len(page);
+            let buffer = page.buffer();
+            if levels > buffer.len() {
+                return Err(Error::format(
+                    "a data page v2 claims more level bytes than it holds: the file is corrupt",
+                ));
+            }
+            streams.push(&buffer[levels..]);
+            let limit = row_group.column(column).uncompressed_size();
+            limits.push(usize::try_from(limit).unwrap_or(0));
+        }
+        let (decoded, stats) = pages::decompress_all(&self.placement, &streams, &limits)?;
+        self.summary.snappy_pages += streams.len();
+        self.summary.compressed_bytes += streams.iter().map(|s| s.len() as u64).sum::<u64>();
+        self.summary.decompressed_bytes += decoded.iter().map(|d| d.len() as u64).sum::<u64>();
+        self.summary.decompress_seconds += stats.seconds;
+        self.summary.gpu_row_groups += usize::from(stats.on_gpu && !streams.is_empty());
+        drop(streams);
+        for (&(column, page_index), values) in jobs.iter().zip(decoded) {
+            let pages = columns[column].as_mut().expect("projected");
+            let page = std::mem::replace(&mut pages[page_index], placeholder());
+            pages[page_index] = uncompressed_page(page, values);
+        }
+
+        let group = DecodedRowGroup {
+            metadata: &self.metadata,
+            row_group,
+            rows,
+            columns,
+        };
+        let batches = decode_arrow(&self.levels, &group, self.batch_size)?;
+        // The reader builds its schema from the fields, without metadata; give the
+        // batches the file's (projected) schema, as the stock builder reports it.
+        let batches = batches
+            .into_iter()
+            .map(|b| b.with_schema(self.schema.clone()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        self.summary.rows += rows as u64;
+        self.summary.row_groups += 1;
+        Ok(batches)
+    }
+
+    /// Reads every row group.
+    pub fn read_all(&mut self) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        for index in 0..self.metadata.num_row_groups() {
+            out.extend(self.read_row_group(index)?);
+        }
+        Ok(out)
+    }
+}
+
+/// The result of [`read_batches`].
+#[derive(Clone, Debug)]
+pub struct ReadOutput {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+    pub summary: ReadSummary,
+}
+
+/// Reads a whole Parquet file (a `bytes::Bytes` or a `std::fs::File`).
+pub fn read_batches<R: ChunkReader + 'static>(
+    reader: R,
+    options: &ReadOptions,
+) -> Result<ReadOutput> {
+    let mut file = ParquetReader::try_new(reader, options)?;
+    let batches = file.read_all()?;
+    Ok(ReadOutput {
+        schema: file.schema().clone(),
+        batches,
+        summary: file.summary().clone(),
+    })
+}
+
+/// The parquet crate's Arrow decoding of decompressed pages. Some of its decoders panic
+/// (out-of-bounds slices) on corrupt levels or values instead of returning an error; the
+/// panic is caught here and returned as an error, so a corrupt file never takes the
+/// caller down.
+fn decode_arrow(
+    levels: &FieldLevels,
+    group: &DecodedRowGroup<'_>,
+    batch_size: usize,
+) -> Result<Vec<RecordBatch>> {
+    let decode = || -> Result<Vec<RecordBatch>> {
+        let reader =
+            ParquetRecordBatchReader::try_new_with_row_groups(levels, group, batch_size, None)?;
+        Ok(reader.collect::<std::result::Result<Vec<_>, _>>()?)
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|panic| {
+        let reason = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(Error::format(format!(
+            "the Parquet page data is corrupt (the decoder failed: {reason})"
+        )))
+    })
+}
+
+fn projected_roots(projection: &Option<Vec<usize>>) -> Vec<usize> {
+    // Sorted and deduplicated: a ProjectionMask keeps the file's column order.
+    let mut roots = projection.clone().unwrap_or_default();
+    roots.sort_unstable();
+    roots.dedup();
+    roots
+}
+
+fn collect_pages<R: ChunkReader + 'static>(
+    reader: &Arc<R>,
+    chunk: &parquet::file::metadata::ColumnChunkMetaData,
+    rows: usize,
+) -> Result<Vec<Page>> {
+    let mut pages = Vec::new();
+    let mut pages_reader = SerializedPageReader::new(Arc::clone(reader), chunk, rows, None)?;
+    while let Some(page) = pages_reader.get_next_page()? {
+        pages.push(page);
+    }
+    Ok(pages)
+}
+
+/// Whether the page's payload is compressed (v2 pages may store theirs as is).
+fn is_compressed(page: &Page) -> bool {
+    match page {
+        Page::DataPageV2 { is_compressed, .. } => *is_compressed,
+        _ => true,
+    }
+}
+
+fn levels_len(page: &Page) -> usize {
+    match page {
+        Page::DataPageV2 {
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            ..
+        } => (*def_levels_byte_len as usize).saturating_add(*rep_levels_byte_len as usize),
+        _ => 0,
+    }
+}
+
+fn placeholder() -> Page {
+    Page::DictionaryPage {
+        buf: Bytes::new(),
+        num_values: 0,
+        encoding: parquet::basic::Encoding::PLAIN,
+        is_sorted: false,
+    }
+}
+
+/// `page` with its payload replaced by the decompressed `values`.
+fn uncompressed_page(page: Page, values: Vec<u8>) -> Page {
+    match page {
+        Page::DataPage {
+            num_values,
+            encoding,
+            def_level_encoding,
+            rep_level_encoding,
+            statistics,
+            ..
+        } => Page::DataPage {
+            buf: Bytes::from(values),
+            num_values,
+            encoding,
+            def_level_encoding,
+            rep_level_encoding,
+            statistics,
+        },
+        Page::DictionaryPage {
+            num_values,
+            encoding,
+            is_sorted,
+            ..
+        } => Page::DictionaryPage {
+            buf: Bytes::from(values),
+            num_values,
+            encoding,
+            is_sorted,
+        },
+        Page::DataPageV2 {
+            buf,
+            num_values,
+            encoding,
+            num_nulls,
+            num_rows,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            statistics,
+            ..
+        } => {
+            let levels = levels_len_of(def_levels_byte_len, rep_levels_byte_len);
+            let mut joined = Vec::with_capacity(levels + values.len());
+            joined.extend_from_slice(&buf[..levels]);
+            joined.extend_from_slice(&values);
+            Page::DataPageV2 {
+                buf: Bytes::from(joined),
+                num_values,
+                encoding,
+                num_nulls,
+                num_rows,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                is_compressed: false,
+                statistics,
+            }
+        }
+    }
+}
+
+fn levels_len_of(def: u32, rep: u32) -> usize {
+    (def as usize).saturating_add(rep as usize)
+}
+
+/// One row group whose pages are already decompressed, as the Arrow reader's input.
+struct DecodedRowGroup<'a> {
+    metadata: &'a ParquetMetaData,
+    row_group: &'a RowGroupMetaData,
+    rows: usize,
+    columns: Vec<Option<Vec<Page>>>,
+}
+
+impl RowGroups for DecodedRowGroup<'_> {
+    fn num_rows(&self) -> usize {
+        self.rows
+    }
+
+    fn column_chunks(&self, i: usize) -> parquet::errors::Result<Box<dyn PageIterator>> {
+        let pages = self
+            .columns
+            .get(i)
+            .and_then(|c| c.as_ref())
+            .ok_or_else(|| {
+                parquet::errors::ParquetError::General(format!("column {i} was not read"))
+            })?;
+        let reader: Box<dyn PageReader> = Box::new(PagesReader(pages.iter().cloned().collect()));
+        Ok(Box::new(OnePageReader(Some(reader))))
+    }
+
+    fn row_groups(&self) -> Box<dyn Iterator<Item = &RowGroupMetaData> + '_> {
+        Box::new(std::iter::once(self.row_group))
+    }
+
+    fn metadata(&self) -> &ParquetMetaData {
+        self.metadata
+    }
+}
+
+/// A column chunk's decompressed pages.
+struct PagesReader(VecDeque<Page>);
+
+impl Iterator for PagesReader {
+    type Item = parquet::errors::Result<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.pop_front().map(Ok)
+    }
+}
+
+impl PageReader for PagesReader {
+    fn get_next_page(&mut self) -> parquet::errors::Result<Option<Page>> {
+        Ok(self.0.pop_front())
+    }
+
+    fn peek_next_page(&mut self) -> parquet::errors::Result<Option<PageMetadata>> {
+        Ok(self.0.front().map(|page| match page {
+            Page::DataPage { num_values, .. } => PageMetadata {
+                num_rows: None,
+                num_levels: Some(*num_values as usize),
+                is_dict: false,
+            },
+            Page::DataPageV2 {
+                num_values,
+                num_rows,
+                ..
+            } => PageMetadata {
+                num_rows: Some(*num_rows as usize),
+                num_levels: Some(*num_values as usize),
+                is_dict: false,
+            },
+            Page::DictionaryPage { .. } => PageMetadata {
+                num_rows: None,
+                num_levels: None,
+                is_dict: true,
+            },
+        }))
+    }
+
+    fn skip_next_page(&mut self) -> parquet::errors::Result<()> {
+        self.0.pop_front();
+        Ok(())
+    }
+}
+
+/// The page iterator of one chunk: yields its page reader once.
+struct OnePageReader(Option<Box<dyn PageReader>>);
+
+impl Iterator for OnePageReader {
+    type Item = parquet::errors::Result<Box<dyn PageReader>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.take().map(Ok)
+    }
+}
+
+impl PageIterator for OnePageReader {}

@@ -1,0 +1,135 @@
+//! The page compression service: turns the page payloads of one row group into Snappy raw
+//! streams with `gmatch`, or decodes a row group's Snappy payloads, in ONE call — one GPU
+//! launch sequence when the placement has a GPU (batched: a page is often a few KiB to
+//! 1 MiB, far too small to pay a launch each), else all pages in parallel on the CPU's
+//! cores with rayon. Both sides give the same bytes (gmatch's CPU compressor defines
+//! them), so a file does not depend on where it was written.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::codec::gmatch;
+use crate::codec::{CodecId, GPU_MIN_BYTES, Placement};
+use crate::gpu::Gpu;
+use crate::{Error, Result};
+
+/// Where a batch of `total` bytes runs: the placement's GPU when it has one and either
+/// the batch is at least [`GPU_MIN_BYTES`] (backend `auto`) or the GPU was asked for
+/// explicitly (backend `gpu`, every size). `Placement` keeps its threshold private and
+/// lists no gmatch id among [`CodecId::has_gpu_path`] (gmatch's GPU path is batch-only),
+/// so the threshold is read through LZSS's id, which applies it as is.
+pub(crate) fn batch_gpu(placement: &Placement, total: usize) -> Option<&'static Gpu> {
+    let gpu = placement.gpu()?;
+    let explicit = placement.gpu_for(CodecId::Lzss, 0).is_some();
+    (explicit || total >= GPU_MIN_BYTES).then_some(gpu)
+}
+
+/// What one batched call did, for the writer's and reader's summaries.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct BatchStats {
+    pub seconds: f64,
+    pub on_gpu: bool,
+}
+
+/// Compresses every buffer into a Snappy raw stream (gmatch's bytes), all in one call.
+pub(crate) fn compress_all(
+    placement: &Placement,
+    buffers: &[&[u8]],
+) -> Result<(Vec<Vec<u8>>, BatchStats)> {
+    let start = Instant::now();
+    let total = buffers.iter().map(|b| b.len()).sum();
+    let gpu = batch_gpu(placement, total);
+    let out = match gpu {
+        Some(gpu) => gmatch::gpu::compress_raw_batch(gpu, buffers)?,
+        None => buffers
+            .par_iter()
+            .map(|buffer| gmatch::compress_raw(buffer).map_err(Error::from))
+            .collect::<Result<Vec<_>>>()?,
+    };
+    let stats = BatchStats {
+        seconds: start.elapsed().as_secs_f64(),
+        on_gpu: gpu.is_some(),
+    };
+    Ok((out, stats))
+}
+
+/// Decodes Snappy raw streams (anyone's, not only gmatch's), each of which must decode
+/// to at most `limit` bytes (the column chunk's uncompressed size: no page is larger, so
+/// a corrupt length claim allocates nothing beyond it). Returns the outputs in order.
+pub(crate) fn decompress_all(
+    placement: &Placement,
+    streams: &[&[u8]],
+    limits: &[usize],
+) -> Result<(Vec<Vec<u8>>, BatchStats)> {
+    let start = Instant::now();
+    let mut claimed = Vec::with_capacity(streams.len());
+    for (stream, &limit) in streams.iter().zip(limits) {
+        let len = gmatch::raw_decompressed_len(stream)?;
+        if len > limit {
+            return Err(Error::format(format!(
+                "a SNAPPY page claims {len} bytes, more than its column chunk's \
+                 uncompressed size ({limit}): the file is corrupt"
+            )));
+        }
+        claimed.push(len);
+    }
+    let total = claimed.iter().sum();
+    let gpu = batch_gpu(placement, total);
+    let out = match gpu {
+        Some(gpu) => {
+            let max_output = claimed.iter().copied().max().unwrap_or(0);
+            gmatch::gpu::decompress_raw_batch(gpu, streams, max_output)?
+        }
+        None => streams
+            .par_iter()
+            .zip(&claimed)
+            .map(|(stream, &len)| {
+                gmatch::decompress_raw_with_limit(stream, len).map_err(Error::from)
+            })
+            .collect::<Result<Vec<_>>>()?,
+    };
+    for (bytes, &len) in out.iter().zip(&claimed) {
+        if bytes.len() != len {
+            return Err(Error::format(format!(
+                "a SNAPPY page decoded to {} bytes but claims {len}: the file is corrupt",
+                bytes.len()
+            )));
+        }
+    }
+    let stats = BatchStats {
+        seconds: start.elapsed().as_secs_f64(),
+        on_gpu: gpu.is_some(),
+    };
+    Ok((out, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_batch_matches_single_calls_and_snap_decodes_it() {
+        let a: Vec<u8> = (0..100_000u32)
+            .flat_map(|v| (v / 7).to_le_bytes())
+            .collect();
+        let b = b"short".to_vec();
+        let c: Vec<u8> = Vec::new();
+        let buffers = [&a[..], &b[..], &c[..]];
+        let (streams, stats) = compress_all(&Placement::CPU, &buffers).unwrap();
+        assert!(!stats.on_gpu);
+        for (stream, buffer) in streams.iter().zip(buffers) {
+            assert_eq!(stream, &gmatch::compress_raw(buffer).unwrap());
+            assert_eq!(
+                snap::raw::Decoder::new().decompress_vec(stream).unwrap(),
+                buffer
+            );
+        }
+        let refs: Vec<&[u8]> = streams.iter().map(|s| &s[..]).collect();
+        let limits = vec![a.len(); 3];
+        let (back, _) = decompress_all(&Placement::CPU, &refs, &limits).unwrap();
+        assert_eq!(back, vec![a.clone(), b, c]);
+        // A claim above the limit is refused before anything is allocated.
+        assert!(decompress_all(&Placement::CPU, &refs[..1], &[a.len() - 1]).is_err());
+    }
+}
