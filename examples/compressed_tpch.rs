@@ -34,7 +34,8 @@ async fn main() -> colzip::Result<()> {
     };
     let codec = args.next().unwrap_or_else(|| "auto".into()).parse()?;
     let plain = TpchSession::new(sf, TableKind::Plain)?;
-    let compressed = TpchSession::new(sf, TableKind::Compressed(CompressOptions::from_env(codec)?))?;
+    let compressed =
+        TpchSession::new(sf, TableKind::Compressed(CompressOptions::from_env(codec)?))?;
     let mb = |bytes: usize| bytes as f64 / 1e6;
     println!(
         "SF {sf}: plain tables hold {:.1} MB, compressed ({}) {:.1} MB: {:.2}x smaller",

@@ -42,7 +42,10 @@ async fn main() -> colzip::Result<()> {
             .first()
             .map(|b| b.schema())
             .ok_or_else(|| colzip::Error::format("no result"))?;
-        println!("{}", shell::render(&schema, &batches, shell::OutputFormat::Table)?);
+        println!(
+            "{}",
+            shell::render(&schema, &batches, shell::OutputFormat::Table)?
+        );
     }
     Ok(())
 }

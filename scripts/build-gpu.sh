@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the GPU test binaries (and the CLI) here, without DataFusion, and puts them
+# Builds the GPU test binaries (with Parquet, without DataFusion) and the CLI here, and puts them
 # stripped into .gpu/ for the device machine (run there with scripts/run-gpu.sh).
 # Usage: scripts/build-gpu.sh [release|dev]   (default release)
 set -euo pipefail
@@ -8,7 +8,7 @@ profile=${1:-release}
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >> .git/info/exclude; }
 rm -rf .gpu && mkdir -p .gpu
 # Test binaries whose name starts with gpu_ hold the GPU tests.
-cargo test --profile "$profile" --no-default-features --no-run --message-format=json --test 'gpu_*' \
+cargo test --profile "$profile" --no-default-features --features parquet --no-run --message-format=json --test 'gpu_*' \
   | python3 -c '
 import json, sys
 for line in sys.stdin:

@@ -10,19 +10,14 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::codec::gmatch;
-use crate::codec::{CodecId, GPU_MIN_BYTES, Placement};
+use crate::codec::{CodecId, Placement};
 use crate::gpu::Gpu;
 use crate::{Error, Result};
 
-/// Where a batch of `total` bytes runs: the placement's GPU when it has one and either
-/// the batch is at least [`GPU_MIN_BYTES`] (backend `auto`) or the GPU was asked for
-/// explicitly (backend `gpu`, every size). `Placement` keeps its threshold private and
-/// lists no gmatch id among [`CodecId::has_gpu_path`] (gmatch's GPU path is batch-only),
-/// so the threshold is read through LZSS's id, which applies it as is.
+/// Where a batch of `total` bytes runs: the placement's GPU for gmatch at that size (under
+/// backend `auto` a batch of at least `GPU_MIN_BYTES`, under `gpu` every batch).
 pub(crate) fn batch_gpu(placement: &Placement, total: usize) -> Option<&'static Gpu> {
-    let gpu = placement.gpu()?;
-    let explicit = placement.gpu_for(CodecId::Lzss, 0).is_some();
-    (explicit || total >= GPU_MIN_BYTES).then_some(gpu)
+    placement.gpu_for(CodecId::GmatchRaw, total)
 }
 
 /// What one batched call did, for the writer's and reader's summaries.

@@ -1,0 +1,180 @@
+//! Parquet from a query: TPC-H lineitem written by `COPY … STORED AS COLZIP_PARQUET`
+//! (SNAPPY pages made by gmatch, on the GPU when there is one) and by DataFusion's own
+//! `STORED AS PARQUET` with SNAPPY, read back in SQL; then the compression stage alone,
+//! gmatch against the `snap` crate on all cores over the same pages.
+//! `cargo run --release --example parquet_from_query [SF] [DIR]` (default SF 0.1, a
+//! temporary directory).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use bytes::Bytes;
+use colzip::codec::Placement;
+use colzip::datafusion::session::{TableKind, TpchSession, shell};
+use colzip::gpu::Backend;
+use colzip::parquet::write::{WriteOptions, write_batches};
+use datafusion::prelude::SessionContext;
+use parquet::file::properties::WriterProperties;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use rayon::prelude::*;
+
+fn fail(e: impl std::fmt::Display) -> colzip::Error {
+    colzip::Error::format(e.to_string())
+}
+
+async fn sql(ctx: &SessionContext, text: &str) -> colzip::Result<Vec<arrow::array::RecordBatch>> {
+    ctx.sql(text)
+        .await
+        .map_err(fail)?
+        .collect()
+        .await
+        .map_err(fail)
+}
+
+/// Seconds to run `text`, which writes `path`, and the file's size.
+async fn timed_copy(ctx: &SessionContext, text: &str, path: &Path) -> colzip::Result<(f64, u64)> {
+    let start = Instant::now();
+    sql(ctx, text).await?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok((seconds, std::fs::metadata(path)?.len()))
+}
+
+/// The page payloads of an UNCOMPRESSED Parquet file: what a SNAPPY writer compresses.
+fn page_payloads(file: Bytes) -> colzip::Result<Vec<Bytes>> {
+    let reader = SerializedFileReader::new(file).map_err(fail)?;
+    let mut pages = Vec::new();
+    for g in 0..reader.num_row_groups() {
+        let group = reader.get_row_group(g).map_err(fail)?;
+        for c in 0..group.num_columns() {
+            for page in group.get_column_page_reader(c).map_err(fail)? {
+                pages.push(page.map_err(fail)?.buffer().clone());
+            }
+        }
+    }
+    Ok(pages)
+}
+
+#[tokio::main]
+async fn main() -> colzip::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let sf: f64 = match args.next() {
+        Some(text) => text
+            .parse()
+            .map_err(|e| fail(format!("SF must be a number: {e}")))?,
+        None => 0.1,
+    };
+    let scratch = tempfile::tempdir()?;
+    let dir = args
+        .next()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| scratch.path().into());
+    let session = TpchSession::new(sf, TableKind::Plain)?;
+    let ctx = session.context();
+    let ours = dir.join("lineitem-colzip.parquet");
+    let stock = dir.join("lineitem-stock.parquet");
+    let (ours_s, ours_bytes) = timed_copy(
+        ctx,
+        &format!(
+            "COPY (SELECT * FROM lineitem) TO '{}' STORED AS COLZIP_PARQUET",
+            ours.display()
+        ),
+        &ours,
+    )
+    .await?;
+    let (stock_s, stock_bytes) = timed_copy(
+        ctx,
+        &format!(
+            "COPY (SELECT * FROM lineitem) TO '{}' STORED AS PARQUET OPTIONS ('compression' 'snappy')",
+            stock.display()
+        ),
+        &stock,
+    )
+    .await?;
+    println!("lineitem SF {sf}, written from a query:");
+    println!("  COLZIP_PARQUET   {ours_s:>7.3} s  {ours_bytes:>12} bytes");
+    println!(
+        "  PARQUET, SNAPPY  {stock_s:>7.3} s  {stock_bytes:>12} bytes  (ours: {:.2}x faster, size {:+.2}%)",
+        stock_s / ours_s,
+        (ours_bytes as f64 / stock_bytes as f64 - 1.0) * 100.0
+    );
+    // Any Parquet reader reads the file; here DataFusion's, in SQL.
+    sql(
+        ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE li STORED AS COLZIP_PARQUET LOCATION '{}'",
+            ours.display()
+        ),
+    )
+    .await?;
+    let check = "SELECT count(*) AS n, sum(l_quantity) AS q, max(l_comment) AS c FROM";
+    let shown = |batches: Vec<arrow::array::RecordBatch>| match batches.first() {
+        Some(b) => shell::render(&b.schema(), &batches, shell::OutputFormat::Csv),
+        None => Ok(String::new()),
+    };
+    let read = shown(sql(ctx, &format!("{check} li")).await?)?;
+    let table = shown(sql(ctx, &format!("{check} lineitem")).await?)?;
+    println!(
+        "  read back in SQL: {}",
+        if read == table {
+            "the same aggregates as the table"
+        } else {
+            "DIFFERENT aggregates"
+        }
+    );
+
+    // The compression stage alone, on the same pages: the writer's batched gmatch
+    // (GPU when present) against snap on every core.
+    let batches: Vec<_> = sql(ctx, "SELECT * FROM lineitem").await?;
+    let schema = batches
+        .first()
+        .ok_or_else(|| fail("lineitem is empty"))?
+        .schema();
+    let placement = Placement::new(Backend::from_env()?)?;
+    let mut file = Vec::new();
+    let summary = write_batches(
+        &mut file,
+        schema.clone(),
+        batches.clone(),
+        &WriteOptions::default().with_placement(placement),
+    )?;
+    let mut plain = Vec::new();
+    let props = WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::UNCOMPRESSED)
+        .build();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(&mut plain, schema, Some(props)).map_err(fail)?;
+    for batch in &batches {
+        writer.write(batch).map_err(fail)?;
+    }
+    writer.close().map_err(fail)?;
+    let pages = page_payloads(Bytes::from(plain))?;
+    let start = Instant::now();
+    let snap_bytes: usize = pages
+        .par_iter()
+        .map(|p| snap::raw::Encoder::new().compress_vec(p).map(|c| c.len()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(fail)?
+        .iter()
+        .sum();
+    let snap_s = start.elapsed().as_secs_f64();
+    let gbps = |s: f64| summary.uncompressed_bytes as f64 / s / 1e9;
+    println!(
+        "compression stage, {} pages, {} bytes ({} of {} row groups on the GPU):",
+        summary.pages, summary.uncompressed_bytes, summary.gpu_row_groups, summary.row_groups
+    );
+    println!(
+        "  gmatch (colzip writer)      {:>7.3} s  {:>7.2} GB/s  -> {} bytes",
+        summary.compress_seconds,
+        gbps(summary.compress_seconds),
+        summary.compressed_bytes
+    );
+    println!(
+        "  snap, {:>2} threads           {:>7.3} s  {:>7.2} GB/s  -> {} bytes  (gmatch {:.2}x faster)",
+        rayon::current_num_threads(),
+        snap_s,
+        gbps(snap_s),
+        snap_bytes,
+        snap_s / summary.compress_seconds
+    );
+    Ok(())
+}
