@@ -96,7 +96,7 @@ fn gpu_reads_the_stock_writers_snappy_pages() {
     let batch = batch();
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
-        .set_max_row_group_size(150_000)
+        .set_max_row_group_row_count(Some(150_000))
         .build();
     let mut file = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(props)).unwrap();
