@@ -166,7 +166,7 @@ enum Command {
     /// SQL shell: DataFusion with colzip's SQL functions and the COLZIP_PARQUET format,
     /// optionally over the eight TPC-H tables generated in-process (plain or compressed).
     /// Runs -c or -f and exits; otherwise reads statements ending in ';' from stdin
-    /// (\\q or end of input quits).
+    /// (`\q` or end of input quits).
     Sql(SqlArgs),
 }
 
