@@ -32,6 +32,35 @@ pub enum Error {
     #[cfg(feature = "parquet")]
     #[error("Parquet error: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),
+    /// A DataFusion planning or execution error (boxed: DataFusion's error is large).
+    #[cfg(feature = "datafusion")]
+    #[error("{0}")]
+    DataFusion(Box<datafusion::error::DataFusionError>),
+}
+
+#[cfg(feature = "datafusion")]
+impl From<datafusion::error::DataFusionError> for Error {
+    /// Arrow errors stay Arrow errors, and a colzip error that went through DataFusion
+    /// (as an external error) comes back as itself.
+    fn from(error: datafusion::error::DataFusionError) -> Self {
+        use datafusion::error::DataFusionError;
+        match error {
+            DataFusionError::ArrowError(e, _) => Error::Arrow(*e),
+            DataFusionError::External(e) => match e.downcast::<Error>() {
+                Ok(ours) => *ours,
+                Err(other) => Error::DataFusion(Box::new(DataFusionError::External(other))),
+            },
+            other => Error::DataFusion(Box::new(other)),
+        }
+    }
+}
+
+#[cfg(feature = "datafusion")]
+impl From<Error> for datafusion::error::DataFusionError {
+    /// A colzip error inside DataFusion: an external error (see the reverse `From`).
+    fn from(error: Error) -> Self {
+        datafusion::error::DataFusionError::External(Box::new(error))
+    }
 }
 
 impl Error {

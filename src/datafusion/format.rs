@@ -161,10 +161,6 @@ fn df_error(error: Error) -> DataFusionError {
     DataFusionError::Configuration(error.to_string())
 }
 
-fn external(error: Error) -> DataFusionError {
-    DataFusionError::External(Box::new(error))
-}
-
 /// Creates [`ColzipParquetFormat`]s; registered under [`FORMAT_NAME`].
 #[derive(Debug, Default)]
 pub struct ColzipParquetFactory;
@@ -423,8 +419,8 @@ impl FileSink for ColzipParquetSink {
             let options = self.options.clone();
             let schema = Arc::clone(&schema);
             tasks.push(SpawnedTask::spawn(async move {
-                let mut writer =
-                    ParquetWriter::try_new(pending.clone(), schema, &options).map_err(external)?;
+                let mut writer = ParquetWriter::try_new(pending.clone(), schema, &options)
+                    .map_err(DataFusionError::from)?;
                 while let Some(batch) = rx.recv().await {
                     // Encoding and compressing a row group is CPU (or GPU) work: keep it
                     // off the async workers.
@@ -432,13 +428,13 @@ impl FileSink for ColzipParquetSink {
                         SpawnedTask::spawn_blocking(move || writer.write(&batch).map(|()| writer))
                             .await
                             .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
-                            .map_err(external)?;
+                            .map_err(DataFusionError::from)?;
                     upload.write_all(&pending.take()).await?;
                 }
                 let (summary, _) = SpawnedTask::spawn_blocking(move || writer.close())
                     .await
                     .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
-                    .map_err(external)?;
+                    .map_err(DataFusionError::from)?;
                 upload.write_all(&pending.take()).await?;
                 upload.shutdown().await?;
                 Ok::<u64, DataFusionError>(summary.rows)

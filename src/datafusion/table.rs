@@ -48,7 +48,6 @@ use datafusion::common::{ColumnStatistics, SchemaExt, Statistics};
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::TableType;
 use datafusion::datasource::sink::DataSinkExec;
-use datafusion::error::DataFusionError;
 use datafusion::logical_expr::Expr;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::physical_plan::ExecutionPlan;
@@ -194,14 +193,14 @@ impl CompressedTable {
         sql: &str,
         options: &CompressOptions,
     ) -> Result<Self> {
-        let frame = ctx.sql(sql).await.map_err(from_datafusion)?;
+        let frame = ctx.sql(sql).await.map_err(Error::from)?;
         Self::from_dataframe(frame, options).await
     }
 
     /// Executes `frame` and holds its result compressed.
     pub async fn from_dataframe(frame: DataFrame, options: &CompressOptions) -> Result<Self> {
         let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
-        let partitions = frame.collect_partitioned().await.map_err(from_datafusion)?;
+        let partitions = frame.collect_partitioned().await.map_err(Error::from)?;
         Self::try_new(schema, partitions, options)
     }
 
@@ -393,19 +392,6 @@ fn conform(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBatch> {
         batch.columns().to_vec(),
         &options,
     )?)
-}
-
-/// A DataFusion error as a colzip error.
-pub(crate) fn from_datafusion(error: DataFusionError) -> Error {
-    match error {
-        DataFusionError::ArrowError(e, _) => Error::Arrow(*e),
-        other => Error::Format(other.to_string()),
-    }
-}
-
-/// A colzip error as a DataFusion error.
-pub(crate) fn to_datafusion(error: Error) -> DataFusionError {
-    DataFusionError::External(Box::new(error))
 }
 
 /// Statistics of `blocks` for the columns in `projection`: exact row and null counts,

@@ -136,10 +136,5 @@ pub(super) fn codec_argument(function: &str, value: Option<&ScalarValue>) -> Res
 
 /// Where the codecs run, resolved from the backend chosen at registration.
 pub(super) fn placement(backend: Backend) -> Result<Placement> {
-    Placement::new(backend).map_err(external)
-}
-
-/// A colzip error at execution time.
-pub(super) fn external(error: crate::Error) -> DataFusionError {
-    DataFusionError::External(Box::new(error))
+    Placement::new(backend).map_err(DataFusionError::from)
 }

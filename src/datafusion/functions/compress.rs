@@ -28,8 +28,8 @@ use datafusion::logical_expr::{
 use rayon::prelude::*;
 
 use super::args::{
-    check_arity, check_compressible, check_string_type, codec_argument, external, is_binary,
-    placement, string_literal,
+    check_arity, check_compressible, check_string_type, codec_argument, is_binary, placement,
+    string_literal,
 };
 use crate::codec::Placement;
 use crate::column::{self, CompressedColumn};
@@ -106,7 +106,7 @@ impl ScalarUDFImpl for Compress {
                 column::compress_on(one.as_ref(), &codec, placement)
                     .and_then(|c| c.to_bytes())
                     .map(Some)
-                    .map_err(external)
+                    .map_err(DataFusionError::from)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(ColumnarValue::Array(Arc::new(BinaryArray::from_iter(
@@ -181,7 +181,7 @@ fn decode(row: usize, blob: &[u8], target: &DataType, placement: Placement) -> R
             column.len()
         );
     }
-    let value = column::decompress_on(&column, placement).map_err(external)?;
+    let value = column::decompress_on(&column, placement).map_err(DataFusionError::from)?;
     if value.data_type() == target {
         return Ok(value);
     }

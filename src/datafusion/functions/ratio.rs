@@ -16,7 +16,7 @@ use arrow::array::{Array, ArrayRef, AsArray, ListArray, new_empty_array};
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::concat;
 use arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{Result, ScalarValue, plan_err};
+use datafusion::common::{DataFusionError, Result, ScalarValue, plan_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawAggregateExpr};
 use datafusion::logical_expr::utils::format_state_name;
@@ -24,8 +24,7 @@ use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Expr, Signature, V
 use datafusion::physical_expr::expressions::Literal;
 
 use super::args::{
-    check_arity, check_compressible, check_string_type, codec_argument, external, literal_of,
-    placement,
+    check_arity, check_compressible, check_string_type, codec_argument, literal_of, placement,
 };
 use crate::codec::Placement;
 use crate::column::{self, CodecChoice};
@@ -225,8 +224,8 @@ impl Accumulator for GroupAccumulator {
             return Ok(self.null());
         }
         let values = self.values()?;
-        let compressed =
-            column::compress_on(values.as_ref(), &self.codec, self.placement).map_err(external)?;
+        let compressed = column::compress_on(values.as_ref(), &self.codec, self.placement)
+            .map_err(DataFusionError::from)?;
         let (plain, streams) = (compressed.plain_bytes(), compressed.compressed_bytes());
         Ok(match self.measure {
             // Only columns without any plain bytes (the Null type) compress to nothing.

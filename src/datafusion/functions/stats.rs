@@ -30,7 +30,7 @@ use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream, collec
 use futures::StreamExt;
 
 use super::args::{
-    CODEC_FORMS, check_arity, check_compressible, external, literal_of, placement, string_literal,
+    CODEC_FORMS, check_arity, check_compressible, literal_of, placement, string_literal,
 };
 use crate::gpu::Backend;
 use crate::tpch::{self, Contender, ReportRow};
@@ -97,7 +97,7 @@ impl TableFunctionImpl for Stats {
         let name = string_literal(NAME, 1, "table", literal_of(&exprs[0]))?;
         let contenders = match exprs.get(1) {
             Some(expr) => parse_contenders(expr)?,
-            None => Contender::parse_list(DEFAULT_CODECS).map_err(external)?,
+            None => Contender::parse_list(DEFAULT_CODECS).map_err(DataFusionError::from)?,
         };
         let Some(reference) = resolve(args.session(), name) else {
             return plan_err!("{NAME}: argument 1: table '{name}' not found in the session");
@@ -249,7 +249,7 @@ fn measure_column(
         .iter()
         .map(|contender| tpch::measure_column(table, column, &array, contender, 1, placement))
         .collect::<crate::Result<Vec<_>>>()
-        .map_err(external)?;
+        .map_err(DataFusionError::from)?;
     rows_batch(&rows)
 }
 

@@ -25,7 +25,6 @@ use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
-use crate::datafusion::table::from_datafusion;
 use crate::{Error, Result};
 
 /// How results are printed.
@@ -77,7 +76,7 @@ pub fn parse(ctx: &SessionContext, sql: &str) -> Result<Vec<Statement>> {
         .with_recursion_limit(options.sql_parser.recursion_limit.get())
         .build()
         .and_then(|mut parser| parser.parse_statements())
-        .map_err(from_datafusion)?;
+        .map_err(Error::from)?;
     Ok(statements.into_iter().collect())
 }
 
@@ -90,13 +89,10 @@ pub async fn execute(
         .state()
         .statement_to_plan(statement)
         .await
-        .map_err(from_datafusion)?;
-    let frame = ctx
-        .execute_logical_plan(plan)
-        .await
-        .map_err(from_datafusion)?;
+        .map_err(Error::from)?;
+    let frame = ctx.execute_logical_plan(plan).await.map_err(Error::from)?;
     let schema: SchemaRef = std::sync::Arc::new(frame.schema().as_arrow().clone());
-    let batches = frame.collect().await.map_err(from_datafusion)?;
+    let batches = frame.collect().await.map_err(Error::from)?;
     Ok((schema, batches))
 }
 

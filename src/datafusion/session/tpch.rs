@@ -10,7 +10,7 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use rayon::prelude::*;
 
-use crate::datafusion::table::{CompressOptions, CompressedTable, arrow_memory, from_datafusion};
+use crate::datafusion::table::{CompressOptions, CompressedTable, arrow_memory};
 use crate::tpch::{self, Table, TableData, queries};
 use crate::{Error, Result};
 
@@ -136,8 +136,8 @@ impl TpchSession {
         let sql = queries::query(n)
             .ok_or_else(|| Error::format(format!("there is no TPC-H query {n} (1 to 22)")))?;
         let start = Instant::now();
-        let frame = self.ctx.sql(sql).await.map_err(from_datafusion)?;
-        let batches = frame.collect().await.map_err(from_datafusion)?;
+        let frame = self.ctx.sql(sql).await.map_err(Error::from)?;
+        let batches = frame.collect().await.map_err(Error::from)?;
         Ok(QueryRun {
             query: n,
             elapsed: start.elapsed(),
@@ -184,8 +184,8 @@ pub fn register_tables(
                     TableKind::Plain => {
                         let parts = split(&data, partitions, batch_rows)?;
                         let plain = arrow_memory(&parts.concat());
-                        let table = MemTable::try_new(data.schema.clone(), parts)
-                            .map_err(from_datafusion)?;
+                        let table =
+                            MemTable::try_new(data.schema.clone(), parts).map_err(Error::from)?;
                         (Arc::new(table), plain, plain)
                     }
                     TableKind::Compressed(options) => {
@@ -219,7 +219,7 @@ pub fn register_tables(
     let mut tables = Vec::new();
     for (provider, memory) in loaded {
         ctx.register_table(memory.table.name(), provider)
-            .map_err(from_datafusion)?;
+            .map_err(Error::from)?;
         tables.push(memory);
     }
     Ok(tables)

@@ -22,7 +22,7 @@ use datafusion::physical_plan::{
 use futures::StreamExt;
 use rayon::prelude::*;
 
-use super::{Block, Partitions, block_statistics, to_datafusion};
+use super::{Block, Partitions, block_statistics};
 use crate::codec::Placement;
 use crate::column;
 
@@ -288,7 +288,7 @@ impl Job {
             .par_iter()
             .map(|&(b, c)| column::decompress_on(&self.blocks[b].columns[c], placement))
             .collect::<crate::Result<_>>()
-            .map_err(to_datafusion)?;
+            .map_err(DataFusionError::from)?;
         timer.done();
         self.metrics.columns.add(arrays.len());
         self.metrics.bytes.add(

@@ -12,7 +12,7 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatchStream};
 use futures::TryStreamExt;
 
-use super::{CompressedTable, to_datafusion};
+use super::CompressedTable;
 
 pub(super) struct CompressedSink {
     table: Arc<CompressedTable>,
@@ -59,7 +59,7 @@ impl DataSink for CompressedSink {
         let rows = tokio::task::spawn_blocking(move || table.append(batches))
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?
-            .map_err(to_datafusion)?;
+            .map_err(DataFusionError::from)?;
         Ok(rows as u64)
     }
 }
