@@ -122,6 +122,13 @@ impl CodecId {
     /// [`Self::decompress`] on `gpu` when one is given and the codec has a GPU path, else
     /// on the CPU. GPU errors (CUDA failures, streams the GPU decoder rejects) are returned,
     /// never retried on the CPU.
+    ///
+    /// A single `gmatch:raw` stream is decoded on the CPU even with a GPU: its elements
+    /// form one chain, which the GPU decoder gives one warp (tens of MB/s; on the H100 a
+    /// TPC-H query scanning a compressed `o_comment` took 60× the CPU's time). Many raw
+    /// streams at once (Parquet pages) decode well on the GPU, with
+    /// `codec::gmatch::gpu::decompress_raw_batch`; framed streams go to the GPU chunk by
+    /// chunk.
     pub fn decompress_on(
         self,
         stream: &[u8],
@@ -130,9 +137,6 @@ impl CodecId {
     ) -> crate::Result<Vec<u8>> {
         let out = match (self, gpu) {
             (CodecId::Lzss, Some(gpu)) => lzss::gpu::decompress(gpu, stream, expected_len)?,
-            (CodecId::GmatchRaw, Some(gpu)) => {
-                gmatch::gpu::decompress_raw(gpu, stream, expected_len)?
-            }
             (CodecId::GmatchFramed, Some(gpu)) => {
                 gmatch::gpu::decompress_framed(gpu, stream, expected_len)?
             }
