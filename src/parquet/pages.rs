@@ -5,7 +5,13 @@
 //! cores with rayon. Both sides give the same bytes (gmatch's CPU compressor defines
 //! them), so a file does not depend on where it was written.
 
+use std::sync::Arc;
 use std::time::Instant;
+
+use parquet::column::page::{Page, PageReader};
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::file::reader::ChunkReader;
+use parquet::file::serialized_reader::SerializedPageReader;
 
 use rayon::prelude::*;
 
@@ -97,6 +103,21 @@ pub(crate) fn decompress_all(
         on_gpu: gpu.is_some(),
     };
     Ok((out, stats))
+}
+
+/// The pages of one column chunk, as stored (the writer's UNCOMPRESSED scratch chunks, the
+/// reader's SNAPPY ones).
+pub(crate) fn read_chunk_pages<R: ChunkReader + 'static>(
+    reader: &Arc<R>,
+    chunk: &ColumnChunkMetaData,
+    rows: usize,
+) -> Result<Vec<Page>> {
+    let mut pages = Vec::new();
+    let mut chunk_reader = SerializedPageReader::new(Arc::clone(reader), chunk, rows, None)?;
+    while let Some(page) = chunk_reader.get_next_page()? {
+        pages.push(page);
+    }
+    Ok(pages)
 }
 
 #[cfg(test)]

@@ -53,7 +53,6 @@ use parquet::basic::Compression;
 use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData};
 use parquet::file::reader::ChunkReader;
-use parquet::file::serialized_reader::SerializedPageReader;
 
 use super::pages;
 use crate::codec::Placement;
@@ -228,12 +227,12 @@ impl<R: ChunkReader + 'static> ParquetReader<R> {
                     .into_builder()
                     .set_compression(Compression::UNCOMPRESSED)
                     .build()?;
-                collect_pages(&self.reader, &raw, rows)?
+                pages::read_chunk_pages(&self.reader, &raw, rows)?
             } else {
                 if chunk.compression() != Compression::UNCOMPRESSED {
                     self.summary.other_codec_chunks += 1;
                 }
-                collect_pages(&self.reader, chunk, rows)?
+                pages::read_chunk_pages(&self.reader, chunk, rows)?
             };
             if snappy {
                 for (page_index, page) in pages.iter().enumerate() {
@@ -355,19 +354,6 @@ fn projected_roots(projection: &Option<Vec<usize>>) -> Vec<usize> {
     roots.sort_unstable();
     roots.dedup();
     roots
-}
-
-fn collect_pages<R: ChunkReader + 'static>(
-    reader: &Arc<R>,
-    chunk: &parquet::file::metadata::ColumnChunkMetaData,
-    rows: usize,
-) -> Result<Vec<Page>> {
-    let mut pages = Vec::new();
-    let mut pages_reader = SerializedPageReader::new(Arc::clone(reader), chunk, rows, None)?;
-    while let Some(page) = pages_reader.get_next_page()? {
-        pages.push(page);
-    }
-    Ok(pages)
 }
 
 /// Whether the page's payload is compressed (v2 pages may store theirs as is).

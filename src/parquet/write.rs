@@ -76,15 +76,13 @@ use parquet::arrow::arrow_writer::{
     compute_leaves,
 };
 use parquet::basic::Compression;
-use parquet::column::page::{CompressedPage, Page, PageReader, PageWriter};
+use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::file::metadata::{ColumnChunkMetaData, RowGroupMetaData};
 use parquet::file::properties::{
     DEFAULT_MAX_ROW_GROUP_ROW_COUNT, DEFAULT_PAGE_SIZE, WriterProperties, WriterPropertiesPtr,
     WriterVersion,
 };
-use parquet::file::reader::ChunkReader;
-use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::TypePtr;
 use rayon::prelude::*;
@@ -368,7 +366,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         // Every page of every column of the row group, then one compression call.
         let mut columns = Vec::with_capacity(scratch_meta.num_columns());
         for chunk in scratch_meta.columns() {
-            columns.push(read_pages(&reader, chunk, rows)?);
+            columns.push(pages::read_chunk_pages(&reader, chunk, rows)?);
         }
         let payloads: Vec<&[u8]> = columns
             .iter()
@@ -517,20 +515,6 @@ where
         file.write(&batch)?;
     }
     Ok(file.close()?.0)
-}
-
-/// Reads the (uncompressed) pages of one chunk of the scratch buffer.
-fn read_pages<R: ChunkReader + 'static>(
-    reader: &Arc<R>,
-    chunk: &ColumnChunkMetaData,
-    rows: usize,
-) -> Result<Vec<Page>> {
-    let mut pages = Vec::new();
-    let mut reader = SerializedPageReader::new(Arc::clone(reader), chunk, rows, None)?;
-    while let Some(page) = reader.get_next_page()? {
-        pages.push(page);
-    }
-    Ok(pages)
 }
 
 /// Bytes at the start of a page that are not compressed: data page v2's levels.
