@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
 use parquet::column::page::{Page, PageReader};
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::reader::ChunkReader;
@@ -118,6 +119,81 @@ pub(crate) fn read_chunk_pages<R: ChunkReader + 'static>(
         pages.push(page);
     }
     Ok(pages)
+}
+
+/// Bytes at the start of a page that are never compressed: data page v2's levels.
+pub(crate) fn levels_len(page: &Page) -> usize {
+    match page {
+        Page::DataPageV2 {
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            ..
+        } => (*def_levels_byte_len as usize).saturating_add(*rep_levels_byte_len as usize),
+        _ => 0,
+    }
+}
+
+/// `page` with its payload replaced: the whole buffer of a v1 or dictionary page, the
+/// values after a v2 page's levels (which are kept, and `v2_compressed` says whether the
+/// new values are compressed). The caller has checked that the levels fit the buffer.
+pub(crate) fn with_payload(page: Page, payload: Bytes, v2_compressed: bool) -> Page {
+    match page {
+        Page::DataPage {
+            num_values,
+            encoding,
+            def_level_encoding,
+            rep_level_encoding,
+            statistics,
+            ..
+        } => Page::DataPage {
+            buf: payload,
+            num_values,
+            encoding,
+            def_level_encoding,
+            rep_level_encoding,
+            statistics,
+        },
+        Page::DictionaryPage {
+            num_values,
+            encoding,
+            is_sorted,
+            ..
+        } => Page::DictionaryPage {
+            buf: payload,
+            num_values,
+            encoding,
+            is_sorted,
+        },
+        Page::DataPageV2 {
+            buf,
+            num_values,
+            encoding,
+            num_nulls,
+            num_rows,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            statistics,
+            ..
+        } => {
+            let levels = (def_levels_byte_len as usize)
+                .saturating_add(rep_levels_byte_len as usize)
+                .min(buf.len());
+            let mut joined = Vec::with_capacity(levels + payload.len());
+            joined.extend_from_slice(&buf[..levels]);
+            joined.extend_from_slice(&payload);
+            Page::DataPageV2 {
+                buf: Bytes::from(joined),
+                num_values,
+                encoding,
+                num_nulls,
+                num_rows,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                is_compressed: v2_compressed,
+                statistics,
+            }
+        }
+    }
 }
 
 #[cfg(test)]

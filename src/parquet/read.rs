@@ -248,7 +248,7 @@ impl<R: ChunkReader + 'static> ParquetReader<R> {
         let mut limits = Vec::with_capacity(jobs.len());
         for &(column, page_index) in &jobs {
             let page = &columns[column].as_ref().expect("projected")[page_index];
-            let levels = levels_len(page);
+            let levels = pages::levels_len(page);
             let buffer = page.buffer();
             if levels > buffer.len() {
                 return Err(Error::format(
@@ -269,7 +269,7 @@ impl<R: ChunkReader + 'static> ParquetReader<R> {
         for (&(column, page_index), values) in jobs.iter().zip(decoded) {
             let pages = columns[column].as_mut().expect("projected");
             let page = std::mem::replace(&mut pages[page_index], placeholder());
-            pages[page_index] = uncompressed_page(page, values);
+            pages[page_index] = pages::with_payload(page, Bytes::from(values), false);
         }
 
         let group = DecodedRowGroup {
@@ -364,17 +364,6 @@ fn is_compressed(page: &Page) -> bool {
     }
 }
 
-fn levels_len(page: &Page) -> usize {
-    match page {
-        Page::DataPageV2 {
-            def_levels_byte_len,
-            rep_levels_byte_len,
-            ..
-        } => (*def_levels_byte_len as usize).saturating_add(*rep_levels_byte_len as usize),
-        _ => 0,
-    }
-}
-
 fn placeholder() -> Page {
     Page::DictionaryPage {
         buf: Bytes::new(),
@@ -382,69 +371,6 @@ fn placeholder() -> Page {
         encoding: parquet::basic::Encoding::PLAIN,
         is_sorted: false,
     }
-}
-
-/// `page` with its payload replaced by the decompressed `values`.
-fn uncompressed_page(page: Page, values: Vec<u8>) -> Page {
-    match page {
-        Page::DataPage {
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-            ..
-        } => Page::DataPage {
-            buf: Bytes::from(values),
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        },
-        Page::DictionaryPage {
-            num_values,
-            encoding,
-            is_sorted,
-            ..
-        } => Page::DictionaryPage {
-            buf: Bytes::from(values),
-            num_values,
-            encoding,
-            is_sorted,
-        },
-        Page::DataPageV2 {
-            buf,
-            num_values,
-            encoding,
-            num_nulls,
-            num_rows,
-            def_levels_byte_len,
-            rep_levels_byte_len,
-            statistics,
-            ..
-        } => {
-            let levels = levels_len_of(def_levels_byte_len, rep_levels_byte_len);
-            let mut joined = Vec::with_capacity(levels + values.len());
-            joined.extend_from_slice(&buf[..levels]);
-            joined.extend_from_slice(&values);
-            Page::DataPageV2 {
-                buf: Bytes::from(joined),
-                num_values,
-                encoding,
-                num_nulls,
-                num_rows,
-                def_levels_byte_len,
-                rep_levels_byte_len,
-                is_compressed: false,
-                statistics,
-            }
-        }
-    }
-}
-
-fn levels_len_of(def: u32, rep: u32) -> usize {
-    (def as usize).saturating_add(rep as usize)
 }
 
 /// One row group whose pages are already decompressed, as the Arrow reader's input.

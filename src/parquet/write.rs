@@ -371,7 +371,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         let payloads: Vec<&[u8]> = columns
             .iter()
             .flatten()
-            .map(|page| &page.buffer()[levels_len(page)..])
+            .map(|page| &page.buffer()[pages::levels_len(page)..])
             .collect();
         let (compressed, stats) = pages::compress_all(&self.placement, &payloads)?;
         self.summary.pages += payloads.len();
@@ -517,18 +517,6 @@ where
     Ok(file.close()?.0)
 }
 
-/// Bytes at the start of a page that are not compressed: data page v2's levels.
-fn levels_len(page: &Page) -> usize {
-    match page {
-        Page::DataPageV2 {
-            def_levels_byte_len,
-            rep_levels_byte_len,
-            ..
-        } => (*def_levels_byte_len + *rep_levels_byte_len) as usize,
-        _ => 0,
-    }
-}
-
 /// Serializes one chunk's pages with their compressed payloads and rebuilds the chunk's
 /// metadata (SNAPPY, sizes, offsets) and offset index, as the stock column writer would
 /// have recorded them.
@@ -607,77 +595,19 @@ fn rebuild_chunk(
 /// The page with its payload replaced by `payload` (the compressed bytes), as the stock
 /// writer would have made it.
 fn compressed_page(page: Page, payload: Vec<u8>, v2_threshold: f64) -> CompressedPage {
-    match page {
-        Page::DataPage {
-            buf,
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        } => CompressedPage::new(
-            Page::DataPage {
-                buf: Bytes::from(payload),
-                num_values,
-                encoding,
-                def_level_encoding,
-                rep_level_encoding,
-                statistics,
-            },
-            buf.len(),
-        ),
-        Page::DictionaryPage {
-            buf,
-            num_values,
-            encoding,
-            is_sorted,
-        } => CompressedPage::new(
-            Page::DictionaryPage {
-                buf: Bytes::from(payload),
-                num_values,
-                encoding,
-                is_sorted,
-            },
-            buf.len(),
-        ),
-        Page::DataPageV2 {
-            buf,
-            num_values,
-            encoding,
-            num_nulls,
-            num_rows,
-            def_levels_byte_len,
-            rep_levels_byte_len,
-            is_compressed: _,
-            statistics,
-        } => {
-            let levels = (def_levels_byte_len + rep_levels_byte_len) as usize;
-            let uncompressed_size = buf.len();
+    let uncompressed_size = page.buffer().len();
+    let page = match page {
+        Page::DataPageV2 { .. } => {
             // The stock writer's rule: keep the values uncompressed unless compression
             // makes them smaller than the page times the threshold.
-            let is_compressed = (payload.len() as f64) < uncompressed_size as f64 * v2_threshold;
-            let new_buf = if is_compressed {
-                let mut joined = Vec::with_capacity(levels + payload.len());
-                joined.extend_from_slice(&buf[..levels]);
-                joined.extend_from_slice(&payload);
-                Bytes::from(joined)
+            if (payload.len() as f64) < uncompressed_size as f64 * v2_threshold {
+                pages::with_payload(page, Bytes::from(payload), true)
             } else {
-                buf
-            };
-            CompressedPage::new(
-                Page::DataPageV2 {
-                    buf: new_buf,
-                    num_values,
-                    encoding,
-                    num_nulls,
-                    num_rows,
-                    def_levels_byte_len,
-                    rep_levels_byte_len,
-                    is_compressed,
-                    statistics,
-                },
-                uncompressed_size,
-            )
+                let values = page.buffer().slice(pages::levels_len(&page)..);
+                pages::with_payload(page, values, false)
+            }
         }
-    }
+        _ => pages::with_payload(page, Bytes::from(payload), true),
+    };
+    CompressedPage::new(page, uncompressed_size)
 }
