@@ -26,6 +26,15 @@ pub fn decompress_raw(stream: &[u8]) -> Result<Vec<u8>> {
 
 /// Decodes a Snappy raw stream whose claimed length must not exceed `max_output`.
 pub fn decompress_raw_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
+    let (body, len) = raw_elements(stream, max_output)?;
+    let mut out = vec![0u8; len];
+    decode_elements(body, &mut out)?;
+    Ok(out)
+}
+
+/// A raw stream's element bytes and claimed length, checked before anything is decoded
+/// (by the CPU here and by the GPU path): the length within `max_output` and producible.
+pub(crate) fn raw_elements(stream: &[u8], max_output: usize) -> Result<(&[u8], usize)> {
     let (len, header) = varint::read_u32(stream, NAME)?;
     if u64::from(len) > max_output as u64 {
         return Err(CodecError::TooLarge {
@@ -36,9 +45,7 @@ pub fn decompress_raw_with_limit(stream: &[u8], max_output: usize) -> Result<Vec
     }
     let body = &stream[header..];
     check_producible(u64::from(len), body.len())?;
-    let mut out = vec![0u8; len as usize];
-    decode_elements(body, &mut out)?;
-    Ok(out)
+    Ok((body, len as usize))
 }
 
 /// Rejects a claimed length that `body_len` bytes of elements cannot produce: the

@@ -5,11 +5,10 @@
 //! element. Any stream the CPU decoder rejects is an `Err` here too.
 
 use super::super::NAME;
-use super::super::decode::check_producible;
+use super::super::decode::raw_elements;
 use super::super::frame::{DataChunk, check_crc, scan_chunks};
 use crate::Result;
 use crate::codec::error::CodecError;
-use crate::codec::varint;
 use crate::gpu::gmatch::{GmatchKernels, enqueue_crc};
 use crate::gpu::snappy::{DecodeBatch, SnappyDecoder, decode_error_reason, enqueue_decode};
 use crate::gpu::time_on_device;
@@ -137,21 +136,9 @@ fn framed_items<'a>(chunks: &[DataChunk<'a>]) -> Result<Vec<(&'a [u8], usize)>> 
         .collect()
 }
 
-/// A raw stream's elements and claimed length, checked as the CPU decoder checks them
-/// before decoding.
+/// A raw stream's elements and claimed length, checked as the CPU decoder checks them.
 fn elements_of(stream: &[u8], max_output: usize) -> Result<(&[u8], usize)> {
-    let (len, header) = varint::read_u32(stream, NAME)?;
-    if u64::from(len) > max_output as u64 {
-        return Err(CodecError::TooLarge {
-            codec: NAME,
-            claimed: u64::from(len),
-            limit: max_output as u64,
-        }
-        .into());
-    }
-    let body = &stream[header..];
-    check_producible(u64::from(len), body.len())?;
-    Ok((body, len as usize))
+    Ok(raw_elements(stream, max_output)?)
 }
 
 /// A batch of `(elements, claimed length)` on the device, ready to decode (again, for
