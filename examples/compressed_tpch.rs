@@ -38,7 +38,7 @@ async fn main() -> colzip::Result<()> {
         TpchSession::new(sf, TableKind::Compressed(CompressOptions::from_env(codec)?))?;
     let mb = |bytes: usize| bytes as f64 / 1e6;
     println!(
-        "SF {sf}: plain tables hold {:.1} MB, compressed ({}) {:.1} MB: {:.2}x smaller",
+        "SF {sf}: plain tables hold {:.1} MB, {} {:.1} MB: {:.2}x smaller",
         mb(plain.held_bytes()),
         compressed.kind().describe(),
         mb(compressed.held_bytes()),
