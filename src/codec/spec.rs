@@ -96,8 +96,9 @@ impl CodecId {
     }
 
     /// Whether the codec has a GPU path: [`CodecSpec::compress_on`] and
-    /// [`CodecId::decompress_on`] run it on the GPU when given one. The codecs without one
-    /// run on the CPU whatever the backend. (A new GPU path is one arm in each of those
+    /// [`CodecId::decompress_on`] run it on the GPU when given one (but for a single
+    /// `gmatch:raw` stream's decoding, which stays on the CPU: see `decompress_on`). The
+    /// codecs without one run on the CPU whatever the backend. (A new GPU path is one arm in each of those
     /// two dispatches plus its id here.)
     pub fn has_gpu_path(self) -> bool {
         matches!(
