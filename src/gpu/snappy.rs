@@ -15,8 +15,12 @@ pub const SNAPPY_DECOMPRESS: KernelSource = KernelSource {
     source: include_str!("../../kernels/snappy_decompress.cu"),
 };
 
+/// Bytes the decoder's input and output arrays must extend past their last buffer: it
+/// reads whole aligned words around a buffer's bytes.
+pub const WORD_SLACK: usize = 4;
+
 /// Warps (buffers) per block of the decoder.
-const DECODE_WARPS: u32 = 8;
+const DECODE_WARPS: u32 = 4;
 
 /// The decoder kernel.
 pub(crate) struct SnappyDecoder {
@@ -32,7 +36,8 @@ impl SnappyDecoder {
 }
 
 /// Device arrays of a batch: the element bytes and the outputs, with per-buffer u64
-/// offsets and lengths, and a u32 status per buffer.
+/// offsets and lengths, and a u32 status per buffer. `input` and `output` extend
+/// [`WORD_SLACK`] bytes past their last buffer.
 pub(crate) struct DecodeBatch<'a> {
     pub input: &'a CudaSlice<u8>,
     pub in_offsets: &'a CudaSlice<u64>,
@@ -72,9 +77,10 @@ pub(crate) fn enqueue_decode(
         block_dim: (32 * DECODE_WARPS, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: each warp reads only in[in_offsets[b]..+in_lens[b]] and writes only
-    // out[out_offsets[b]..+out_lens[b]] and status[b], for b < count; the kernel checks
-    // every element against those lengths.
+    // SAFETY: each warp reads in[in_offsets[b]..+in_lens[b]] and the aligned words that
+    // hold bytes of out[out_offsets[b]..+out_lens[b]] (at most 3 bytes past the last
+    // buffer: the caller allocates WORD_SLACK more), and writes only that output range
+    // and status[b], for b < count; the kernel checks every element against the lengths.
     unsafe { launch.launch(config) }
         .map(|_| ())
         .map_err(|e| gpu_error("kernel launch", e))

@@ -10,7 +10,9 @@ use super::super::frame::{DataChunk, check_crc, scan_chunks};
 use crate::Result;
 use crate::codec::error::CodecError;
 use crate::gpu::gmatch::{GmatchKernels, enqueue_crc};
-use crate::gpu::snappy::{DecodeBatch, SnappyDecoder, decode_error_reason, enqueue_decode};
+use crate::gpu::snappy::{
+    DecodeBatch, SnappyDecoder, WORD_SLACK, decode_error_reason, enqueue_decode,
+};
 use crate::gpu::time_on_device;
 use crate::gpu::{
     Gpu, LaneGuard, PinnedBuffer, copy_to_device, copy_to_host, gpu_error, parallel_copy,
@@ -191,9 +193,10 @@ impl<'g> Decoding<'g> {
                 elements,
             );
         }
-        let mut input = lane.take_device("snappy.in", in_total)?;
+        // (The kernel reads whole aligned words around a buffer's bytes.)
+        let mut input = lane.take_device("snappy.in", in_total + WORD_SLACK)?;
         copy_to_device(&stream, &staging.as_slice()[..in_total], &mut input, 0)?;
-        let output = lane.take_device("snappy.out", out_total)?;
+        let output = lane.take_device("snappy.out", out_total + WORD_SLACK)?;
         let upload = |v: &[u64]| {
             stream
                 .clone_htod(v)
