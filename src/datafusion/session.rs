@@ -17,13 +17,15 @@
 //! ```
 
 pub mod shell;
+mod table_kind;
 mod tpch;
 
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::Result;
 
-pub use tpch::{QueryRun, TableKind, TableMemory, TpchEvent, TpchSession, register_tables};
+pub use table_kind::TableKind;
+pub use tpch::{QueryRun, TableMemory, TpchEvent, TpchSession, register_tables};
 
 /// A session context with colzip's SQL functions and `COLZIP_PARQUET` format registered
 /// (see [`register`](super::register)) and the information schema on, so `SHOW TABLES`
