@@ -108,6 +108,9 @@ fn statements_from_a_file_run_in_order() {
                     | y   | 2     |\n\
                     +-----+-------+\n";
     assert_eq!(out, expected);
+    // CREATE TABLE prints nothing, so there is no result before the query to separate.
+    let out = ok(&["sql", "-f", file.to_str().unwrap(), "--format", "csv"]);
+    assert_eq!(out, "tag,total\nx,4\ny,2\n");
 
     let missing = dir.path().join("missing.sql");
     let stderr = fails(&["sql", "-f", missing.to_str().unwrap()], "");

@@ -96,8 +96,9 @@ pub async fn execute(
     Ok((schema, batches))
 }
 
-/// Runs the statements of `sql` in order, printing each result to `out`; stops at the
-/// first error. Returns the number of statements run.
+/// Runs the statements of `sql` in order, printing each result to `out` (CSV results
+/// separated by an empty line); stops at the first error. Returns the number of
+/// statements run.
 pub async fn run_sql(
     ctx: &SessionContext,
     sql: &str,
@@ -106,13 +107,20 @@ pub async fn run_sql(
 ) -> Result<usize> {
     let statements = parse(ctx, sql)?;
     let count = statements.len();
-    for (i, statement) in statements.into_iter().enumerate() {
+    let mut printed_before = false;
+    for statement in statements {
         let (schema, batches) = execute(ctx, statement).await?;
-        if format == OutputFormat::Csv && i > 0 {
+        let text = render(&schema, &batches, format)?;
+        if text.is_empty() {
+            // DDL prints nothing, and is no result for CSV to separate.
+            continue;
+        }
+        if format == OutputFormat::Csv && printed_before {
             writeln!(out)?;
         }
-        out.write_all(render(&schema, &batches, format)?.as_bytes())?;
+        out.write_all(text.as_bytes())?;
         out.flush()?;
+        printed_before = true;
     }
     Ok(count)
 }
