@@ -1,5 +1,7 @@
 //! The statement runner behind `colzip sql`: SQL text with one or more statements run in
 //! order, each result printed as a table, JSON or CSV; and a line-reading interactive loop.
+//! `CREATE TABLE` makes compressed tables in a session set to compressed mode (see
+//! [`set_table_kind`](super::set_table_kind)); the rest is DataFusion's.
 //!
 //! ```
 //! use colzip::datafusion::session::{self, shell::{self, OutputFormat}};
@@ -80,7 +82,8 @@ pub fn parse(ctx: &SessionContext, sql: &str) -> Result<Vec<Statement>> {
     Ok(statements.into_iter().collect())
 }
 
-/// Runs one parsed statement and returns its result.
+/// Runs one parsed statement and returns its result; `CREATE TABLE` holds its table as
+/// the session's [`table_kind`](super::table_kind) says.
 pub async fn execute(
     ctx: &SessionContext,
     statement: Statement,
@@ -90,7 +93,7 @@ pub async fn execute(
         .statement_to_plan(statement)
         .await
         .map_err(Error::from)?;
-    let frame = ctx.execute_logical_plan(plan).await.map_err(Error::from)?;
+    let frame = super::execute_logical_plan(ctx, plan).await?;
     let schema: SchemaRef = std::sync::Arc::new(frame.schema().as_arrow().clone());
     let batches = frame.collect().await.map_err(Error::from)?;
     Ok((schema, batches))

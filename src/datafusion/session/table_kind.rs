@@ -2,8 +2,9 @@
 
 use crate::datafusion::table::CompressOptions;
 
-/// How tables are held, e.g. the TPC-H tables of
-/// [`register_tables`](super::register_tables).
+/// How tables are held: the TPC-H tables of [`register_tables`](super::register_tables),
+/// and those made by `CREATE TABLE` in a session set up with
+/// [`set_table_kind`](super::set_table_kind).
 #[derive(Clone, Debug, Default)]
 pub enum TableKind {
     /// Arrow batches in a DataFusion `MemTable`.
