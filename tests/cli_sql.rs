@@ -170,3 +170,21 @@ fn statements_from_stdin_until_quit() {
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "[{\"c\":3}]\n");
     assert!(String::from_utf8(out.stderr).unwrap().contains("nope"));
 }
+
+#[test]
+fn stdin_statements_end_at_semicolons_of_code_only() {
+    // A ';' at a line's end inside a string, a quoted identifier or a comment does not
+    // end the statement.
+    let script = "select 'first;\nsecond' as \"a;\nb\", -- not the end;\n 'it''s;\n' as c;\n\
+                  select 2 as d; -- the end\n";
+    let out = colzip(&["sql", "--format", "json"], script);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "[{\"a;\\nb\":\"first;\\nsecond\",\"c\":\"it's;\\n\"}]\n[{\"d\":2}]\n"
+    );
+}

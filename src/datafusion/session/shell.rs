@@ -16,6 +16,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod statement_end;
+
 use std::fmt;
 use std::io::{BufRead, Write};
 use std::str::FromStr;
@@ -28,6 +30,8 @@ use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
 use crate::{Error, Result};
+
+pub use statement_end::StatementEnd;
 
 /// How results are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -181,7 +185,8 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
 }
 
 /// Reads statements from `input` until EOF or `\q`, running each as soon as a line ends
-/// with `;`; results go to `out`, errors to `errors` (the loop goes on after them).
+/// it with a `;` (see [`StatementEnd`]: one inside a string, quoted identifier or comment
+/// does not count); results go to `out`, errors to `errors` (the loop goes on after them).
 /// With `prompt`, a prompt is written to `out` before each line. Returns the number of
 /// statements that failed.
 pub async fn interactive(
@@ -194,6 +199,7 @@ pub async fn interactive(
 ) -> Result<usize> {
     let mut failed = 0;
     let mut pending = String::new();
+    let mut end = StatementEnd::new();
     let mut line = String::new();
     loop {
         if prompt {
@@ -217,12 +223,14 @@ pub async fn interactive(
             break;
         }
         pending.push_str(&line);
-        if trimmed.ends_with(';') {
+        end.push(&line);
+        if end.at_end() {
             if let Err(error) = run_sql(ctx, &pending, format, out).await {
                 writeln!(errors, "error: {error}")?;
                 failed += 1;
             }
             pending.clear();
+            end = StatementEnd::new();
         }
     }
     // A last statement without its ';' still runs.
