@@ -1,5 +1,6 @@
 //! `colzip sql`: statements from -c, -f and stdin, the three output formats, errors and
-//! exit codes, and TPC-H tables plain and compressed giving the same answers.
+//! exit codes, TPC-H tables plain and compressed giving the same answers, and CREATE
+//! TABLE making compressed tables with --compressed.
 #![cfg(feature = "datafusion")]
 
 use std::io::Write;
@@ -108,6 +109,9 @@ fn statements_from_a_file_run_in_order() {
                     | y   | 2     |\n\
                     +-----+-------+\n";
     assert_eq!(out, expected);
+    // CREATE TABLE prints nothing, so there is no result before the query to separate.
+    let out = ok(&["sql", "-f", file.to_str().unwrap(), "--format", "csv"]);
+    assert_eq!(out, "tag,total\nx,4\ny,2\n");
 
     let missing = dir.path().join("missing.sql");
     let stderr = fails(&["sql", "-f", missing.to_str().unwrap()], "");
@@ -129,8 +133,6 @@ fn bad_sql_fails_with_the_error() {
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "a\n7\n");
     let stderr = fails(&["sql", "-c", "select 1", "--format", "xml"], "");
     assert!(stderr.contains("xml"), "{stderr}");
-    // --compressed needs tables to compress.
-    fails(&["sql", "--compressed", "-c", "select 1"], "");
     let stderr = fails(
         &[
             "sql",
@@ -166,4 +168,87 @@ fn statements_from_stdin_until_quit() {
     assert!(!out.status.success());
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "[{\"c\":3}]\n");
     assert!(String::from_utf8(out.stderr).unwrap().contains("nope"));
+}
+
+#[test]
+fn create_table_with_compressed_makes_compressed_tables() {
+    let sql = "CREATE TABLE t AS SELECT value AS id, value % 3 AS r, concat('v', value % 5) AS s \
+               FROM generate_series(1, 1000);\n\
+               INSERT INTO t VALUES (0, 0, 'zero');\n\
+               CREATE TABLE e (id BIGINT, s VARCHAR);\n\
+               INSERT INTO e SELECT id, s FROM t WHERE r = 2;\n\
+               SELECT r, count(*) AS n, max(s) AS top FROM t GROUP BY r ORDER BY r;\n\
+               SELECT count(*) AS n FROM e;\n\
+               EXPLAIN SELECT id FROM t;";
+    let compressed = ok(&[
+        "sql",
+        "--compressed",
+        "--codec",
+        "gmatch",
+        "-c",
+        sql,
+        "--format",
+        "csv",
+    ]);
+    let plain = ok(&["sql", "-c", sql, "--format", "csv"]);
+    // The inserts' counts, the two queries, EXPLAIN (each without the newline before
+    // the empty line that separates them).
+    let results = |out: &str| -> Vec<String> {
+        let parts: Vec<String> = out.split("\n\n").map(String::from).collect();
+        assert_eq!(parts.len(), 5, "{out}");
+        parts
+    };
+    let (compressed, plain) = (results(&compressed), results(&plain));
+    assert_eq!(compressed[..4], plain[..4]);
+    assert_eq!(compressed[0], "count\n1");
+    assert_eq!(compressed[1], "count\n333");
+    assert_eq!(compressed[2], "r,n,top\n0,334,zero\n1,334,v4\n2,333,v4");
+    assert_eq!(compressed[3], "n\n333");
+    // The plan scans a compressed table only with --compressed.
+    assert!(
+        compressed[4].contains("CompressedScanExec"),
+        "{}",
+        compressed[4]
+    );
+    assert!(!plain[4].contains("CompressedScanExec"), "{}", plain[4]);
+
+    // DataFusion's rules for existing tables.
+    let stderr = fails(
+        &[
+            "sql",
+            "--compressed",
+            "-c",
+            "CREATE TABLE t AS SELECT 1 AS a; CREATE TABLE t AS SELECT 2 AS a",
+        ],
+        "",
+    );
+    assert!(stderr.contains("already exists"), "{stderr}");
+    let out = ok(&[
+        "sql",
+        "--compressed",
+        "-c",
+        "CREATE TABLE t AS SELECT 1 AS a; CREATE TABLE IF NOT EXISTS t AS SELECT 2 AS a; \
+         SELECT a FROM t; CREATE OR REPLACE TABLE t AS SELECT 3 AS a; SELECT a FROM t",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out, "[{\"a\":1}]\n[{\"a\":3}]\n");
+}
+
+#[test]
+fn stdin_statements_end_at_semicolons_of_code_only() {
+    // A ';' at a line's end inside a string, a quoted identifier or a comment does not
+    // end the statement.
+    let script = "select 'first;\nsecond' as \"a;\nb\", -- not the end;\n 'it''s;\n' as c;\n\
+                  select 2 as d; -- the end\n";
+    let out = colzip(&["sql", "--format", "json"], script);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "[{\"a;\\nb\":\"first;\\nsecond\",\"c\":\"it's;\\n\"}]\n[{\"d\":2}]\n"
+    );
 }

@@ -164,9 +164,10 @@ enum Command {
         format: String,
     },
     /// SQL shell: DataFusion with colzip's SQL functions and the COLZIP_PARQUET format,
-    /// optionally over the eight TPC-H tables generated in-process (plain or compressed).
-    /// Runs -c or -f and exits; otherwise reads statements ending in ';' from stdin
-    /// (`\q` or end of input quits).
+    /// optionally over the eight TPC-H tables generated in-process; with --compressed the
+    /// tables, TPC-H and CREATE TABLE's, hold every column compressed. Runs -c or -f and
+    /// exits; otherwise reads statements ending in ';' from stdin (`\q` or end of input
+    /// quits).
     Sql(SqlArgs),
 }
 
@@ -176,8 +177,9 @@ struct SqlArgs {
     /// Generate the TPC-H tables at this scale factor and register them by name
     #[arg(long, value_name = "SF")]
     tpch: Option<f64>,
-    /// Hold the TPC-H tables with every column compressed
-    #[arg(long, requires = "tpch")]
+    /// Hold tables with every column compressed: the TPC-H tables, and those made by
+    /// CREATE TABLE [AS query] (which INSERT INTO then fills compressed too)
+    #[arg(long)]
     compressed: bool,
     /// Codec of the compressed tables: auto, lzss[:s=…,w=…,c=…], gmatch, bwt, stored
     #[arg(long, default_value = "auto", requires = "compressed")]
@@ -218,6 +220,7 @@ fn sql(args: SqlArgs) -> Result<()> {
         (None, None) => shell::Input::Stdin,
     };
     let ctx = session::context()?;
+    session::set_table_kind(&ctx, kind.clone());
     if let Some(sf) = args.tpch {
         let bar = progress_bar();
         bar.set_length(Table::ALL.len() as u64);

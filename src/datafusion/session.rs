@@ -1,7 +1,9 @@
 //! Sessions for colzip: a DataFusion [`SessionContext`] with colzip's functions and file
 //! format registered ([`context`]), optionally the eight TPC-H tables generated in-process
 //! as plain `MemTable`s or as [`CompressedTable`](super::table::CompressedTable)s
-//! ([`TpchSession`]), and the statement runner behind `colzip sql` ([`shell`]).
+//! ([`TpchSession`]), `CREATE TABLE` making compressed tables in a session put in
+//! compressed mode ([`set_table_kind`], [`sql`]), and the statement runner behind
+//! `colzip sql` ([`shell`]).
 //!
 //! ```
 //! use colzip::datafusion::session::{TableKind, TpchSession};
@@ -16,14 +18,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod create_table;
 pub mod shell;
+mod table_kind;
 mod tpch;
 
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::Result;
 
-pub use tpch::{QueryRun, TableKind, TableMemory, TpchEvent, TpchSession, register_tables};
+pub use create_table::{execute_logical_plan, set_table_kind, sql, table_kind};
+pub use table_kind::TableKind;
+pub use tpch::{QueryRun, TableMemory, TpchEvent, TpchSession, register_tables};
 
 /// A session context with colzip's SQL functions and `COLZIP_PARQUET` format registered
 /// (see [`register`](super::register)) and the information schema on, so `SHOW TABLES`

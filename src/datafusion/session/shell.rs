@@ -1,5 +1,7 @@
 //! The statement runner behind `colzip sql`: SQL text with one or more statements run in
 //! order, each result printed as a table, JSON or CSV; and a line-reading interactive loop.
+//! `CREATE TABLE` makes compressed tables in a session set to compressed mode (see
+//! [`set_table_kind`](super::set_table_kind)); the rest is DataFusion's.
 //!
 //! ```
 //! use colzip::datafusion::session::{self, shell::{self, OutputFormat}};
@@ -14,6 +16,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod statement_end;
+
 use std::fmt;
 use std::io::{BufRead, Write};
 use std::str::FromStr;
@@ -26,6 +30,8 @@ use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
 use crate::{Error, Result};
+
+pub use statement_end::StatementEnd;
 
 /// How results are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -80,7 +86,8 @@ pub fn parse(ctx: &SessionContext, sql: &str) -> Result<Vec<Statement>> {
     Ok(statements.into_iter().collect())
 }
 
-/// Runs one parsed statement and returns its result.
+/// Runs one parsed statement and returns its result; `CREATE TABLE` holds its table as
+/// the session's [`table_kind`](super::table_kind) says.
 pub async fn execute(
     ctx: &SessionContext,
     statement: Statement,
@@ -90,14 +97,15 @@ pub async fn execute(
         .statement_to_plan(statement)
         .await
         .map_err(Error::from)?;
-    let frame = ctx.execute_logical_plan(plan).await.map_err(Error::from)?;
+    let frame = super::execute_logical_plan(ctx, plan).await?;
     let schema: SchemaRef = std::sync::Arc::new(frame.schema().as_arrow().clone());
     let batches = frame.collect().await.map_err(Error::from)?;
     Ok((schema, batches))
 }
 
-/// Runs the statements of `sql` in order, printing each result to `out`; stops at the
-/// first error. Returns the number of statements run.
+/// Runs the statements of `sql` in order, printing each result to `out` (CSV results
+/// separated by an empty line); stops at the first error. Returns the number of
+/// statements run.
 pub async fn run_sql(
     ctx: &SessionContext,
     sql: &str,
@@ -106,13 +114,20 @@ pub async fn run_sql(
 ) -> Result<usize> {
     let statements = parse(ctx, sql)?;
     let count = statements.len();
-    for (i, statement) in statements.into_iter().enumerate() {
+    let mut printed_before = false;
+    for statement in statements {
         let (schema, batches) = execute(ctx, statement).await?;
-        if format == OutputFormat::Csv && i > 0 {
+        let text = render(&schema, &batches, format)?;
+        if text.is_empty() {
+            // DDL prints nothing, and is no result for CSV to separate.
+            continue;
+        }
+        if format == OutputFormat::Csv && printed_before {
             writeln!(out)?;
         }
-        out.write_all(render(&schema, &batches, format)?.as_bytes())?;
+        out.write_all(text.as_bytes())?;
         out.flush()?;
+        printed_before = true;
     }
     Ok(count)
 }
@@ -170,7 +185,8 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
 }
 
 /// Reads statements from `input` until EOF or `\q`, running each as soon as a line ends
-/// with `;`; results go to `out`, errors to `errors` (the loop goes on after them).
+/// it with a `;` (see [`StatementEnd`]: one inside a string, quoted identifier or comment
+/// does not count); results go to `out`, errors to `errors` (the loop goes on after them).
 /// With `prompt`, a prompt is written to `out` before each line. Returns the number of
 /// statements that failed.
 pub async fn interactive(
@@ -183,6 +199,7 @@ pub async fn interactive(
 ) -> Result<usize> {
     let mut failed = 0;
     let mut pending = String::new();
+    let mut end = StatementEnd::new();
     let mut line = String::new();
     loop {
         if prompt {
@@ -206,12 +223,14 @@ pub async fn interactive(
             break;
         }
         pending.push_str(&line);
-        if trimmed.ends_with(';') {
+        end.push(&line);
+        if end.at_end() {
             if let Err(error) = run_sql(ctx, &pending, format, out).await {
                 writeln!(errors, "error: {error}")?;
                 failed += 1;
             }
             pending.clear();
+            end = StatementEnd::new();
         }
     }
     // A last statement without its ';' still runs.

@@ -10,28 +10,10 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use rayon::prelude::*;
 
-use crate::datafusion::table::{CompressOptions, CompressedTable, arrow_memory};
+use super::TableKind;
+use crate::datafusion::table::{CompressedTable, arrow_memory};
 use crate::tpch::{self, Table, TableData, queries};
 use crate::{Error, Result};
-
-/// How the TPC-H tables are held.
-#[derive(Clone, Debug)]
-pub enum TableKind {
-    /// Arrow batches in a DataFusion `MemTable`.
-    Plain,
-    /// Every column compressed, in a [`CompressedTable`].
-    Compressed(CompressOptions),
-}
-
-impl TableKind {
-    /// `plain`, or `compressed (CODEC)`.
-    pub fn describe(&self) -> String {
-        match self {
-            TableKind::Plain => "plain".into(),
-            TableKind::Compressed(options) => format!("compressed ({})", options.codec),
-        }
-    }
-}
 
 /// One registered table and the memory it holds.
 #[derive(Clone, Debug, PartialEq)]
