@@ -4,8 +4,10 @@
 //!
 //! - [`write`]: [`write::ParquetWriter`] / [`write::write_batches`];
 //! - [`read`]: [`read::ParquetReader`] / [`read::read_batches`];
-//! - `pages` (private): the batched page compression service both use.
+//! - `pages` (private): the batched page compression service both use;
+//! - `capture` (private): the writer's access to the pages its encoders stored.
 
+mod capture;
 mod pages;
 pub mod read;
 pub mod write;

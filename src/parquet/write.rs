@@ -30,11 +30,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! # How: encode UNCOMPRESSED, then compress the pages of a row group in one batch
+//! # How: encode UNCOMPRESSED, then compress the pages of several row groups in one batch
 //! The parquet crate has no codec hook. Two routes were possible (see DATAFUSION.md):
 //! typed column writers with a `PageWriter` of ours, or a post-pass over pages that
-//! arrow-rs encoded without compression. This module takes the **post-pass**, per row
-//! group, because
+//! arrow-rs encoded without compression. This module takes the **post-pass**, per batch
+//! of row groups, because
 //! - arrow-rs's own encoders stay in charge of every Arrow type it writes (dictionaries,
 //!   string/binary views, decimals, intervals, nested lists/structs/maps with their
 //!   levels, statistics, page index): nothing of that is re-implemented here, so the
@@ -42,18 +42,25 @@
 //!   chooses (the same pages, the same page boundaries, since the stock writer splits
 //!   pages on their uncompressed size);
 //! - a `PageWriter` must return each page's compressed size at once, which would force
-//!   one GPU call per page; the post-pass holds every page of the row group before it
+//!   one GPU call per page; the post-pass holds every page of its row groups before it
 //!   compresses, so all of them go to the GPU in **one batched call**.
 //!
-//! The steps for a row group: (1) the leaf columns are encoded in parallel (rayon) by
-//! `ArrowColumnWriter`s configured UNCOMPRESSED; (2) their chunks are spliced into a
-//! scratch buffer and read back page by page with `SerializedPageReader`; (3) every
-//! page payload of the row group (the whole page for data page v1 and dictionary pages,
-//! only the values for data page v2, whose levels stay uncompressed) is compressed in
-//! one call ([`super::pages`]); (4) each chunk is re-serialized with
-//! `SerializedPageWriter` and its metadata rebuilt (codec SNAPPY, sizes, page offsets,
-//! offset index), then spliced into the output with `append_column`. Chunk statistics
-//! and the column index describe values, so they are kept as encoded.
+//! The writer holds completed row groups until it has
+//! [`WriteOptions::parallel_row_groups`] of them (or is flushed or closed), then for
+//! all of them together: (1) every (row group, leaf column) pair is encoded in one
+//! parallel pass (rayon) by an `ArrowColumnWriter` configured UNCOMPRESSED, so that a
+//! slow column of one row group runs beside the other row groups' columns instead of
+//! bounding its row group while cores idle; each task then lays its chunk out in file
+//! order from the encoder's own page store (`capture`, no shared scratch file) and reads
+//! its pages back with `SerializedPageReader`; (2) every page payload (the whole page for
+//! data page v1 and dictionary pages, only the values for data page v2, whose levels
+//! stay uncompressed) is compressed in one call ([`super::pages`]); (3) each chunk is
+//! re-serialized with `SerializedPageWriter` and its metadata rebuilt (codec SNAPPY,
+//! sizes, page offsets, offset index), in parallel; (4) the chunks are spliced into the
+//! output with `append_column`, row group by row group in order. Chunk statistics and
+//! the column index describe values, so they are kept as encoded. Row group boundaries
+//! follow [`WriteOptions::row_group_size`] and [`ParquetWriter::flush`] alone, so the
+//! bytes do not depend on how many row groups go together.
 //!
 //! Like the stock writer, a data page v2 whose compressed values are not smaller than
 //! the page (times the properties' v2 compression ratio threshold) is stored with
@@ -78,15 +85,14 @@ use parquet::arrow::arrow_writer::{
 use parquet::basic::Compression;
 use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
-use parquet::file::metadata::{ColumnChunkMetaData, RowGroupMetaData};
 use parquet::file::properties::{
     DEFAULT_MAX_ROW_GROUP_ROW_COUNT, DEFAULT_PAGE_SIZE, WriterProperties, WriterPropertiesPtr,
     WriterVersion,
 };
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
-use parquet::schema::types::TypePtr;
 use rayon::prelude::*;
 
+use super::capture::{CapturedChunk, PageCapture};
 use super::pages;
 use crate::codec::Placement;
 use crate::gpu::Backend;
@@ -128,11 +134,18 @@ impl DataPageVersion {
 }
 
 /// How [`ParquetWriter`] writes. The defaults are the parquet crate's (1 Mi rows per row
-/// group, 1 MiB pages, data page v1) and the backend of `COLZIP_BACKEND`.
+/// group, 1 MiB pages, data page v1), the backend of `COLZIP_BACKEND` and
+/// [`default_parallel_row_groups`].
 #[derive(Clone, Debug)]
 pub struct WriteOptions {
     /// Rows per row group (the last may hold fewer).
     pub row_group_size: usize,
+    /// Completed row groups the writer holds before it encodes, compresses and writes
+    /// them together (fewer at a flush or the end). More keep more cores busy, since the
+    /// slowest column of one row group overlaps the others' work, and give the GPU
+    /// larger batches; the writer holds up to this many row groups of input, and their
+    /// encoded pages while it compresses them. It never changes the file's bytes.
+    pub parallel_row_groups: usize,
     /// Target size of a data page's encoded bytes.
     pub data_page_size: usize,
     pub data_page_version: DataPageVersion,
@@ -148,6 +161,7 @@ impl Default for WriteOptions {
     fn default() -> Self {
         WriteOptions {
             row_group_size: DEFAULT_MAX_ROW_GROUP_ROW_COUNT,
+            parallel_row_groups: default_parallel_row_groups(),
             data_page_size: DEFAULT_PAGE_SIZE,
             data_page_version: DataPageVersion::V1,
             placement: None,
@@ -160,6 +174,12 @@ impl WriteOptions {
     /// Sets [`Self::row_group_size`].
     pub fn with_row_group_size(mut self, rows: usize) -> Self {
         self.row_group_size = rows;
+        self
+    }
+
+    /// Sets [`Self::parallel_row_groups`].
+    pub fn with_parallel_row_groups(mut self, row_groups: usize) -> Self {
+        self.parallel_row_groups = row_groups;
         self
     }
 
@@ -193,6 +213,9 @@ impl WriteOptions {
         if self.row_group_size == 0 {
             return Err(Error::format("row_group_size must be at least 1"));
         }
+        if self.parallel_row_groups == 0 {
+            return Err(Error::format("parallel_row_groups must be at least 1"));
+        }
         if self.data_page_size == 0 {
             return Err(Error::format("data_page_size must be at least 1"));
         }
@@ -210,6 +233,14 @@ impl WriteOptions {
             .set_max_row_group_row_count(Some(self.row_group_size))
             .build())
     }
+}
+
+/// The default of [`WriteOptions::parallel_row_groups`]: a quarter of the rayon pool's
+/// threads, from 1 to 8. A row group's leaf columns already run in parallel; a few row
+/// groups at once are enough to hide one slow column (e.g. TPC-H `l_comment`, several
+/// times the average column's encoding time) without holding much more memory.
+pub fn default_parallel_row_groups() -> usize {
+    rayon::current_num_threads().div_ceil(4).clamp(1, 8)
 }
 
 /// What a write did, for reports and benchmarks.
@@ -233,18 +264,30 @@ pub struct WriteSummary {
 }
 
 /// A streaming writer: give it record batches, it writes a row group every
-/// [`WriteOptions::row_group_size`] rows, and [`Self::close`] writes the footer.
+/// [`WriteOptions::row_group_size`] rows (in batches of
+/// [`WriteOptions::parallel_row_groups`] row groups), and [`Self::close`] writes the
+/// footer.
 pub struct ParquetWriter<W: Write + Send> {
     file: SerializedFileWriter<Counted<W>>,
     factory: ArrowRowGroupWriterFactory,
+    capture: Arc<PageCapture>,
     schema: SchemaRef,
-    root: TypePtr,
     scratch_props: WriterPropertiesPtr,
     placement: Placement,
     row_group_size: usize,
-    pending: Vec<RecordBatch>,
-    pending_rows: usize,
+    parallel_row_groups: usize,
+    /// Completed row groups not written yet.
+    complete: Vec<RowGroupInput>,
+    /// The row group being filled.
+    pending: RowGroupInput,
     summary: WriteSummary,
+}
+
+/// The batches (slices) of one row group.
+#[derive(Default)]
+struct RowGroupInput {
+    batches: Vec<RecordBatch>,
+    rows: usize,
 }
 
 impl<W: Write + Send> std::fmt::Debug for ParquetWriter<W> {
@@ -275,22 +318,25 @@ impl<W: Write + Send> ParquetWriter<W> {
         };
         let (file, _) = ArrowWriter::try_new(writer, schema.clone(), Some(file_props))?
             .into_serialized_writer()?;
-        // Encoders come from a factory whose properties are the same but UNCOMPRESSED.
+        // Encoders come from a factory whose properties are the same but UNCOMPRESSED,
+        // and whose page stores we can read (see `capture`).
         let (scratch, factory) =
-            ArrowWriter::try_new(Vec::new(), schema.clone(), Some(scratch_props))?
+            ArrowWriter::try_new(std::io::sink(), schema.clone(), Some(scratch_props))?
                 .into_serialized_writer()?;
         let scratch_props = Arc::clone(scratch.properties());
-        let root = file.schema_descr().root_schema_ptr();
+        let capture = Arc::new(PageCapture::default());
+        let factory = factory.with_page_store_factory(capture.clone());
         Ok(ParquetWriter {
             file,
             factory,
+            capture,
             schema,
-            root,
             scratch_props,
             placement,
             row_group_size: options.row_group_size,
-            pending: Vec::new(),
-            pending_rows: 0,
+            parallel_row_groups: options.parallel_row_groups,
+            complete: Vec::new(),
+            pending: RowGroupInput::default(),
             summary: WriteSummary::default(),
         })
     }
@@ -300,30 +346,33 @@ impl<W: Write + Send> ParquetWriter<W> {
         &self.schema
     }
 
-    /// Buffers `batch`, writing every row group it completes.
+    /// Buffers `batch`; once [`WriteOptions::parallel_row_groups`] row groups are
+    /// complete, writes them.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.check_schema(batch)?;
         let mut offset = 0;
         while offset < batch.num_rows() {
-            let take = (batch.num_rows() - offset).min(self.row_group_size - self.pending_rows);
-            self.pending.push(batch.slice(offset, take));
-            self.pending_rows += take;
+            let take = (batch.num_rows() - offset).min(self.row_group_size - self.pending.rows);
+            self.pending.batches.push(batch.slice(offset, take));
+            self.pending.rows += take;
             offset += take;
-            if self.pending_rows == self.row_group_size {
-                self.flush()?;
+            if self.pending.rows == self.row_group_size {
+                self.complete.push(std::mem::take(&mut self.pending));
+                if self.complete.len() >= self.parallel_row_groups {
+                    self.write_row_groups()?;
+                }
             }
         }
         Ok(())
     }
 
-    /// Writes the buffered rows as a row group now (nothing when none are buffered).
+    /// Writes every buffered row now: the completed row groups and the rows after them
+    /// as one more row group (nothing when no rows are buffered).
     pub fn flush(&mut self) -> Result<()> {
-        if self.pending_rows == 0 {
-            return Ok(());
+        if self.pending.rows > 0 {
+            self.complete.push(std::mem::take(&mut self.pending));
         }
-        let batches = std::mem::take(&mut self.pending);
-        let rows = std::mem::take(&mut self.pending_rows);
-        self.write_row_group(&batches, rows)
+        self.write_row_groups()
     }
 
     /// The summary so far (complete after [`Self::close`]).
@@ -331,7 +380,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         &self.summary
     }
 
-    /// Writes the last row group and the footer; returns the summary and the writer.
+    /// Writes the last row groups and the footer; returns the summary and the writer.
     pub fn close(mut self) -> Result<(WriteSummary, W)> {
         self.flush()?;
         let counted = self.file.into_inner()?;
@@ -357,20 +406,23 @@ impl<W: Write + Send> ParquetWriter<W> {
         Ok(())
     }
 
-    fn write_row_group(&mut self, batches: &[RecordBatch], rows: usize) -> Result<()> {
-        let index = self.summary.row_groups;
-        let chunks = self.encode(batches, index)?;
-        let (scratch, scratch_meta, extras) = self.splice_scratch(chunks)?;
-        let reader = Arc::new(scratch);
-
-        // Every page of every column of the row group, then one compression call.
-        let mut columns = Vec::with_capacity(scratch_meta.num_columns());
-        for chunk in scratch_meta.columns() {
-            columns.push(pages::read_chunk_pages(&reader, chunk, rows)?);
+    /// Writes the completed row groups: every (row group, leaf column) pair encoded in
+    /// one parallel pass, every page compressed in one call, the chunks rebuilt in
+    /// parallel and appended in order.
+    fn write_row_groups(&mut self) -> Result<()> {
+        let groups = std::mem::take(&mut self.complete);
+        if groups.is_empty() {
+            return Ok(());
         }
-        let payloads: Vec<&[u8]> = columns
+        let chunks: Vec<EncodedChunk> = self
+            .encoding_tasks(&groups)?
+            .into_par_iter()
+            .map(EncodingTask::run)
+            .collect::<Result<_>>()?;
+
+        let payloads: Vec<&[u8]> = chunks
             .iter()
-            .flatten()
+            .flat_map(|chunk| &chunk.pages)
             .map(|page| &page.buffer()[pages::levels_len(page)..])
             .collect();
         let (compressed, stats) = pages::compress_all(&self.placement, &payloads)?;
@@ -378,81 +430,134 @@ impl<W: Write + Send> ParquetWriter<W> {
         self.summary.uncompressed_bytes += payloads.iter().map(|p| p.len() as u64).sum::<u64>();
         self.summary.compressed_bytes += compressed.iter().map(|c| c.len() as u64).sum::<u64>();
         self.summary.compress_seconds += stats.seconds;
-        self.summary.gpu_row_groups += usize::from(stats.on_gpu);
-
-        let mut compressed = compressed.into_iter();
-        let mut row_group = self.file.next_row_group()?;
-        for ((column_pages, chunk), extra) in
-            columns.into_iter().zip(scratch_meta.columns()).zip(extras)
-        {
-            let (bytes, close) = rebuild_chunk(
-                column_pages,
-                &mut compressed,
-                chunk,
-                extra,
-                &self.scratch_props,
-            )?;
-            row_group.append_column(&bytes, close)?;
+        if stats.on_gpu {
+            self.summary.gpu_row_groups += groups.len();
         }
-        row_group.close()?;
-        self.summary.rows += rows as u64;
-        self.summary.row_groups += 1;
+
+        // Each chunk takes its pages' payloads, in order.
+        let mut compressed = compressed.into_iter();
+        let payloads: Vec<Vec<Vec<u8>>> = chunks
+            .iter()
+            .map(|chunk| compressed.by_ref().take(chunk.pages.len()).collect())
+            .collect();
+        let props = &self.scratch_props;
+        let rebuilt: Vec<(Bytes, ColumnCloseResult)> = chunks
+            .into_par_iter()
+            .zip(payloads)
+            .map(|(chunk, payloads)| rebuild_chunk(chunk, payloads, props))
+            .collect::<Result<_>>()?;
+
+        let leaves = self.file.schema_descr().num_columns();
+        let mut rebuilt = rebuilt.into_iter();
+        for group in &groups {
+            let mut row_group = self.file.next_row_group()?;
+            for (bytes, close) in rebuilt.by_ref().take(leaves) {
+                row_group.append_column(&bytes, close)?;
+            }
+            row_group.close()?;
+            self.summary.rows += group.rows as u64;
+            self.summary.row_groups += 1;
+        }
         Ok(())
     }
 
-    /// Encodes the row group's leaf columns in parallel, UNCOMPRESSED.
-    fn encode(&self, batches: &[RecordBatch], index: usize) -> Result<Vec<ArrowColumnChunk>> {
-        let writers = self.factory.create_column_writers(index)?;
-        let mut leaves: Vec<Vec<ArrowLeafColumn>> = writers.iter().map(|_| Vec::new()).collect();
-        for batch in batches {
-            let mut slot = 0;
-            for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
-                for leaf in compute_leaves(field, column)? {
-                    leaves
-                        .get_mut(slot)
-                        .ok_or_else(|| Error::format("more leaf columns than column writers"))?
-                        .push(leaf);
-                    slot += 1;
-                }
+    /// One task per (row group, leaf column), row group by row group: the leaf column's
+    /// encoder, its slices of the row group and where its pages will be.
+    fn encoding_tasks(&self, groups: &[RowGroupInput]) -> Result<Vec<EncodingTask>> {
+        let schema = &self.schema;
+        let leaves: Vec<Vec<Vec<ArrowLeafColumn>>> = groups
+            .par_iter()
+            .map(|group| leaf_columns(schema, group))
+            .collect::<Result<_>>()?;
+        let mut tasks = Vec::new();
+        for (k, (group, leaves)) in groups.iter().zip(leaves).enumerate() {
+            // (Serial: the stores made by one call are the ones `take_created` lists.)
+            let writers = self
+                .factory
+                .create_column_writers(self.summary.row_groups + k)?;
+            let captured = self.capture.take_created(writers.len())?;
+            if leaves.len() != writers.len() {
+                return Err(Error::format("leaf columns and column writers differ"));
+            }
+            for ((writer, leaves), captured) in writers.into_iter().zip(leaves).zip(captured) {
+                tasks.push(EncodingTask {
+                    writer,
+                    leaves,
+                    captured,
+                    rows: group.rows,
+                });
             }
         }
-        writers
-            .into_par_iter()
-            .zip(leaves)
-            .map(|(mut writer, leaves): (ArrowColumnWriter, _)| {
-                for leaf in &leaves {
-                    writer.write(leaf)?;
-                }
-                Ok(writer.close()?)
-            })
-            .collect()
+        Ok(tasks)
     }
+}
 
-    /// Splices the encoded chunks into a scratch buffer (dictionary pages first, offsets
-    /// final) and returns it with their metadata; the page index and bloom filter are
-    /// taken out of each chunk first and returned alongside.
-    fn splice_scratch(
-        &self,
-        chunks: Vec<ArrowColumnChunk>,
-    ) -> Result<(Bytes, Arc<RowGroupMetaData>, Vec<ChunkExtras>)> {
-        let mut scratch =
-            SerializedFileWriter::new(Vec::new(), self.root.clone(), self.scratch_props.clone())?;
-        let mut row_group = scratch.next_row_group()?;
-        let mut extras = Vec::with_capacity(chunks.len());
-        for mut chunk in chunks {
-            let close = chunk.close_mut();
-            extras.push(ChunkExtras {
-                rows_written: close.rows_written,
-                column_index: close.column_index.take(),
-                offset_index: close.offset_index.take(),
-                bloom_filter: close.bloom_filter.take(),
-            });
-            chunk.append_to_row_group(&mut row_group)?;
+/// The row group's slices of each leaf column, in column writer order.
+fn leaf_columns(schema: &SchemaRef, group: &RowGroupInput) -> Result<Vec<Vec<ArrowLeafColumn>>> {
+    let mut leaves: Vec<Vec<ArrowLeafColumn>> = Vec::new();
+    for batch in &group.batches {
+        let mut slot = 0;
+        for (field, column) in schema.fields().iter().zip(batch.columns()) {
+            for leaf in compute_leaves(field, column)? {
+                if slot == leaves.len() {
+                    leaves.push(Vec::new());
+                }
+                leaves[slot].push(leaf);
+                slot += 1;
+            }
         }
-        let meta = row_group.close()?.clone();
-        // (`into_inner` flushes; the footer it adds after the chunks is never read.)
-        let bytes = Bytes::from(scratch.into_inner()?);
-        Ok((bytes, meta, extras))
+    }
+    Ok(leaves)
+}
+
+/// Encoding one leaf column of one row group.
+struct EncodingTask {
+    writer: ArrowColumnWriter,
+    leaves: Vec<ArrowLeafColumn>,
+    captured: CapturedChunk,
+    rows: usize,
+}
+
+/// A chunk encoded UNCOMPRESSED: its pages (payloads not compressed yet) and its close
+/// result (metadata, indexes, bloom filter; page offsets relative to the chunk).
+struct EncodedChunk {
+    pages: Vec<Page>,
+    close: ColumnCloseResult,
+}
+
+impl EncodingTask {
+    /// Encodes the column and reads its pages back from the encoder's own bytes.
+    fn run(self) -> Result<EncodedChunk> {
+        let EncodingTask {
+            mut writer,
+            leaves,
+            captured,
+            rows,
+        } = self;
+        for leaf in &leaves {
+            writer.write(leaf)?;
+        }
+        drop(leaves);
+        let mut chunk = writer.close()?;
+        let close = take_close(&mut chunk);
+        drop(chunk);
+        let (bytes, close) = captured.into_file_order(close)?;
+        let pages = pages::read_chunk_pages(&Arc::new(bytes), &close.metadata, rows)?;
+        Ok(EncodedChunk { pages, close })
+    }
+}
+
+/// The chunk's close result, moved out (the bloom filter and indexes are taken, not
+/// cloned).
+fn take_close(chunk: &mut ArrowColumnChunk) -> ColumnCloseResult {
+    let close = chunk.close_mut();
+    ColumnCloseResult {
+        bytes_written: close.bytes_written,
+        rows_written: close.rows_written,
+        metadata: close.metadata.clone(),
+        bloom_filter: close.bloom_filter.take(),
+        column_index: close.column_index.take(),
+        offset_index: close.offset_index.take(),
     }
 }
 
@@ -472,14 +577,6 @@ impl<W: Write> Write for Counted<W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
-}
-
-/// What a chunk's close result holds besides its metadata.
-struct ChunkExtras {
-    rows_written: u64,
-    column_index: Option<parquet::file::page_index::column_index::ColumnIndexMetaData>,
-    offset_index: Option<parquet::file::page_index::offset_index::OffsetIndexMetaData>,
-    bloom_filter: Option<parquet::bloom_filter::Sbbf>,
 }
 
 /// Writes `batches` (all of `schema`) to `writer` as one file.
@@ -521,13 +618,16 @@ where
 /// metadata (SNAPPY, sizes, offsets) and offset index, as the stock column writer would
 /// have recorded them.
 fn rebuild_chunk(
-    pages: Vec<Page>,
-    compressed: &mut impl Iterator<Item = Vec<u8>>,
-    chunk: &ColumnChunkMetaData,
-    extra: ChunkExtras,
+    chunk: EncodedChunk,
+    payloads: Vec<Vec<u8>>,
     props: &WriterProperties,
 ) -> Result<(Bytes, ColumnCloseResult)> {
-    let threshold = props.column_data_page_v2_compression_ratio_threshold(chunk.column_path());
+    let EncodedChunk { pages, close } = chunk;
+    if payloads.len() != pages.len() {
+        return Err(Error::format("fewer compressed payloads than pages"));
+    }
+    let threshold =
+        props.column_data_page_v2_compression_ratio_threshold(close.metadata.column_path());
     let mut sink = TrackedWrite::new(Vec::new());
     let mut total_compressed = 0i64;
     let mut total_uncompressed = 0i64;
@@ -536,10 +636,7 @@ fn rebuild_chunk(
     let mut data_pages = Vec::new();
     {
         let mut writer = SerializedPageWriter::new(&mut sink);
-        for page in pages {
-            let payload = compressed
-                .next()
-                .ok_or_else(|| Error::format("fewer compressed payloads than pages"))?;
+        for (page, payload) in pages.into_iter().zip(payloads) {
             let page = compressed_page(page, payload, threshold);
             let spec = writer.write_page(page)?;
             total_compressed += spec.compressed_size as i64;
@@ -558,8 +655,8 @@ fn rebuild_chunk(
     }
     let bytes_written = sink.bytes_written() as u64;
     let buffer = sink.into_inner()?;
-    let metadata = chunk
-        .clone()
+    let metadata = close
+        .metadata
         .into_builder()
         .set_compression(Compression::SNAPPY)
         .set_total_compressed_size(total_compressed)
@@ -567,7 +664,7 @@ fn rebuild_chunk(
         .set_dictionary_page_offset(dictionary_offset)
         .set_data_page_offset(data_offset.unwrap_or(0))
         .build()?;
-    let mut offset_index = extra.offset_index;
+    let mut offset_index = close.offset_index;
     if let Some(index) = offset_index.as_mut() {
         if index.page_locations.len() != data_pages.len() {
             return Err(Error::format(format!(
@@ -583,10 +680,10 @@ fn rebuild_chunk(
     }
     let close = ColumnCloseResult {
         bytes_written,
-        rows_written: extra.rows_written,
+        rows_written: close.rows_written,
         metadata,
-        bloom_filter: extra.bloom_filter,
-        column_index: extra.column_index,
+        bloom_filter: close.bloom_filter,
+        column_index: close.column_index,
         offset_index,
     };
     Ok((Bytes::from(buffer), close))
