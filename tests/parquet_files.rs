@@ -658,9 +658,22 @@ fn row_groups_written_together_give_the_same_bytes() {
     // Encoding several row groups at once, flushing in between or not, never changes
     // where row groups end nor any byte of the file.
     let batch = every_type_batch();
-    for version in [DataPageVersion::V1, DataPageVersion::V2] {
-        let options = options().with_data_page_version(version);
+    // A dictionary page limit so small that dictionaries fall back to plain pages: the
+    // encoder then stores the dictionary page between data pages, and the writer moves
+    // it first.
+    let fallback = WriterProperties::builder()
+        .set_dictionary_page_size_limit(256)
+        .build();
+    for (version, properties) in [
+        (DataPageVersion::V1, None),
+        (DataPageVersion::V2, None),
+        (DataPageVersion::V1, Some(fallback.clone())),
+        (DataPageVersion::V2, Some(fallback)),
+    ] {
+        let mut options = options().with_data_page_version(version);
+        options.properties = properties;
         let one = ours(&batch, &options.clone().with_parallel_row_groups(1));
+        assert_eq!(stock_read(&one), batch);
         for parallel in [2, 3, 8] {
             let together = ours(&batch, &options.clone().with_parallel_row_groups(parallel));
             assert_eq!(together, one, "{version:?}, {parallel} row groups together");

@@ -5,9 +5,11 @@
 //! - [`write`]: [`write::ParquetWriter`] / [`write::write_batches`];
 //! - [`read`]: [`read::ParquetReader`] / [`read::read_batches`];
 //! - `pages` (private): the batched page compression service both use;
-//! - `capture` (private): the writer's access to the pages its encoders stored.
+//! - `encode` and `capture` (private): the writer's encoding stage and its access to the
+//!   pages its encoders stored.
 
 mod capture;
+mod encode;
 mod pages;
 pub mod read;
 pub mod write;

@@ -51,16 +51,22 @@
 //! parallel pass (rayon) by an `ArrowColumnWriter` configured UNCOMPRESSED, so that a
 //! slow column of one row group runs beside the other row groups' columns instead of
 //! bounding its row group while cores idle; each task then lays its chunk out in file
-//! order from the encoder's own page store (`capture`, no shared scratch file) and reads
-//! its pages back with `SerializedPageReader`; (2) every page payload (the whole page for
-//! data page v1 and dictionary pages, only the values for data page v2, whose levels
-//! stay uncompressed) is compressed in one call ([`super::pages`]); (3) each chunk is
-//! re-serialized with `SerializedPageWriter` and its metadata rebuilt (codec SNAPPY,
-//! sizes, page offsets, offset index), in parallel; (4) the chunks are spliced into the
-//! output with `append_column`, row group by row group in order. Chunk statistics and
-//! the column index describe values, so they are kept as encoded. Row group boundaries
-//! follow [`WriteOptions::row_group_size`] and [`ParquetWriter::flush`] alone, so the
-//! bytes do not depend on how many row groups go together.
+//! order from the encoder's own page store and reads its pages back with
+//! `SerializedPageReader` (`encode`, `capture`: no shared scratch file); (2) every page
+//! payload (the whole page for data page v1 and dictionary pages, only the values for
+//! data page v2, whose levels stay uncompressed) is compressed in one call
+//! ([`super::pages`]); (3) each chunk is re-serialized with `SerializedPageWriter` and
+//! its metadata rebuilt (codec SNAPPY, sizes, page offsets, offset index), in
+//! parallel; (4) the chunks are spliced into the output with `append_column`, row group
+//! by row group in order. Chunk statistics and the column index describe values, so
+//! they are kept as encoded.
+//!
+//! Steps (2)–(4) of one batch run while step (1) of the next batch runs
+//! (`rayon::join`): the GPU (or the cores the encoders leave idle) compresses while the
+//! encoders work. The writer so holds at most `parallel_row_groups` row groups of input
+//! plus the encoded pages of the batch before. Row group boundaries follow
+//! [`WriteOptions::row_group_size`] and [`ParquetWriter::flush`] alone, so the bytes do
+//! not depend on how many row groups go together.
 //!
 //! Like the stock writer, a data page v2 whose compressed values are not smaller than
 //! the page (times the properties' v2 compression ratio threshold) is stored with
@@ -78,10 +84,6 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_writer::{
-    ArrowColumnChunk, ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory,
-    compute_leaves,
-};
 use parquet::basic::Compression;
 use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
@@ -92,7 +94,7 @@ use parquet::file::properties::{
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use rayon::prelude::*;
 
-use super::capture::{CapturedChunk, PageCapture};
+use super::encode::{EncodedBatch, EncodedChunk, Encoder, RowGroupInput};
 use super::pages;
 use crate::codec::Placement;
 use crate::gpu::Backend;
@@ -140,11 +142,12 @@ impl DataPageVersion {
 pub struct WriteOptions {
     /// Rows per row group (the last may hold fewer).
     pub row_group_size: usize,
-    /// Completed row groups the writer holds before it encodes, compresses and writes
-    /// them together (fewer at a flush or the end). More keep more cores busy, since the
-    /// slowest column of one row group overlaps the others' work, and give the GPU
-    /// larger batches; the writer holds up to this many row groups of input, and their
-    /// encoded pages while it compresses them. It never changes the file's bytes.
+    /// Completed row groups the writer holds before it encodes them together, and then
+    /// compresses and writes together (fewer at a flush or the end). More keep more
+    /// cores busy, since the slowest column of one row group overlaps the others' work,
+    /// and give the GPU larger batches; the writer holds up to this many row groups of
+    /// input, plus the encoded pages of the batch before while it compresses them. It
+    /// never changes the file's bytes.
     pub parallel_row_groups: usize,
     /// Target size of a data page's encoded bytes.
     pub data_page_size: usize,
@@ -255,7 +258,8 @@ pub struct WriteSummary {
     pub uncompressed_bytes: u64,
     /// Bytes it returned.
     pub compressed_bytes: u64,
-    /// Wall-clock seconds spent in the compression stage (all batched calls).
+    /// Wall-clock seconds spent in the compression stage (all batched calls; each runs
+    /// beside the encoding of the next row groups, so on the CPU they share the cores).
     pub compress_seconds: f64,
     /// Row groups whose pages were compressed on the GPU.
     pub gpu_row_groups: usize,
@@ -264,38 +268,32 @@ pub struct WriteSummary {
 }
 
 /// A streaming writer: give it record batches, it writes a row group every
-/// [`WriteOptions::row_group_size`] rows (in batches of
-/// [`WriteOptions::parallel_row_groups`] row groups), and [`Self::close`] writes the
-/// footer.
+/// [`WriteOptions::row_group_size`] rows, and [`Self::close`] writes the footer.
+///
+/// Row groups go through in batches of [`WriteOptions::parallel_row_groups`]: once a
+/// batch is complete it is encoded while the batch before it is compressed and written
+/// (`rayon::join`), so a row group's bytes reach the output one batch later, or at
+/// [`Self::flush`] / [`Self::close`], which write everything buffered.
 pub struct ParquetWriter<W: Write + Send> {
-    file: SerializedFileWriter<Counted<W>>,
-    factory: ArrowRowGroupWriterFactory,
-    capture: Arc<PageCapture>,
     schema: SchemaRef,
-    scratch_props: WriterPropertiesPtr,
-    placement: Placement,
     row_group_size: usize,
     parallel_row_groups: usize,
-    /// Completed row groups not written yet.
-    complete: Vec<RowGroupInput>,
     /// The row group being filled.
     pending: RowGroupInput,
-    summary: WriteSummary,
-}
-
-/// The batches (slices) of one row group.
-#[derive(Default)]
-struct RowGroupInput {
-    batches: Vec<RecordBatch>,
-    rows: usize,
+    /// Completed row groups not encoded yet.
+    complete: Vec<RowGroupInput>,
+    encoder: Encoder,
+    /// Encoded row groups waiting to be compressed and written.
+    encoded: Option<EncodedBatch>,
+    output: Output<W>,
 }
 
 impl<W: Write + Send> std::fmt::Debug for ParquetWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ParquetWriter")
             .field("schema", &self.schema)
-            .field("placement", &self.placement)
-            .field("summary", &self.summary)
+            .field("placement", &self.output.placement)
+            .field("summary", &self.output.summary)
             .finish_non_exhaustive()
     }
 }
@@ -309,7 +307,9 @@ impl<W: Write + Send> ParquetWriter<W> {
             None => Placement::new(Backend::from_env()?)?,
         };
         let file_props = options.properties_with(Compression::SNAPPY)?;
-        let scratch_props = options.properties_with(Compression::UNCOMPRESSED)?;
+        // Encoders whose properties are the same but UNCOMPRESSED.
+        let encoder =
+            Encoder::try_new(&schema, options.properties_with(Compression::UNCOMPRESSED)?)?;
         // The stock writer sets up the file: the Parquet schema converted from Arrow and
         // the embedded Arrow schema (`ARROW:schema`) in the key-value metadata.
         let writer = Counted {
@@ -318,26 +318,21 @@ impl<W: Write + Send> ParquetWriter<W> {
         };
         let (file, _) = ArrowWriter::try_new(writer, schema.clone(), Some(file_props))?
             .into_serialized_writer()?;
-        // Encoders come from a factory whose properties are the same but UNCOMPRESSED,
-        // and whose page stores we can read (see `capture`).
-        let (scratch, factory) =
-            ArrowWriter::try_new(std::io::sink(), schema.clone(), Some(scratch_props))?
-                .into_serialized_writer()?;
-        let scratch_props = Arc::clone(scratch.properties());
-        let capture = Arc::new(PageCapture::default());
-        let factory = factory.with_page_store_factory(capture.clone());
-        Ok(ParquetWriter {
+        let output = Output {
             file,
-            factory,
-            capture,
-            schema,
-            scratch_props,
             placement,
+            encoded_props: Arc::clone(encoder.properties()),
+            summary: WriteSummary::default(),
+        };
+        Ok(ParquetWriter {
+            schema,
             row_group_size: options.row_group_size,
             parallel_row_groups: options.parallel_row_groups,
-            complete: Vec::new(),
             pending: RowGroupInput::default(),
-            summary: WriteSummary::default(),
+            complete: Vec::new(),
+            encoder,
+            encoded: None,
+            output,
         })
     }
 
@@ -347,7 +342,7 @@ impl<W: Write + Send> ParquetWriter<W> {
     }
 
     /// Buffers `batch`; once [`WriteOptions::parallel_row_groups`] row groups are
-    /// complete, writes them.
+    /// complete, encodes them and writes the batch encoded before.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.check_schema(batch)?;
         let mut offset = 0;
@@ -359,33 +354,34 @@ impl<W: Write + Send> ParquetWriter<W> {
             if self.pending.rows == self.row_group_size {
                 self.complete.push(std::mem::take(&mut self.pending));
                 if self.complete.len() >= self.parallel_row_groups {
-                    self.write_row_groups()?;
+                    self.advance(false)?;
                 }
             }
         }
         Ok(())
     }
 
-    /// Writes every buffered row now: the completed row groups and the rows after them
-    /// as one more row group (nothing when no rows are buffered).
+    /// Writes every buffered row now: the row groups encoded or completed, and the rows
+    /// after them as one more row group (nothing when no rows are buffered).
     pub fn flush(&mut self) -> Result<()> {
         if self.pending.rows > 0 {
             self.complete.push(std::mem::take(&mut self.pending));
         }
-        self.write_row_groups()
+        self.advance(true)
     }
 
     /// The summary so far (complete after [`Self::close`]).
     pub fn summary(&self) -> &WriteSummary {
-        &self.summary
+        &self.output.summary
     }
 
     /// Writes the last row groups and the footer; returns the summary and the writer.
     pub fn close(mut self) -> Result<(WriteSummary, W)> {
         self.flush()?;
-        let counted = self.file.into_inner()?;
-        self.summary.file_bytes = counted.count;
-        Ok((self.summary, counted.inner))
+        let counted = self.output.file.into_inner()?;
+        let mut summary = self.output.summary;
+        summary.file_bytes = counted.count;
+        Ok((summary, counted.inner))
     }
 
     fn check_schema(&self, batch: &RecordBatch) -> Result<()> {
@@ -406,32 +402,57 @@ impl<W: Write + Send> ParquetWriter<W> {
         Ok(())
     }
 
-    /// Writes the completed row groups: every (row group, leaf column) pair encoded in
-    /// one parallel pass, every page compressed in one call, the chunks rebuilt in
-    /// parallel and appended in order.
-    fn write_row_groups(&mut self) -> Result<()> {
+    /// Encodes the completed row groups while the batch encoded before is compressed and
+    /// written; with `drain`, then compresses and writes them too.
+    fn advance(&mut self, drain: bool) -> Result<()> {
         let groups = std::mem::take(&mut self.complete);
-        if groups.is_empty() {
+        let previous = self.encoded.take();
+        let (encoder, output) = (&mut self.encoder, &mut self.output);
+        let (encoded, written) = rayon::join(
+            || encoder.encode(groups),
+            || previous.map_or(Ok(()), |batch| output.write(batch)),
+        );
+        written?;
+        let encoded = encoded?;
+        if drain {
+            self.output.write(encoded)
+        } else {
+            self.encoded = Some(encoded);
+            Ok(())
+        }
+    }
+}
+
+/// The file being written and what it takes to finish encoded row groups into it.
+struct Output<W: Write + Send> {
+    file: SerializedFileWriter<Counted<W>>,
+    placement: Placement,
+    /// The encoders' properties (for the v2 compression threshold).
+    encoded_props: WriterPropertiesPtr,
+    summary: WriteSummary,
+}
+
+impl<W: Write + Send> Output<W> {
+    /// Compresses every page of `batch` in one call, rebuilds its chunks in parallel
+    /// and appends them, row group by row group in order.
+    fn write(&mut self, batch: EncodedBatch) -> Result<()> {
+        let EncodedBatch { row_groups, chunks } = batch;
+        if row_groups.is_empty() {
             return Ok(());
         }
-        let chunks: Vec<EncodedChunk> = self
-            .encoding_tasks(&groups)?
-            .into_par_iter()
-            .map(EncodingTask::run)
-            .collect::<Result<_>>()?;
-
         let payloads: Vec<&[u8]> = chunks
             .iter()
             .flat_map(|chunk| &chunk.pages)
             .map(|page| &page.buffer()[pages::levels_len(page)..])
             .collect();
         let (compressed, stats) = pages::compress_all(&self.placement, &payloads)?;
-        self.summary.pages += payloads.len();
-        self.summary.uncompressed_bytes += payloads.iter().map(|p| p.len() as u64).sum::<u64>();
-        self.summary.compressed_bytes += compressed.iter().map(|c| c.len() as u64).sum::<u64>();
-        self.summary.compress_seconds += stats.seconds;
+        let summary = &mut self.summary;
+        summary.pages += payloads.len();
+        summary.uncompressed_bytes += payloads.iter().map(|p| p.len() as u64).sum::<u64>();
+        summary.compressed_bytes += compressed.iter().map(|c| c.len() as u64).sum::<u64>();
+        summary.compress_seconds += stats.seconds;
         if stats.on_gpu {
-            self.summary.gpu_row_groups += groups.len();
+            summary.gpu_row_groups += row_groups.len();
         }
 
         // Each chunk takes its pages' payloads, in order.
@@ -440,7 +461,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             .iter()
             .map(|chunk| compressed.by_ref().take(chunk.pages.len()).collect())
             .collect();
-        let props = &self.scratch_props;
+        let props = &self.encoded_props;
         let rebuilt: Vec<(Bytes, ColumnCloseResult)> = chunks
             .into_par_iter()
             .zip(payloads)
@@ -449,115 +470,16 @@ impl<W: Write + Send> ParquetWriter<W> {
 
         let leaves = self.file.schema_descr().num_columns();
         let mut rebuilt = rebuilt.into_iter();
-        for group in &groups {
+        for rows in row_groups {
             let mut row_group = self.file.next_row_group()?;
             for (bytes, close) in rebuilt.by_ref().take(leaves) {
                 row_group.append_column(&bytes, close)?;
             }
             row_group.close()?;
-            self.summary.rows += group.rows as u64;
+            self.summary.rows += rows as u64;
             self.summary.row_groups += 1;
         }
         Ok(())
-    }
-
-    /// One task per (row group, leaf column), row group by row group: the leaf column's
-    /// encoder, its slices of the row group and where its pages will be.
-    fn encoding_tasks(&self, groups: &[RowGroupInput]) -> Result<Vec<EncodingTask>> {
-        let schema = &self.schema;
-        let leaves: Vec<Vec<Vec<ArrowLeafColumn>>> = groups
-            .par_iter()
-            .map(|group| leaf_columns(schema, group))
-            .collect::<Result<_>>()?;
-        let mut tasks = Vec::new();
-        for (k, (group, leaves)) in groups.iter().zip(leaves).enumerate() {
-            // (Serial: the stores made by one call are the ones `take_created` lists.)
-            let writers = self
-                .factory
-                .create_column_writers(self.summary.row_groups + k)?;
-            let captured = self.capture.take_created(writers.len())?;
-            if leaves.len() != writers.len() {
-                return Err(Error::format("leaf columns and column writers differ"));
-            }
-            for ((writer, leaves), captured) in writers.into_iter().zip(leaves).zip(captured) {
-                tasks.push(EncodingTask {
-                    writer,
-                    leaves,
-                    captured,
-                    rows: group.rows,
-                });
-            }
-        }
-        Ok(tasks)
-    }
-}
-
-/// The row group's slices of each leaf column, in column writer order.
-fn leaf_columns(schema: &SchemaRef, group: &RowGroupInput) -> Result<Vec<Vec<ArrowLeafColumn>>> {
-    let mut leaves: Vec<Vec<ArrowLeafColumn>> = Vec::new();
-    for batch in &group.batches {
-        let mut slot = 0;
-        for (field, column) in schema.fields().iter().zip(batch.columns()) {
-            for leaf in compute_leaves(field, column)? {
-                if slot == leaves.len() {
-                    leaves.push(Vec::new());
-                }
-                leaves[slot].push(leaf);
-                slot += 1;
-            }
-        }
-    }
-    Ok(leaves)
-}
-
-/// Encoding one leaf column of one row group.
-struct EncodingTask {
-    writer: ArrowColumnWriter,
-    leaves: Vec<ArrowLeafColumn>,
-    captured: CapturedChunk,
-    rows: usize,
-}
-
-/// A chunk encoded UNCOMPRESSED: its pages (payloads not compressed yet) and its close
-/// result (metadata, indexes, bloom filter; page offsets relative to the chunk).
-struct EncodedChunk {
-    pages: Vec<Page>,
-    close: ColumnCloseResult,
-}
-
-impl EncodingTask {
-    /// Encodes the column and reads its pages back from the encoder's own bytes.
-    fn run(self) -> Result<EncodedChunk> {
-        let EncodingTask {
-            mut writer,
-            leaves,
-            captured,
-            rows,
-        } = self;
-        for leaf in &leaves {
-            writer.write(leaf)?;
-        }
-        drop(leaves);
-        let mut chunk = writer.close()?;
-        let close = take_close(&mut chunk);
-        drop(chunk);
-        let (bytes, close) = captured.into_file_order(close)?;
-        let pages = pages::read_chunk_pages(&Arc::new(bytes), &close.metadata, rows)?;
-        Ok(EncodedChunk { pages, close })
-    }
-}
-
-/// The chunk's close result, moved out (the bloom filter and indexes are taken, not
-/// cloned).
-fn take_close(chunk: &mut ArrowColumnChunk) -> ColumnCloseResult {
-    let close = chunk.close_mut();
-    ColumnCloseResult {
-        bytes_written: close.bytes_written,
-        rows_written: close.rows_written,
-        metadata: close.metadata.clone(),
-        bloom_filter: close.bloom_filter.take(),
-        column_index: close.column_index.take(),
-        offset_index: close.offset_index.take(),
     }
 }
 
