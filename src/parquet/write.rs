@@ -546,7 +546,9 @@ fn rebuild_chunk(
 ) -> Result<(Bytes, ColumnCloseResult)> {
     let EncodedChunk { pages, close } = chunk;
     if payloads.len() != pages.len() {
-        return Err(Error::format("fewer compressed payloads than pages"));
+        return Err(Error::format(
+            "a chunk got not as many compressed payloads as pages",
+        ));
     }
     let threshold =
         props.column_data_page_v2_compression_ratio_threshold(close.metadata.column_path());
