@@ -240,6 +240,7 @@ impl ColzipParquetFormat {
             data_page_version: self.options.data_page_version.unwrap_or(version),
             placement: Some(Placement::new(backend)?),
             properties: Some(properties),
+            ..WriteOptions::default()
         })
     }
 }

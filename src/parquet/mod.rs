@@ -4,8 +4,12 @@
 //!
 //! - [`write`]: [`write::ParquetWriter`] / [`write::write_batches`];
 //! - [`read`]: [`read::ParquetReader`] / [`read::read_batches`];
-//! - `pages` (private): the batched page compression service both use.
+//! - `pages` (private): the batched page compression service both use;
+//! - `encode` and `capture` (private): the writer's encoding stage and its access to the
+//!   pages its encoders stored.
 
+mod capture;
+mod encode;
 mod pages;
 pub mod read;
 pub mod write;

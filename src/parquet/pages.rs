@@ -1,8 +1,8 @@
-//! The page compression service: turns the page payloads of one row group into Snappy raw
-//! streams with `gmatch`, or decodes a row group's Snappy payloads, in ONE call — one GPU
-//! launch sequence when the placement has a GPU (batched: a page is often a few KiB to
-//! 1 MiB, far too small to pay a launch each), else all pages in parallel on the CPU's
-//! cores with rayon. Both sides give the same bytes (gmatch's CPU compressor defines
+//! The page compression service: turns the page payloads of the row groups written
+//! together into Snappy raw streams with `gmatch`, or decodes a row group's Snappy
+//! payloads, in ONE call — one GPU launch sequence when the placement has a GPU
+//! (batched: a page is often a few KiB to 1 MiB, far too small to pay a launch each),
+//! else all pages in parallel on the CPU's cores with rayon. Both sides give the same bytes (gmatch's CPU compressor defines
 //! them), so a file does not depend on where it was written.
 
 use std::sync::Arc;

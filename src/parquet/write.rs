@@ -30,11 +30,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! # How: encode UNCOMPRESSED, then compress the pages of a row group in one batch
+//! # How: encode UNCOMPRESSED, then compress the pages of several row groups in one batch
 //! The parquet crate has no codec hook. Two routes were possible (see DATAFUSION.md):
 //! typed column writers with a `PageWriter` of ours, or a post-pass over pages that
-//! arrow-rs encoded without compression. This module takes the **post-pass**, per row
-//! group, because
+//! arrow-rs encoded without compression. This module takes the **post-pass**, per batch
+//! of row groups, because
 //! - arrow-rs's own encoders stay in charge of every Arrow type it writes (dictionaries,
 //!   string/binary views, decimals, intervals, nested lists/structs/maps with their
 //!   levels, statistics, page index): nothing of that is re-implemented here, so the
@@ -42,18 +42,31 @@
 //!   chooses (the same pages, the same page boundaries, since the stock writer splits
 //!   pages on their uncompressed size);
 //! - a `PageWriter` must return each page's compressed size at once, which would force
-//!   one GPU call per page; the post-pass holds every page of the row group before it
+//!   one GPU call per page; the post-pass holds every page of its row groups before it
 //!   compresses, so all of them go to the GPU in **one batched call**.
 //!
-//! The steps for a row group: (1) the leaf columns are encoded in parallel (rayon) by
-//! `ArrowColumnWriter`s configured UNCOMPRESSED; (2) their chunks are spliced into a
-//! scratch buffer and read back page by page with `SerializedPageReader`; (3) every
-//! page payload of the row group (the whole page for data page v1 and dictionary pages,
-//! only the values for data page v2, whose levels stay uncompressed) is compressed in
-//! one call ([`super::pages`]); (4) each chunk is re-serialized with
-//! `SerializedPageWriter` and its metadata rebuilt (codec SNAPPY, sizes, page offsets,
-//! offset index), then spliced into the output with `append_column`. Chunk statistics
-//! and the column index describe values, so they are kept as encoded.
+//! The writer holds completed row groups until it has
+//! [`WriteOptions::parallel_row_groups`] of them (or is flushed or closed), then for
+//! all of them together: (1) every (row group, leaf column) pair is encoded in one
+//! parallel pass (rayon) by an `ArrowColumnWriter` configured UNCOMPRESSED, so that a
+//! slow column of one row group runs beside the other row groups' columns instead of
+//! bounding its row group while cores idle; each task then lays its chunk out in file
+//! order from the encoder's own page store and reads its pages back with
+//! `SerializedPageReader` (`encode`, `capture`: no shared scratch file); (2) every page
+//! payload (the whole page for data page v1 and dictionary pages, only the values for
+//! data page v2, whose levels stay uncompressed) is compressed in one call
+//! ([`super::pages`]); (3) each chunk is re-serialized with `SerializedPageWriter` and
+//! its metadata rebuilt (codec SNAPPY, sizes, page offsets, offset index), in
+//! parallel; (4) the chunks are spliced into the output with `append_column`, row group
+//! by row group in order. Chunk statistics and the column index describe values, so
+//! they are kept as encoded.
+//!
+//! Steps (2)–(4) of one batch run while step (1) of the next batch runs
+//! (`rayon::join`): the GPU (or the cores the encoders leave idle) compresses while the
+//! encoders work. The writer so holds at most `parallel_row_groups` row groups of input
+//! plus the encoded pages of the batch before. Row group boundaries follow
+//! [`WriteOptions::row_group_size`] and [`ParquetWriter::flush`] alone, so the bytes do
+//! not depend on how many row groups go together.
 //!
 //! Like the stock writer, a data page v2 whose compressed values are not smaller than
 //! the page (times the properties' v2 compression ratio threshold) is stored with
@@ -71,22 +84,17 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_writer::{
-    ArrowColumnChunk, ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory,
-    compute_leaves,
-};
 use parquet::basic::Compression;
 use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
-use parquet::file::metadata::{ColumnChunkMetaData, RowGroupMetaData};
 use parquet::file::properties::{
     DEFAULT_MAX_ROW_GROUP_ROW_COUNT, DEFAULT_PAGE_SIZE, WriterProperties, WriterPropertiesPtr,
     WriterVersion,
 };
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
-use parquet::schema::types::TypePtr;
 use rayon::prelude::*;
 
+use super::encode::{EncodedBatch, EncodedChunk, Encoder, RowGroupInput};
 use super::pages;
 use crate::codec::Placement;
 use crate::gpu::Backend;
@@ -128,11 +136,19 @@ impl DataPageVersion {
 }
 
 /// How [`ParquetWriter`] writes. The defaults are the parquet crate's (1 Mi rows per row
-/// group, 1 MiB pages, data page v1) and the backend of `COLZIP_BACKEND`.
+/// group, 1 MiB pages, data page v1), the backend of `COLZIP_BACKEND` and
+/// [`default_parallel_row_groups`].
 #[derive(Clone, Debug)]
 pub struct WriteOptions {
     /// Rows per row group (the last may hold fewer).
     pub row_group_size: usize,
+    /// Completed row groups the writer holds before it encodes them together, and then
+    /// compresses and writes together (fewer at a flush or the end). More keep more
+    /// cores busy, since the slowest column of one row group overlaps the others' work,
+    /// and give the GPU larger batches; the writer holds up to this many row groups of
+    /// input, plus the encoded pages of the batch before while it compresses them. It
+    /// never changes the file's bytes.
+    pub parallel_row_groups: usize,
     /// Target size of a data page's encoded bytes.
     pub data_page_size: usize,
     pub data_page_version: DataPageVersion,
@@ -148,6 +164,7 @@ impl Default for WriteOptions {
     fn default() -> Self {
         WriteOptions {
             row_group_size: DEFAULT_MAX_ROW_GROUP_ROW_COUNT,
+            parallel_row_groups: default_parallel_row_groups(),
             data_page_size: DEFAULT_PAGE_SIZE,
             data_page_version: DataPageVersion::V1,
             placement: None,
@@ -160,6 +177,12 @@ impl WriteOptions {
     /// Sets [`Self::row_group_size`].
     pub fn with_row_group_size(mut self, rows: usize) -> Self {
         self.row_group_size = rows;
+        self
+    }
+
+    /// Sets [`Self::parallel_row_groups`].
+    pub fn with_parallel_row_groups(mut self, row_groups: usize) -> Self {
+        self.parallel_row_groups = row_groups;
         self
     }
 
@@ -193,6 +216,9 @@ impl WriteOptions {
         if self.row_group_size == 0 {
             return Err(Error::format("row_group_size must be at least 1"));
         }
+        if self.parallel_row_groups == 0 {
+            return Err(Error::format("parallel_row_groups must be at least 1"));
+        }
         if self.data_page_size == 0 {
             return Err(Error::format("data_page_size must be at least 1"));
         }
@@ -212,6 +238,14 @@ impl WriteOptions {
     }
 }
 
+/// The default of [`WriteOptions::parallel_row_groups`]: a quarter of the rayon pool's
+/// threads, from 1 to 8. A row group's leaf columns already run in parallel; a few row
+/// groups at once are enough to hide one slow column (e.g. TPC-H `l_comment`, several
+/// times the average column's encoding time) without holding much more memory.
+pub fn default_parallel_row_groups() -> usize {
+    rayon::current_num_threads().div_ceil(4).clamp(1, 8)
+}
+
 /// What a write did, for reports and benchmarks.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WriteSummary {
@@ -224,7 +258,8 @@ pub struct WriteSummary {
     pub uncompressed_bytes: u64,
     /// Bytes it returned.
     pub compressed_bytes: u64,
-    /// Wall-clock seconds spent in the compression stage (all batched calls).
+    /// Wall-clock seconds spent in the compression stage (all batched calls; each runs
+    /// beside the encoding of the next row groups, so on the CPU they share the cores).
     pub compress_seconds: f64,
     /// Row groups whose pages were compressed on the GPU.
     pub gpu_row_groups: usize,
@@ -234,25 +269,31 @@ pub struct WriteSummary {
 
 /// A streaming writer: give it record batches, it writes a row group every
 /// [`WriteOptions::row_group_size`] rows, and [`Self::close`] writes the footer.
+///
+/// Row groups go through in batches of [`WriteOptions::parallel_row_groups`]: once a
+/// batch is complete it is encoded while the batch before it is compressed and written
+/// (`rayon::join`), so a row group's bytes reach the output one batch later, or at
+/// [`Self::flush`] / [`Self::close`], which write everything buffered.
 pub struct ParquetWriter<W: Write + Send> {
-    file: SerializedFileWriter<Counted<W>>,
-    factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
-    root: TypePtr,
-    scratch_props: WriterPropertiesPtr,
-    placement: Placement,
     row_group_size: usize,
-    pending: Vec<RecordBatch>,
-    pending_rows: usize,
-    summary: WriteSummary,
+    parallel_row_groups: usize,
+    /// The row group being filled.
+    pending: RowGroupInput,
+    /// Completed row groups not encoded yet.
+    complete: Vec<RowGroupInput>,
+    encoder: Encoder,
+    /// Encoded row groups waiting to be compressed and written.
+    encoded: Option<EncodedBatch>,
+    output: Output<W>,
 }
 
 impl<W: Write + Send> std::fmt::Debug for ParquetWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ParquetWriter")
             .field("schema", &self.schema)
-            .field("placement", &self.placement)
-            .field("summary", &self.summary)
+            .field("placement", &self.output.placement)
+            .field("summary", &self.output.summary)
             .finish_non_exhaustive()
     }
 }
@@ -266,7 +307,9 @@ impl<W: Write + Send> ParquetWriter<W> {
             None => Placement::new(Backend::from_env()?)?,
         };
         let file_props = options.properties_with(Compression::SNAPPY)?;
-        let scratch_props = options.properties_with(Compression::UNCOMPRESSED)?;
+        // Encoders whose properties are the same but UNCOMPRESSED.
+        let encoder =
+            Encoder::try_new(&schema, options.properties_with(Compression::UNCOMPRESSED)?)?;
         // The stock writer sets up the file: the Parquet schema converted from Arrow and
         // the embedded Arrow schema (`ARROW:schema`) in the key-value metadata.
         let writer = Counted {
@@ -275,23 +318,21 @@ impl<W: Write + Send> ParquetWriter<W> {
         };
         let (file, _) = ArrowWriter::try_new(writer, schema.clone(), Some(file_props))?
             .into_serialized_writer()?;
-        // Encoders come from a factory whose properties are the same but UNCOMPRESSED.
-        let (scratch, factory) =
-            ArrowWriter::try_new(Vec::new(), schema.clone(), Some(scratch_props))?
-                .into_serialized_writer()?;
-        let scratch_props = Arc::clone(scratch.properties());
-        let root = file.schema_descr().root_schema_ptr();
-        Ok(ParquetWriter {
+        let output = Output {
             file,
-            factory,
-            schema,
-            root,
-            scratch_props,
             placement,
-            row_group_size: options.row_group_size,
-            pending: Vec::new(),
-            pending_rows: 0,
+            encoded_props: Arc::clone(encoder.properties()),
             summary: WriteSummary::default(),
+        };
+        Ok(ParquetWriter {
+            schema,
+            row_group_size: options.row_group_size,
+            parallel_row_groups: options.parallel_row_groups,
+            pending: RowGroupInput::default(),
+            complete: Vec::new(),
+            encoder,
+            encoded: None,
+            output,
         })
     }
 
@@ -300,43 +341,47 @@ impl<W: Write + Send> ParquetWriter<W> {
         &self.schema
     }
 
-    /// Buffers `batch`, writing every row group it completes.
+    /// Buffers `batch`; once [`WriteOptions::parallel_row_groups`] row groups are
+    /// complete, encodes them and writes the batch encoded before.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.check_schema(batch)?;
         let mut offset = 0;
         while offset < batch.num_rows() {
-            let take = (batch.num_rows() - offset).min(self.row_group_size - self.pending_rows);
-            self.pending.push(batch.slice(offset, take));
-            self.pending_rows += take;
+            let take = (batch.num_rows() - offset).min(self.row_group_size - self.pending.rows);
+            self.pending.batches.push(batch.slice(offset, take));
+            self.pending.rows += take;
             offset += take;
-            if self.pending_rows == self.row_group_size {
-                self.flush()?;
+            if self.pending.rows == self.row_group_size {
+                self.complete.push(std::mem::take(&mut self.pending));
+                if self.complete.len() >= self.parallel_row_groups {
+                    self.advance(false)?;
+                }
             }
         }
         Ok(())
     }
 
-    /// Writes the buffered rows as a row group now (nothing when none are buffered).
+    /// Writes every buffered row now: the row groups encoded or completed, and the rows
+    /// after them as one more row group (nothing when no rows are buffered).
     pub fn flush(&mut self) -> Result<()> {
-        if self.pending_rows == 0 {
-            return Ok(());
+        if self.pending.rows > 0 {
+            self.complete.push(std::mem::take(&mut self.pending));
         }
-        let batches = std::mem::take(&mut self.pending);
-        let rows = std::mem::take(&mut self.pending_rows);
-        self.write_row_group(&batches, rows)
+        self.advance(true)
     }
 
     /// The summary so far (complete after [`Self::close`]).
     pub fn summary(&self) -> &WriteSummary {
-        &self.summary
+        &self.output.summary
     }
 
-    /// Writes the last row group and the footer; returns the summary and the writer.
+    /// Writes the last row groups and the footer; returns the summary and the writer.
     pub fn close(mut self) -> Result<(WriteSummary, W)> {
         self.flush()?;
-        let counted = self.file.into_inner()?;
-        self.summary.file_bytes = counted.count;
-        Ok((self.summary, counted.inner))
+        let counted = self.output.file.into_inner()?;
+        let mut summary = self.output.summary;
+        summary.file_bytes = counted.count;
+        Ok((summary, counted.inner))
     }
 
     fn check_schema(&self, batch: &RecordBatch) -> Result<()> {
@@ -357,102 +402,84 @@ impl<W: Write + Send> ParquetWriter<W> {
         Ok(())
     }
 
-    fn write_row_group(&mut self, batches: &[RecordBatch], rows: usize) -> Result<()> {
-        let index = self.summary.row_groups;
-        let chunks = self.encode(batches, index)?;
-        let (scratch, scratch_meta, extras) = self.splice_scratch(chunks)?;
-        let reader = Arc::new(scratch);
-
-        // Every page of every column of the row group, then one compression call.
-        let mut columns = Vec::with_capacity(scratch_meta.num_columns());
-        for chunk in scratch_meta.columns() {
-            columns.push(pages::read_chunk_pages(&reader, chunk, rows)?);
+    /// Encodes the completed row groups while the batch encoded before is compressed and
+    /// written; with `drain`, then compresses and writes them too.
+    fn advance(&mut self, drain: bool) -> Result<()> {
+        let groups = std::mem::take(&mut self.complete);
+        let previous = self.encoded.take();
+        let (encoder, output) = (&mut self.encoder, &mut self.output);
+        let (encoded, written) = rayon::join(
+            || encoder.encode(groups),
+            || previous.map_or(Ok(()), |batch| output.write(batch)),
+        );
+        written?;
+        let encoded = encoded?;
+        if drain {
+            self.output.write(encoded)
+        } else {
+            self.encoded = Some(encoded);
+            Ok(())
         }
-        let payloads: Vec<&[u8]> = columns
+    }
+}
+
+/// The file being written and what it takes to finish encoded row groups into it.
+struct Output<W: Write + Send> {
+    file: SerializedFileWriter<Counted<W>>,
+    placement: Placement,
+    /// The encoders' properties (for the v2 compression threshold).
+    encoded_props: WriterPropertiesPtr,
+    summary: WriteSummary,
+}
+
+impl<W: Write + Send> Output<W> {
+    /// Compresses every page of `batch` in one call, rebuilds its chunks in parallel
+    /// and appends them, row group by row group in order.
+    fn write(&mut self, batch: EncodedBatch) -> Result<()> {
+        let EncodedBatch { row_groups, chunks } = batch;
+        if row_groups.is_empty() {
+            return Ok(());
+        }
+        let payloads: Vec<&[u8]> = chunks
             .iter()
-            .flatten()
+            .flat_map(|chunk| &chunk.pages)
             .map(|page| &page.buffer()[pages::levels_len(page)..])
             .collect();
         let (compressed, stats) = pages::compress_all(&self.placement, &payloads)?;
-        self.summary.pages += payloads.len();
-        self.summary.uncompressed_bytes += payloads.iter().map(|p| p.len() as u64).sum::<u64>();
-        self.summary.compressed_bytes += compressed.iter().map(|c| c.len() as u64).sum::<u64>();
-        self.summary.compress_seconds += stats.seconds;
-        self.summary.gpu_row_groups += usize::from(stats.on_gpu);
+        let summary = &mut self.summary;
+        summary.pages += payloads.len();
+        summary.uncompressed_bytes += payloads.iter().map(|p| p.len() as u64).sum::<u64>();
+        summary.compressed_bytes += compressed.iter().map(|c| c.len() as u64).sum::<u64>();
+        summary.compress_seconds += stats.seconds;
+        if stats.on_gpu {
+            summary.gpu_row_groups += row_groups.len();
+        }
 
+        // Each chunk takes its pages' payloads, in order.
         let mut compressed = compressed.into_iter();
-        let mut row_group = self.file.next_row_group()?;
-        for ((column_pages, chunk), extra) in
-            columns.into_iter().zip(scratch_meta.columns()).zip(extras)
-        {
-            let (bytes, close) = rebuild_chunk(
-                column_pages,
-                &mut compressed,
-                chunk,
-                extra,
-                &self.scratch_props,
-            )?;
-            row_group.append_column(&bytes, close)?;
-        }
-        row_group.close()?;
-        self.summary.rows += rows as u64;
-        self.summary.row_groups += 1;
-        Ok(())
-    }
-
-    /// Encodes the row group's leaf columns in parallel, UNCOMPRESSED.
-    fn encode(&self, batches: &[RecordBatch], index: usize) -> Result<Vec<ArrowColumnChunk>> {
-        let writers = self.factory.create_column_writers(index)?;
-        let mut leaves: Vec<Vec<ArrowLeafColumn>> = writers.iter().map(|_| Vec::new()).collect();
-        for batch in batches {
-            let mut slot = 0;
-            for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
-                for leaf in compute_leaves(field, column)? {
-                    leaves
-                        .get_mut(slot)
-                        .ok_or_else(|| Error::format("more leaf columns than column writers"))?
-                        .push(leaf);
-                    slot += 1;
-                }
-            }
-        }
-        writers
+        let payloads: Vec<Vec<Vec<u8>>> = chunks
+            .iter()
+            .map(|chunk| compressed.by_ref().take(chunk.pages.len()).collect())
+            .collect();
+        let props = &self.encoded_props;
+        let rebuilt: Vec<(Bytes, ColumnCloseResult)> = chunks
             .into_par_iter()
-            .zip(leaves)
-            .map(|(mut writer, leaves): (ArrowColumnWriter, _)| {
-                for leaf in &leaves {
-                    writer.write(leaf)?;
-                }
-                Ok(writer.close()?)
-            })
-            .collect()
-    }
+            .zip(payloads)
+            .map(|(chunk, payloads)| rebuild_chunk(chunk, payloads, props))
+            .collect::<Result<_>>()?;
 
-    /// Splices the encoded chunks into a scratch buffer (dictionary pages first, offsets
-    /// final) and returns it with their metadata; the page index and bloom filter are
-    /// taken out of each chunk first and returned alongside.
-    fn splice_scratch(
-        &self,
-        chunks: Vec<ArrowColumnChunk>,
-    ) -> Result<(Bytes, Arc<RowGroupMetaData>, Vec<ChunkExtras>)> {
-        let mut scratch =
-            SerializedFileWriter::new(Vec::new(), self.root.clone(), self.scratch_props.clone())?;
-        let mut row_group = scratch.next_row_group()?;
-        let mut extras = Vec::with_capacity(chunks.len());
-        for mut chunk in chunks {
-            let close = chunk.close_mut();
-            extras.push(ChunkExtras {
-                rows_written: close.rows_written,
-                column_index: close.column_index.take(),
-                offset_index: close.offset_index.take(),
-                bloom_filter: close.bloom_filter.take(),
-            });
-            chunk.append_to_row_group(&mut row_group)?;
+        let leaves = self.file.schema_descr().num_columns();
+        let mut rebuilt = rebuilt.into_iter();
+        for rows in row_groups {
+            let mut row_group = self.file.next_row_group()?;
+            for (bytes, close) in rebuilt.by_ref().take(leaves) {
+                row_group.append_column(&bytes, close)?;
+            }
+            row_group.close()?;
+            self.summary.rows += rows as u64;
+            self.summary.row_groups += 1;
         }
-        let meta = row_group.close()?.clone();
-        // (`into_inner` flushes; the footer it adds after the chunks is never read.)
-        let bytes = Bytes::from(scratch.into_inner()?);
-        Ok((bytes, meta, extras))
+        Ok(())
     }
 }
 
@@ -472,14 +499,6 @@ impl<W: Write> Write for Counted<W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
-}
-
-/// What a chunk's close result holds besides its metadata.
-struct ChunkExtras {
-    rows_written: u64,
-    column_index: Option<parquet::file::page_index::column_index::ColumnIndexMetaData>,
-    offset_index: Option<parquet::file::page_index::offset_index::OffsetIndexMetaData>,
-    bloom_filter: Option<parquet::bloom_filter::Sbbf>,
 }
 
 /// Writes `batches` (all of `schema`) to `writer` as one file.
@@ -521,13 +540,18 @@ where
 /// metadata (SNAPPY, sizes, offsets) and offset index, as the stock column writer would
 /// have recorded them.
 fn rebuild_chunk(
-    pages: Vec<Page>,
-    compressed: &mut impl Iterator<Item = Vec<u8>>,
-    chunk: &ColumnChunkMetaData,
-    extra: ChunkExtras,
+    chunk: EncodedChunk,
+    payloads: Vec<Vec<u8>>,
     props: &WriterProperties,
 ) -> Result<(Bytes, ColumnCloseResult)> {
-    let threshold = props.column_data_page_v2_compression_ratio_threshold(chunk.column_path());
+    let EncodedChunk { pages, close } = chunk;
+    if payloads.len() != pages.len() {
+        return Err(Error::format(
+            "a chunk got not as many compressed payloads as pages",
+        ));
+    }
+    let threshold =
+        props.column_data_page_v2_compression_ratio_threshold(close.metadata.column_path());
     let mut sink = TrackedWrite::new(Vec::new());
     let mut total_compressed = 0i64;
     let mut total_uncompressed = 0i64;
@@ -536,10 +560,7 @@ fn rebuild_chunk(
     let mut data_pages = Vec::new();
     {
         let mut writer = SerializedPageWriter::new(&mut sink);
-        for page in pages {
-            let payload = compressed
-                .next()
-                .ok_or_else(|| Error::format("fewer compressed payloads than pages"))?;
+        for (page, payload) in pages.into_iter().zip(payloads) {
             let page = compressed_page(page, payload, threshold);
             let spec = writer.write_page(page)?;
             total_compressed += spec.compressed_size as i64;
@@ -558,8 +579,8 @@ fn rebuild_chunk(
     }
     let bytes_written = sink.bytes_written() as u64;
     let buffer = sink.into_inner()?;
-    let metadata = chunk
-        .clone()
+    let metadata = close
+        .metadata
         .into_builder()
         .set_compression(Compression::SNAPPY)
         .set_total_compressed_size(total_compressed)
@@ -567,7 +588,7 @@ fn rebuild_chunk(
         .set_dictionary_page_offset(dictionary_offset)
         .set_data_page_offset(data_offset.unwrap_or(0))
         .build()?;
-    let mut offset_index = extra.offset_index;
+    let mut offset_index = close.offset_index;
     if let Some(index) = offset_index.as_mut() {
         if index.page_locations.len() != data_pages.len() {
             return Err(Error::format(format!(
@@ -583,10 +604,10 @@ fn rebuild_chunk(
     }
     let close = ColumnCloseResult {
         bytes_written,
-        rows_written: extra.rows_written,
+        rows_written: close.rows_written,
         metadata,
-        bloom_filter: extra.bloom_filter,
-        column_index: extra.column_index,
+        bloom_filter: close.bloom_filter,
+        column_index: close.column_index,
         offset_index,
     };
     Ok((Bytes::from(buffer), close))

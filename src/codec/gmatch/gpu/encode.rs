@@ -8,6 +8,7 @@
 //! which are all that cross PCIe back.
 
 use cudarc::driver::CudaSlice;
+use rayon::prelude::*;
 
 use super::super::frame::{
     CHUNK_COMPRESSED, CHUNK_UNCOMPRESSED, STREAM_IDENTIFIER, push_chunk_header, stores,
@@ -186,10 +187,7 @@ impl<'g> Encoding<'g> {
             total += block.bytes.len();
         }
         let mut staging = self.lane.take_pinned(self.gpu, "gmatch.in", total)?;
-        for (block, &at) in blocks.iter().zip(&block_in) {
-            let at = at as usize;
-            staging.as_mut_slice()[at..at + block.bytes.len()].copy_from_slice(block.bytes);
-        }
+        gather_blocks(&mut staging.as_mut_slice()[..total], blocks);
         let mut input = self.lane.take_device("gmatch.in", total + INPUT_PADDING)?;
         copy_to_device(&stream, &staging.as_slice()[..total], &mut input, 0)?;
         let lens: Vec<u32> = blocks.iter().map(|b| b.bytes.len() as u32).collect();
@@ -377,7 +375,11 @@ impl<'g> Encoding<'g> {
             )?;
         }
         self.lane.synchronize()?;
-        // Consecutive blocks of one buffer are one range of the output.
+        // Consecutive blocks of one buffer are one range of the output; a buffer has one
+        // range in a group, so the ranges go to their outputs in parallel.
+        let finished = &staging.as_slice()[..total];
+        let mut targets = Vec::new();
+        let mut numbered = outputs.iter_mut().enumerate();
         let mut k = 0;
         while k < blocks.len() {
             let buffer = blocks[k].buffer;
@@ -387,8 +389,15 @@ impl<'g> Encoding<'g> {
                 end = records[k].dst as usize + records[k].len();
                 k += 1;
             }
-            append(&mut outputs[buffer], &staging.as_slice()[start..end]);
+            // (Blocks come in their buffers' order, so the search only moves forward.)
+            let (_, output) = numbered
+                .find(|(n, _)| *n == buffer)
+                .ok_or_else(|| Error::Gpu("gmatch blocks out of their buffers' order".into()))?;
+            targets.push((output, &finished[start..end]));
         }
+        targets
+            .into_par_iter()
+            .for_each(|(output, bytes)| append(output, bytes));
         self.lane.put_pinned("gmatch.out", staging);
         self.lane.put_device("gmatch.in", input);
         self.lane.put_device("gmatch.scratch", scratch);
@@ -400,9 +409,46 @@ impl<'g> Encoding<'g> {
     }
 }
 
+/// Blocks per task when they are copied into the staging buffer (1 MiB of input).
+const BLOCKS_PER_COPY: usize = 16;
+
+/// Copies the blocks one after another into `dst` (exactly as long as they are), with
+/// all cores.
+fn gather_blocks(dst: &mut [u8], blocks: &[Block<'_>]) {
+    let mut pieces = Vec::with_capacity(blocks.len());
+    let mut rest = dst;
+    for block in blocks {
+        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(block.bytes.len());
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
+        .into_par_iter()
+        .zip(blocks)
+        .with_min_len(BLOCKS_PER_COPY)
+        .for_each(|(piece, block)| piece.copy_from_slice(block.bytes));
+}
+
 /// Appends `bytes` to `out`, copying with all cores when large.
 fn append(out: &mut Vec<u8>, bytes: &[u8]) {
     let at = out.len();
     out.resize(at + bytes.len(), 0);
     parallel_copy(&mut out[at..], bytes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gathered_blocks_are_the_buffers_one_after_another() {
+        let a: Vec<u8> = (0..BLOCK_SIZE * 40 + 17).map(|i| (i % 251) as u8).collect();
+        let b = b"short".to_vec();
+        let c: Vec<u8> = (0..BLOCK_SIZE * 3).map(|i| (i % 13) as u8).collect();
+        let buffers = [&a[..], &b[..], &[][..], &c[..]];
+        let blocks = blocks_of(&buffers);
+        let mut gathered = vec![0; a.len() + b.len() + c.len()];
+        gather_blocks(&mut gathered, &blocks);
+        assert_eq!(gathered, [a, b, c].concat());
+    }
 }
