@@ -52,7 +52,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -367,24 +367,43 @@ impl DataSink for ColzipParquetSink {
     }
 }
 
-/// The writer's output between two uploads: the writer appends, the upload drains.
-#[derive(Clone, Default)]
-struct Pending(Arc<Mutex<Vec<u8>>>);
+/// Bytes the writer hands to the upload at a time.
+const UPLOAD_CHUNK: usize = 8 << 20;
 
-impl Write for Pending {
+/// The writer's output, sent to the upload task in chunks, so the upload of one part of
+/// the file runs beside the writing of the next.
+struct ChunkSender {
+    chunks: tokio::sync::mpsc::Sender<Vec<u8>>,
+    buffer: Vec<u8>,
+}
+
+impl ChunkSender {
+    /// Sends what is buffered (from a blocking thread); fails once the upload stopped.
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::replace(&mut self.buffer, Vec::with_capacity(UPLOAD_CHUNK));
+        self.chunks.blocking_send(chunk).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the upload of the file stopped",
+            )
+        })
+    }
+}
+
+impl Write for ChunkSender {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        self.buffer.extend_from_slice(buf);
+        if self.buffer.len() >= UPLOAD_CHUNK {
+            self.send()?;
+        }
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-impl Pending {
-    fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut *self.0.lock().expect("not poisoned"))
     }
 }
 
@@ -416,29 +435,35 @@ impl FileSink for ColzipParquetSink {
             )
             .with_buffer_size(Some(buffer_size))
             .build()?;
-            let pending = Pending::default();
             let options = self.options.clone();
             let schema = Arc::clone(&schema);
             tasks.push(SpawnedTask::spawn(async move {
-                let mut writer = ParquetWriter::try_new(pending.clone(), schema, &options)
-                    .map_err(DataFusionError::from)?;
-                while let Some(batch) = rx.recv().await {
-                    // Encoding and compressing a row group is CPU (or GPU) work: keep it
-                    // off the async workers.
-                    writer =
-                        SpawnedTask::spawn_blocking(move || writer.write(&batch).map(|()| writer))
-                            .await
-                            .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
-                            .map_err(DataFusionError::from)?;
-                    upload.write_all(&pending.take()).await?;
+                // The writer (CPU or GPU work) runs on a blocking thread, taking batches
+                // as they come and sending the file's bytes to this task, which uploads
+                // them meanwhile.
+                let (chunks_tx, mut chunks) = tokio::sync::mpsc::channel(2);
+                let writing = SpawnedTask::spawn_blocking(move || -> crate::Result<u64> {
+                    let output = ChunkSender {
+                        chunks: chunks_tx,
+                        buffer: Vec::with_capacity(UPLOAD_CHUNK),
+                    };
+                    let mut writer = ParquetWriter::try_new(output, schema, &options)?;
+                    while let Some(batch) = rx.blocking_recv() {
+                        writer.write(&batch)?;
+                    }
+                    let (summary, mut output) = writer.close()?;
+                    output.send()?;
+                    Ok(summary.rows)
+                });
+                while let Some(chunk) = chunks.recv().await {
+                    upload.write_all(&chunk).await?;
                 }
-                let (summary, _) = SpawnedTask::spawn_blocking(move || writer.close())
+                let rows = writing
                     .await
                     .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
                     .map_err(DataFusionError::from)?;
-                upload.write_all(&pending.take()).await?;
                 upload.shutdown().await?;
-                Ok::<u64, DataFusionError>(summary.rows)
+                Ok::<u64, DataFusionError>(rows)
             }));
         }
         let mut rows = 0;

@@ -79,6 +79,7 @@
 
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Instant;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
@@ -261,6 +262,12 @@ pub struct WriteSummary {
     /// Wall-clock seconds spent in the compression stage (all batched calls; each runs
     /// beside the encoding of the next row groups, so on the CPU they share the cores).
     pub compress_seconds: f64,
+    /// Wall-clock seconds spent encoding row groups (arrow-rs's encoders, in parallel;
+    /// beside the compression and writing of the batch before).
+    pub encode_seconds: f64,
+    /// Wall-clock seconds spent rebuilding chunks around their compressed pages and
+    /// appending them to the file.
+    pub write_seconds: f64,
     /// Row groups whose pages were compressed on the GPU.
     pub gpu_row_groups: usize,
     /// Size of the finished file (after [`ParquetWriter::close`]).
@@ -408,12 +415,16 @@ impl<W: Write + Send> ParquetWriter<W> {
         let groups = std::mem::take(&mut self.complete);
         let previous = self.encoded.take();
         let (encoder, output) = (&mut self.encoder, &mut self.output);
-        let (encoded, written) = rayon::join(
-            || encoder.encode(groups),
+        let ((encoded, encode_seconds), written) = rayon::join(
+            || {
+                let start = Instant::now();
+                (encoder.encode(groups), start.elapsed().as_secs_f64())
+            },
             || previous.map_or(Ok(()), |batch| output.write(batch)),
         );
         written?;
         let encoded = encoded?;
+        self.output.summary.encode_seconds += encode_seconds;
         if drain {
             self.output.write(encoded)
         } else {
@@ -456,6 +467,7 @@ impl<W: Write + Send> Output<W> {
         }
 
         // Each chunk takes its pages' payloads, in order.
+        let start = Instant::now();
         let mut compressed = compressed.into_iter();
         let payloads: Vec<Vec<Vec<u8>>> = chunks
             .iter()
@@ -479,6 +491,7 @@ impl<W: Write + Send> Output<W> {
             self.summary.rows += rows as u64;
             self.summary.row_groups += 1;
         }
+        self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(())
     }
 }
