@@ -10,7 +10,7 @@
 //! - **bwt**: Burrows–Wheeler transform + move-to-front + zero-run + Huffman coding with
 //!   gap arrays for parallel decoding, for string columns.
 //!
-//! Layers, from the bottom: [`codec`] (bytes), [`column`] (Arrow arrays and the
+//! Layers, from the bottom: [`codec`] (bytes), [`column`](mod@column) (Arrow arrays and the
 //! container), [`archive`] (files of many columns), [`tpch`] (the TPC-H column
 //! experiment); [`gpu`] holds the device runtime the GPU codecs are built on. The `colzip` binary is a thin CLI over them.
 //!

@@ -2,7 +2,7 @@
 //! GPU when there is one, the same bytes on the CPU), and reading SNAPPY Parquet back
 //! with the pages of a row group decompressed in one batch (on the GPU when there is one).
 //!
-//! - [`write`]: [`write::ParquetWriter`] / [`write::write_batches`];
+//! - [`write`](mod@write): [`write::ParquetWriter`] / [`write::write_batches`];
 //! - [`read`]: [`read::ParquetReader`] / [`read::read_batches`];
 //! - `pages` (private): the batched page compression service both use;
 //! - `encode` and `capture` (private): the writer's encoding stage and its access to the

@@ -55,7 +55,7 @@
 //! `SerializedPageReader` (`encode`, `capture`: no shared scratch file); (2) every page
 //! payload (the whole page for data page v1 and dictionary pages, only the values for
 //! data page v2, whose levels stay uncompressed) is compressed in one call
-//! ([`super::pages`]); (3) each chunk is re-serialized with `SerializedPageWriter` and
+//! (`src/parquet/pages.rs`); (3) each chunk is re-serialized with `SerializedPageWriter` and
 //! its metadata rebuilt (codec SNAPPY, sizes, page offsets, offset index), in
 //! parallel; (4) the chunks are spliced into the output with `append_column`, row group
 //! by row group in order. Chunk statistics and the column index describe values, so
