@@ -34,7 +34,10 @@ async fn copy_then_external_table_gives_the_same_rows() {
     let dir = tempfile::tempdir().unwrap();
     let expected = text(&run(&ctx, &format!("{QUERY} ORDER BY id")).await.unwrap());
     for (name, options) in [
-        ("v1", "OPTIONS ('backend' 'cpu', 'row_group_size' '2000')"),
+        (
+            "v1",
+            "OPTIONS ('backend' 'cpu', 'row_group_size' '2000', 'parallel_row_groups' '2')",
+        ),
         (
             "v2",
             "OPTIONS ('format.backend' 'cpu', 'data_page_version' '2', 'codec' 'gmatch')",
@@ -171,6 +174,10 @@ async fn bad_options_are_clear_errors() {
         ),
         ("('backend' 'tpu')", "unknown backend 'tpu'"),
         ("('row_group_size' '0')", "expected a positive integer"),
+        (
+            "('parallel_row_groups' '0')",
+            "option 'format.parallel_row_groups' = '0': expected a positive integer",
+        ),
         ("('data_page_version' '3')", "unknown data page version '3'"),
         ("('codec' 'bwt')", "only 'gmatch' writes"),
     ] {

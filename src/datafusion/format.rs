@@ -35,6 +35,7 @@
 //! | `row_group_size` | rows per row group | DataFusion's `datafusion.execution.parquet.max_row_group_size` |
 //! | `data_page_size` | target bytes per data page | DataFusion's `data_pagesize_limit` |
 //! | `data_page_version` | `1` or `2` | DataFusion's `writer_version` |
+//! | `parallel_row_groups` | row groups encoded together (memory: that many row groups of input) | a quarter of the threads, 1 to 8 |
 //! | `codec` | `gmatch` (the only codec that writes Parquet's SNAPPY) | `gmatch` |
 //!
 //! Any other key is an error naming it (when the statement is planned for execution).
@@ -80,7 +81,9 @@ use datafusion::prelude::SessionContext;
 use tokio::io::AsyncWriteExt;
 
 use crate::gpu::Backend;
-use crate::parquet::write::{DataPageVersion, ParquetWriter, WriteOptions};
+use crate::parquet::write::{
+    DataPageVersion, ParquetWriter, WriteOptions, default_parallel_row_groups,
+};
 use crate::{Error, codec::Placement};
 
 /// The format's name in `STORED AS` (case-insensitive).
@@ -108,6 +111,7 @@ pub struct FormatOptions {
     pub row_group_size: Option<usize>,
     pub data_page_size: Option<usize>,
     pub data_page_version: Option<DataPageVersion>,
+    pub parallel_row_groups: Option<usize>,
 }
 
 impl FormatOptions {
@@ -134,6 +138,7 @@ impl FormatOptions {
                 }
                 "row_group_size" => parsed.row_group_size = Some(positive()?),
                 "data_page_size" => parsed.data_page_size = Some(positive()?),
+                "parallel_row_groups" => parsed.parallel_row_groups = Some(positive()?),
                 "data_page_version" => {
                     parsed.data_page_version =
                         Some(value.parse().map_err(|e: Error| bad(e.to_string()))?)
@@ -148,7 +153,8 @@ impl FormatOptions {
                 _ => {
                     return Err(Error::format(format!(
                         "unknown {FORMAT_NAME} option '{key}' (known: backend, \
-                         row_group_size, data_page_size, data_page_version, codec)"
+                         row_group_size, data_page_size, data_page_version, \
+                         parallel_row_groups, codec)"
                     )));
                 }
             }
@@ -238,9 +244,12 @@ impl ColzipParquetFormat {
                 .data_page_size
                 .unwrap_or(properties.data_page_size_limit()),
             data_page_version: self.options.data_page_version.unwrap_or(version),
+            parallel_row_groups: self
+                .options
+                .parallel_row_groups
+                .unwrap_or_else(default_parallel_row_groups),
             placement: Some(Placement::new(backend)?),
             properties: Some(properties),
-            ..WriteOptions::default()
         })
     }
 }
