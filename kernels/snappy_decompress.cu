@@ -35,7 +35,7 @@
 #define SD_SPAN_IN 64u // input bytes whose tags one batch parses (two per lane)
 #define SD_SLACK 80    // window bytes past SD_IN that a batch's tag reads may touch
 #define SD_RING 4096   // output ring bytes per warp (a power of two)
-#define SD_SPAN 2048   // a literal longer than this that is not a batch's first goes alone
+#define SD_SPAN 2048   // a literal longer than this makes a batch of its own
 #define SD_LANE 16     // longer elements are copied by the whole warp
 #define SD_FULL 0xffffffffu
 

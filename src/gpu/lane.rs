@@ -256,3 +256,39 @@ pub fn parallel_copy(dst: &mut [u8], src: &[u8]) {
             .for_each(|(d, s)| d.copy_from_slice(s));
     }
 }
+
+/// Pieces per task of [`parallel_concat`] (about 1 MiB of 64 KiB pages).
+const PIECES_PER_TASK: usize = 16;
+
+/// Copies `pieces` one after another into `dst` (exactly as long as they are together)
+/// on all cores, many small pieces or few large ones: how a batch of pages or blocks
+/// goes into a staging buffer.
+pub fn parallel_concat(dst: &mut [u8], pieces: &[&[u8]]) {
+    let mut targets = Vec::with_capacity(pieces.len());
+    let mut rest = dst;
+    for piece in pieces {
+        let (target, tail) = std::mem::take(&mut rest).split_at_mut(piece.len());
+        targets.push(target);
+        rest = tail;
+    }
+    targets
+        .into_par_iter()
+        .zip(pieces)
+        .with_min_len(PIECES_PER_TASK)
+        .for_each(|(target, piece)| parallel_copy(target, piece));
+}
+
+#[cfg(test)]
+mod concat_tests {
+    use super::parallel_concat;
+
+    #[test]
+    fn concatenated_pieces_are_the_pieces_one_after_another() {
+        let a: Vec<u8> = (0..(1 << 16) * 40 + 17).map(|i| (i % 251) as u8).collect();
+        let b = b"short".to_vec();
+        let c: Vec<u8> = (0..(1 << 16) * 3).map(|i| (i % 13) as u8).collect();
+        let mut joined = vec![0; a.len() + b.len() + c.len()];
+        parallel_concat(&mut joined, &[&a, &b, &[], &c]);
+        assert_eq!(joined, [a, b, c].concat());
+    }
+}

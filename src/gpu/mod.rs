@@ -22,7 +22,7 @@ mod timing;
 
 pub use backend::{BACKEND_ENV, Backend};
 pub use device::{DeviceInfo, Gpu, KernelSource, SELFTEST};
-pub use lane::{Lane, LaneGuard, MAX_LANES, PinnedBuffer, parallel_copy};
+pub use lane::{Lane, LaneGuard, MAX_LANES, PinnedBuffer, parallel_concat, parallel_copy};
 
 pub(crate) use copy::{copy_to_device, copy_to_host};
 pub(crate) use device::gpu_error;

@@ -15,7 +15,8 @@ use crate::gpu::snappy::{
 };
 use crate::gpu::time_on_device;
 use crate::gpu::{
-    Gpu, LaneGuard, PinnedBuffer, copy_to_device, copy_to_host, gpu_error, parallel_copy,
+    Gpu, LaneGuard, PinnedBuffer, copy_to_device, copy_to_host, gpu_error, parallel_concat,
+    parallel_copy,
 };
 
 use cudarc::driver::CudaSlice;
@@ -186,13 +187,8 @@ impl<'g> Decoding<'g> {
         let mut lane = gpu.lane()?;
         let stream = lane.stream().clone();
         let mut staging = lane.take_pinned(gpu, "snappy.io", in_total.max(out_total))?;
-        for ((elements, _), &at) in items.iter().zip(&in_offsets) {
-            let at = at as usize;
-            parallel_copy(
-                &mut staging.as_mut_slice()[at..at + elements.len()],
-                elements,
-            );
-        }
+        let pieces: Vec<&[u8]> = items.iter().map(|(elements, _)| *elements).collect();
+        parallel_concat(&mut staging.as_mut_slice()[..in_total], &pieces);
         // (The kernel reads whole aligned words around a buffer's bytes.)
         let mut input = lane.take_device("snappy.in", in_total + WORD_SLACK)?;
         copy_to_device(&stream, &staging.as_slice()[..in_total], &mut input, 0)?;

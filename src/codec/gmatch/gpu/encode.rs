@@ -21,7 +21,8 @@ use crate::gpu::gmatch::{
     SCRATCH_BYTES, SLOT_BYTES, enqueue_assemble, enqueue_blocks, enqueue_crc,
 };
 use crate::gpu::{
-    Gpu, LaneGuard, copy_to_device, copy_to_host, gpu_error, parallel_copy, time_on_device,
+    Gpu, LaneGuard, copy_to_device, copy_to_host, gpu_error, parallel_concat, parallel_copy,
+    time_on_device,
 };
 use crate::{Error, Result};
 
@@ -187,7 +188,8 @@ impl<'g> Encoding<'g> {
             total += block.bytes.len();
         }
         let mut staging = self.lane.take_pinned(self.gpu, "gmatch.in", total)?;
-        gather_blocks(&mut staging.as_mut_slice()[..total], blocks);
+        let pieces: Vec<&[u8]> = blocks.iter().map(|block| block.bytes).collect();
+        parallel_concat(&mut staging.as_mut_slice()[..total], &pieces);
         let mut input = self.lane.take_device("gmatch.in", total + INPUT_PADDING)?;
         copy_to_device(&stream, &staging.as_slice()[..total], &mut input, 0)?;
         let lens: Vec<u32> = blocks.iter().map(|b| b.bytes.len() as u32).collect();
@@ -409,46 +411,9 @@ impl<'g> Encoding<'g> {
     }
 }
 
-/// Blocks per task when they are copied into the staging buffer (1 MiB of input).
-const BLOCKS_PER_COPY: usize = 16;
-
-/// Copies the blocks one after another into `dst` (exactly as long as they are), with
-/// all cores.
-fn gather_blocks(dst: &mut [u8], blocks: &[Block<'_>]) {
-    let mut pieces = Vec::with_capacity(blocks.len());
-    let mut rest = dst;
-    for block in blocks {
-        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(block.bytes.len());
-        pieces.push(piece);
-        rest = tail;
-    }
-    pieces
-        .into_par_iter()
-        .zip(blocks)
-        .with_min_len(BLOCKS_PER_COPY)
-        .for_each(|(piece, block)| piece.copy_from_slice(block.bytes));
-}
-
 /// Appends `bytes` to `out`, copying with all cores when large.
 fn append(out: &mut Vec<u8>, bytes: &[u8]) {
     let at = out.len();
     out.resize(at + bytes.len(), 0);
     parallel_copy(&mut out[at..], bytes);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gathered_blocks_are_the_buffers_one_after_another() {
-        let a: Vec<u8> = (0..BLOCK_SIZE * 40 + 17).map(|i| (i % 251) as u8).collect();
-        let b = b"short".to_vec();
-        let c: Vec<u8> = (0..BLOCK_SIZE * 3).map(|i| (i % 13) as u8).collect();
-        let buffers = [&a[..], &b[..], &[][..], &c[..]];
-        let blocks = blocks_of(&buffers);
-        let mut gathered = vec![0; a.len() + b.len() + c.len()];
-        gather_blocks(&mut gathered, &blocks);
-        assert_eq!(gathered, [a, b, c].concat());
-    }
 }
