@@ -21,18 +21,21 @@
 //      them, and every thread writes its own segment's elements at its place.
 // The elements go to the block's slot; gmatch_assemble (below) builds the final streams.
 
-#define GM_BLOCK 65536
-#define GM_TABLE (1 << 14)
-#define GM_NONE 0xffffu
-#define GM_MULT 0x1E35A7BDu
-#define GM_THREADS 256
+// Constants shared with Rust come from the launcher (src/codec/gmatch/gpu/launch.rs) as
+// -D defines: GM_BLOCK, GM_HASH_BITS, GM_MULT, GM_NONE, GM_THREADS, GM_SLOT, GM_SLOT_OVERFLOW,
+// GM_RECORD and the GM_FORMAT_* codes.
+#if !defined(GM_BLOCK) || !defined(GM_HASH_BITS) || !defined(GM_MULT) || !defined(GM_NONE) ||   \
+    !defined(GM_THREADS) || !defined(GM_SLOT) || !defined(GM_SLOT_OVERFLOW) ||              \
+    !defined(GM_RECORD) || !defined(GM_FORMAT_RAW) || !defined(GM_FORMAT_FRAMED) ||          \
+    !defined(GM_FORMAT_BLOCKS)
+#error "gmatch_compress.cu needs its constants from the launcher"
+#endif
+#define GM_TABLE (1 << GM_HASH_BITS)
 #define GM_SEG (GM_BLOCK / GM_THREADS)  // bytes per walking thread, a multiple of 32
 #define GM_CAP 32                        // match bytes measured for every position
 #define GM_UNRESOLVED 0xffffffffu        // best[p] of a match longer than the cap
-// Bytes of a block's slot: more than the elements of any 64 KiB block can take
-// (each match of 4+ bytes saves a byte, each literal run costs at most 3).
-#define GM_SLOT (GM_BLOCK + GM_BLOCK / 16 + 64)
-#define GM_SLOT_OVERFLOW 0xffffffffu     // out_sizes[b] if the elements did not fit
+// GM_SLOT, bytes of a block's slot, is more than the elements of any 64 KiB block can
+// take (each match of 4+ bytes saves a byte, each literal run costs at most 3).
 
 // The (possibly unaligned) 4 and 8 bytes at p; the input carries 16 bytes of padding so
 // the aligned word after the last byte may be read.
@@ -50,7 +53,7 @@ __device__ __forceinline__ u64 load_u64(const u8* p) {
     return sh == 0 ? lo : (lo >> sh) | (__ldg(w + 1) << (64 - sh));
 }
 
-__device__ __forceinline__ u32 gm_hash(u32 word) { return (word * GM_MULT) >> 18; }
+__device__ __forceinline__ u32 gm_hash(u32 word) { return (word * GM_MULT) >> (32 - GM_HASH_BITS); }
 
 // Length of the common prefix of blk[p..] and blk[c..] up to `limit` bytes (c < p),
 // the first 4 known equal.
@@ -398,13 +401,11 @@ extern "C" __global__ void __launch_bounds__(GM_THREADS)
 }
 
 // Builds the final bytes from the blocks' elements: one block of threads per record.
-// A record (64 bytes, written by the launcher, src/gpu/gmatch.rs) is
+// A record (GM_RECORD = 64 bytes, written by gmatch_layout) is
 //   u64 dst | u64 src | u32 body_len | u32 flags | u32 prefix_len | u32 pad | u8 prefix[32]
 // and produces out[dst..] = prefix ++ body, where the body is the record's block slot
 // (flags & 1 == 0) or in[src .. src + body_len] (stored); flags & 2: bytes 4..8 of the
 // prefix are replaced by crcs[record] (little-endian), the framed chunk's masked CRC.
-#define GM_RECORD 64
-
 extern "C" __global__ void gmatch_assemble(const u8* records, u64 count, const u8* slots,
                                            const u8* in, const u32* crcs, u8* out) {
     const u64 r = blockIdx.x;
@@ -422,4 +423,93 @@ extern "C" __global__ void gmatch_assemble(const u8* records, u64 count, const u
     to += prefix_len;
     const u8* from = (flags & 1) ? in + src : slots + r * GM_SLOT;
     for (u32 k = threadIdx.x; k < body_len; k += blockDim.x) to[k] = from[k];
+}
+
+__device__ __forceinline__ u32 varint_len(u32 v) { return v < 128 ? 1 : (v < 16384 ? 2 : 3); }
+
+__device__ __forceinline__ u32 put_varint(u8* p, u32 v) {
+    u32 n = 0;
+    while (v >= 128) {
+        p[n++] = (u8)(v | 128);
+        v >>= 7;
+    }
+    p[n++] = (u8)v;
+    return n;
+}
+
+// Lays out the output of a launch's blocks (one thread block, tiles of blockDim.x blocks).
+// Block b's piece is lead[b] bytes that the host fills (the headers of the buffers that
+// start there) followed by its stream:
+//   raw:    its elements;
+//   blocks: varint(len) and its elements (the block as a raw Snappy stream);
+//   framed: a chunk header (type, 3-byte length), the masked CRC, then varint(len) and the
+//           elements, or the block's bytes when that does not save an eighth of them.
+// Writes each block's assembly record, each stream's length (stream_lens[b], without the
+// lead), the output's total in status[0] and, in status[1], 1 if a block's elements did
+// not fit its slot (GM_SLOT_OVERFLOW from gmatch_blocks).
+extern "C" __global__ void gmatch_layout(const u32* sizes, const u32* block_len,
+                                         const u64* block_in, const u32* lead, u64 count,
+                                         u32 format, u8* records, u32* stream_lens,
+                                         u64* status) {
+    __shared__ u32 warp_sums[32];
+    __shared__ u64 carry;
+    __shared__ u32 overflow;
+    if (threadIdx.x == 0) {
+        carry = 0;
+        overflow = 0;
+    }
+    __syncthreads();
+    for (u64 start = 0; start < count; start += blockDim.x) {
+        const u64 b = start + threadIdx.x;
+        const bool live = b < count;
+        u32 size = live ? sizes[b] : 0, len = live ? block_len[b] : 0;
+        if (live && size > GM_SLOT) {
+            atomicOr(&overflow, 1u);
+            size = 0;
+        }
+        u32 stream = 0, prefix_len = 0, body_len = size, flags = 0;
+        u8 prefix[16];
+        if (live) {
+            if (format == GM_FORMAT_RAW) {
+                stream = size;
+            } else if (format == GM_FORMAT_BLOCKS) {
+                prefix_len = put_varint(prefix, len);
+                stream = prefix_len + size;
+            } else {
+                const u32 raw_len = varint_len(len) + size;
+                const bool stored = raw_len >= len - len / 8;
+                const u32 body = stored ? len : raw_len;
+                prefix[0] = stored ? 0x01 : 0x00;
+                prefix[1] = (u8)(4 + body);
+                prefix[2] = (u8)((4 + body) >> 8);
+                prefix[3] = (u8)((4 + body) >> 16);
+                prefix_len = 8;  // bytes 4..8: the CRC, filled by gmatch_assemble
+                if (!stored) prefix_len += put_varint(prefix + 8, len);
+                body_len = stored ? len : size;
+                flags = (stored ? 1u : 0u) | 2u;
+                stream = 8 + body;
+            }
+        }
+        const u32 piece = live ? lead[b] + stream : 0;
+        u32 tile_total;
+        const u32 before = block_exclusive_sum(piece, warp_sums, &tile_total);
+        if (live) {
+            u8* rec = records + b * GM_RECORD;
+            *(u64*)rec = carry + before + lead[b];
+            *(u64*)(rec + 8) = block_in[b];
+            *(u32*)(rec + 16) = body_len;
+            *(u32*)(rec + 20) = flags;
+            *(u32*)(rec + 24) = prefix_len;
+            *(u32*)(rec + 28) = 0;
+            for (u32 k = 0; k < prefix_len; ++k) rec[32 + k] = prefix[k];
+            stream_lens[b] = stream;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) carry += tile_total;
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        status[0] = carry;
+        status[1] = overflow;
+    }
 }

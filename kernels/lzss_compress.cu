@@ -1,6 +1,10 @@
 // LZSS compression, after GPULZ (docs/FORMAT.md, section lzss; the CPU reference is
 // src/codec/lzss/{matching,parse,encode}.rs and these kernels write the same bytes).
 //
+// A launch covers the chunks of one or more streams of the same parameters: chunk i's
+// bytes are in[chunk_in[i] .. + chunk_lens[i]] (at a multiple of 8), its slot in
+// `scratch` at i * C.
+//
 // Kernel I  (lzss_chunks_s{1,2,4,8}): one block per chunk, all in shared memory:
 //   1. matching: a warp takes 32 consecutive positions and, for each distance d, compares
 //      every position with the symbol d back; a ballot turns the 32 answers into a bit
@@ -183,13 +187,13 @@ __device__ void find_matches_chained(const typename Symbol<S>::T* sym, int m, in
 }
 
 template <int S, bool CHAINS>
-__device__ void compress_chunk(const u8* in, u64 body_len, u32 chunk_size, int window,
-                               u8* scratch, u16* sizes) {
+__device__ void compress_chunk(const u8* in, const u64* chunk_in, const u16* chunk_lens,
+                               u32 chunk_size, int window, u8* scratch, u16* sizes) {
     typedef typename Symbol<S>::T T;
     extern __shared__ u64 shared_words[];
     const u64 chunk = blockIdx.x;
-    const u64 start = chunk * chunk_size;
-    const int len = (int)min((u64)chunk_size, body_len - start);
+    const u64 start = chunk_in[chunk];
+    const int len = (int)min((u32)chunk_lens[chunk], chunk_size);
     const int m = len / S;
     const int tid = threadIdx.x, threads = blockDim.x;
     const int max_m = chunk_size / S;
@@ -206,7 +210,7 @@ __device__ void compress_chunk(const u8* in, u64 body_len, u32 chunk_size, int w
     u32* sums = (u32*)((u8*)flags + round8(4 * (max_m / 32 + 1)));
     u16* head = (u16*)((u8*)sums + 128);  // hash chains only: HASH_SIZE entries per segment
 
-    // Load: 8-byte words (chunks start at multiples of C, itself a multiple of 8).
+    // Load: 8-byte words (the launcher places every chunk at a multiple of 8).
     const u64* src_words = (const u64*)(in + start);
     for (int w = tid; w < len / 8; w += threads) ((u64*)sym_bytes)[w] = src_words[w];
     for (int b = (len / 8) * 8 + tid; b < len; b += threads) sym_bytes[b] = in[start + b];
@@ -293,21 +297,25 @@ __device__ void compress_chunk(const u8* in, u64 body_len, u32 chunk_size, int w
     }
     for (int b = tid; b < flag_bytes; b += threads) out[2 + b] = (u8)(flags[b >> 2] >> ((b & 3) * 8));
     __syncthreads();
-    u8* dst = scratch + start;
+    u8* dst = scratch + chunk * chunk_size;
     for (int w = tid; w < size / 8; w += threads) ((u64*)dst)[w] = ((const u64*)out)[w];
     for (int b = (size / 8) * 8 + tid; b < size; b += threads) dst[b] = out[b];
     if (tid == 0) sizes[chunk] = (u16)size;
 }
 
 #define CHUNKS_KERNEL(S)                                                                    \
-    extern "C" __global__ void lzss_chunks_s##S(const u8* in, u64 body_len, u32 chunk_size,   \
+    extern "C" __global__ void lzss_chunks_s##S(const u8* in, const u64* chunk_in,           \
+                                                const u16* chunk_lens, u32 chunk_size,      \
                                                 u32 window, u8* scratch, u16* sizes) {      \
-        compress_chunk<S, false>(in, body_len, chunk_size, (int)window, scratch, sizes);    \
+        compress_chunk<S, false>(in, chunk_in, chunk_lens, chunk_size, (int)window, scratch,  \
+                                 sizes);                                                    \
     }                                                                                       \
-    extern "C" __global__ void lzss_chunks_chained_s##S(const u8* in, u64 body_len,          \
+    extern "C" __global__ void lzss_chunks_chained_s##S(const u8* in, const u64* chunk_in,   \
+                                                        const u16* chunk_lens,              \
                                                         u32 chunk_size, u32 window,          \
                                                         u8* scratch, u16* sizes) {          \
-        compress_chunk<S, true>(in, body_len, chunk_size, (int)window, scratch, sizes);     \
+        compress_chunk<S, true>(in, chunk_in, chunk_lens, chunk_size, (int)window, scratch,   \
+                                sizes);                                                     \
     }
 CHUNKS_KERNEL(1)
 CHUNKS_KERNEL(2)
@@ -316,16 +324,15 @@ CHUNKS_KERNEL(8)
 
 // Kernel III: `out` receives the size table (u16 per chunk) then the payloads at
 // their offsets; a stored chunk is copied from the input.
-extern "C" __global__ void lzss_compact(const u8* in, u64 body_len, u32 chunk_size,
-                                        const u8* scratch, const u16* sizes, const u64* offsets,
-                                        u64 chunks, u8* out) {
+extern "C" __global__ void lzss_compact(const u8* in, const u64* chunk_in, const u16* chunk_lens,
+                                        u32 chunk_size, const u8* scratch, const u16* sizes,
+                                        const u64* offsets, u64 chunks, u8* out) {
     const int lane = threadIdx.x & 31;
     const u64 chunk = (u64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (chunk >= chunks) return;
-    const u64 start = chunk * chunk_size;
-    const u32 len = (u32)min((u64)chunk_size, body_len - start);
+    const u32 len = min((u32)chunk_lens[chunk], chunk_size);
     const u32 size = sizes[chunk];
-    const u8* src = (size == len ? in : scratch) + start;
+    const u8* src = size == len ? in + chunk_in[chunk] : scratch + chunk * chunk_size;
     u8* dst = out + 2 * chunks + offsets[chunk];
     if (lane == 0) {
         out[2 * chunk] = (u8)size;

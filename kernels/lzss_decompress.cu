@@ -12,16 +12,13 @@
 // `error` (a reason code, and the lowest failing chunk) and no byte is written out of
 // bounds.
 
-// Reason codes, mapped to messages by the launcher (src/gpu/lzss.rs).
-#define E_TOTAL 1          // the sizes do not add up to the payload
-#define E_SIZE 2           // a chunk size not in 1..=chunk length
-#define E_TOKEN_COUNT 3    // truncated or out-of-range token count
-#define E_FLAGS 4          // truncated flags or padding bits set
-#define E_SECTIONS 5       // section sizes do not add up to the payload
-#define E_LITERAL 6        // a literal past the chunk end
-#define E_DISTANCE 7       // a distance not in 1..=min(window, position)
-#define E_MATCH_END 8      // a match past the chunk end
-#define E_UNFILLED 9       // tokens do not fill the chunk
+// Reason codes E_* come from the launcher (src/codec/lzss/gpu/launch.rs, the Rust enum
+// LzssDecodeError), as -D defines.
+#if !defined(E_TOTAL) || !defined(E_SIZE) || !defined(E_TOKEN_COUNT) || !defined(E_FLAGS) ||  \
+    !defined(E_SECTIONS) || !defined(E_LITERAL) || !defined(E_DISTANCE) ||                    \
+    !defined(E_MATCH_END) || !defined(E_UNFILLED)
+#error "lzss_decompress.cu needs its reason codes from the launcher"
+#endif
 
 __device__ __forceinline__ void fail(u32* error, u32 code, u64 chunk) {
     // error[1] keeps the lowest failing chunk, stored as its complement so that the
@@ -35,8 +32,8 @@ __device__ __forceinline__ void fail(u32* error, u32 code, u64 chunk) {
 
 template <int S>
 __device__ void decode_chunk(const u8* table_and_payload, const u64* offsets, u64 chunks,
-                             u64 payload_len, u64 body_len, u32 chunk_size, u32 window,
-                             u8* out, u32* error) {
+                             u64 payload_len, const u64* chunk_out, const u16* chunk_lens,
+                             u32 chunk_size, u32 window, u8* out, u32* error) {
     typedef typename Symbol<S>::T T;
     extern __shared__ u64 shared_words[];
     __shared__ u32 warp_matches[MAX_WARPS], warp_symbols[MAX_WARPS];
@@ -45,8 +42,7 @@ __device__ void decode_chunk(const u8* table_and_payload, const u64* offsets, u6
     const u64 chunk = blockIdx.x;
     if (chunk == 0 && threadIdx.x == 0 && offsets[chunks] != payload_len) fail(error, E_TOTAL, 0);
     if (chunk >= chunks) return;
-    const u64 start = chunk * chunk_size;
-    const u32 len = (u32)min((u64)chunk_size, body_len - start);
+    const u32 len = min((u32)chunk_lens[chunk], chunk_size);
     const u32 m = len / S;
     const u8* table = table_and_payload;
     const u32 size = table[2 * chunk] | ((u32)table[2 * chunk + 1] << 8);
@@ -57,7 +53,7 @@ __device__ void decode_chunk(const u8* table_and_payload, const u64* offsets, u6
         return;
     }
     const u8* payload = table_and_payload + 2 * chunks + offset;
-    u8* dst = out + start;
+    u8* dst = out + chunk_out[chunk];
     if (size == len) {
         for (u32 b = threadIdx.x; b < len; b += blockDim.x) dst[b] = payload[b];
         return;
@@ -177,18 +173,18 @@ __device__ void decode_chunk(const u8* table_and_payload, const u64* offsets, u6
         }
         __syncthreads();
     }
-    // Output: 8-byte words (chunks start at multiples of C, a multiple of 8), then bytes.
+    // Output: 8-byte words (the launcher places every chunk at a multiple of 8), then bytes.
     for (u32 w = threadIdx.x; w < len / 8; w += blockDim.x) ((u64*)dst)[w] = ((const u64*)buf_bytes)[w];
     for (u32 b = (len / 8) * 8 + threadIdx.x; b < len; b += blockDim.x) dst[b] = buf_bytes[b];
 }
 
 #define DECODE_KERNEL(S)                                                                   \
-    extern "C" __global__ void lzss_decode_s##S(const u8* table_and_payload, const u64* offsets, \
-                                                u64 chunks, u64 payload_len, u64 body_len,  \
-                                                u32 chunk_size, u32 window, u8* out,         \
-                                                u32* error) {                                \
-        decode_chunk<S>(table_and_payload, offsets, chunks, payload_len, body_len, chunk_size, \
-                        window, out, error);                                                 \
+    extern "C" __global__ void lzss_decode_s##S(                                            \
+        const u8* table_and_payload, const u64* offsets, u64 chunks, u64 payload_len,          \
+        const u64* chunk_out, const u16* chunk_lens, u32 chunk_size, u32 window, u8* out,      \
+        u32* error) {                                                                        \
+        decode_chunk<S>(table_and_payload, offsets, chunks, payload_len, chunk_out, chunk_lens, \
+                        chunk_size, window, out, error);                                     \
     }
 DECODE_KERNEL(1)
 DECODE_KERNEL(2)

@@ -30,7 +30,12 @@
 // checked before it is used; a corrupt buffer sets status[b] to a reason code and
 // stops, and no byte is written outside the buffer's own range.
 
-#define SD_WARPS 4     // warps (buffers) per block; the launcher uses the same
+// From the launcher (src/codec/gmatch/gpu/launch.rs): SD_WARPS, warps (buffers) per
+// block, and the reason codes S_* (the Rust enum SnappyDecodeError).
+#if !defined(SD_WARPS) || !defined(S_TRUNCATED_TAG) || !defined(S_LITERAL_INPUT) ||       \
+    !defined(S_PAST_LENGTH) || !defined(S_OFFSET) || !defined(S_SHORT)
+#error "snappy_decompress.cu needs its constants from the launcher"
+#endif
 #define SD_IN 512      // input window bytes per warp
 #define SD_SPAN_IN 64u // input bytes whose tags one batch parses (two per lane)
 #define SD_SLACK 80    // window bytes past SD_IN that a batch's tag reads may touch
@@ -38,14 +43,6 @@
 #define SD_SPAN 2048   // a literal longer than this makes a batch of its own
 #define SD_LANE 16     // longer elements are copied by the whole warp
 #define SD_FULL 0xffffffffu
-
-// Reason codes, mapped to messages by the launcher (src/gpu/snappy.rs).
-#define S_TRUNCATED_TAG 1      // a tag's extra bytes run past the input
-#define S_LITERAL_INPUT 2      // a literal runs past the input
-#define S_PAST_LENGTH 3        // a literal or copy runs past the claimed length
-#define S_OFFSET 4             // a copy offset of 0 or before the output start
-#define S_SHORT 5              // the elements end before the claimed length
-// (One more is produced by the launcher: a claimed length over the limit.)
 
 // Where one warp's buffer and windows are.
 struct Buffer {

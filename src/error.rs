@@ -24,7 +24,7 @@ pub enum Error {
     Checksum { what: String },
     /// No usable GPU, or a CUDA/NVRTC failure.
     #[error("GPU: {0}")]
-    Gpu(String),
+    Gpu(#[from] crate::gpu::GpuError),
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
     #[error("Arrow error: {0}")]

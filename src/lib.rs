@@ -36,5 +36,6 @@ pub mod gpu;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod tpch;
+pub mod trace;
 
 pub use error::{Error, Result};

@@ -1,15 +1,30 @@
-//! G-match on the GPU. Compression: the GPU's raw and framed streams are the CPU
-//! reference's bytes (singly, batched, across launches) and `snap` decodes them.
-//! Decompression: streams from the `snap` crate and from gmatch, raw (batched) and
-//! framed, decode to the input; corrupt streams are errors exactly when the CPU decoder
-//! says so. Without a GPU these tests say they were skipped; with `COLZIP_REQUIRE_GPU=1`
-//! a missing GPU is a failure.
+//! G-match on the GPU, through the batched interface (ordinary, caller's and pinned
+//! memory). Compression: the GPU's raw, framed and blocks streams are the CPU reference's
+//! bytes (singly, batched, across pipeline steps) and `snap` decodes them.
+//! Decompression: streams from the `snap` crate and from gmatch in every format decode to
+//! the input; corrupt streams are errors exactly when the CPU decoder says so. Without a
+//! GPU these tests say they were skipped; with `COLZIP_REQUIRE_GPU=1` a missing GPU is a
+//! failure.
 
 mod common;
 
-use colzip::codec::gmatch;
-use common::{Rng, gpu_or_skip, tpch_lineitem_columns};
+use colzip::codec::{Codec, CodecId, Placement, SnappyFormat, gmatch};
+use common::{Rng, gpu_compress, gpu_decompress, gpu_or_skip, tpch_lineitem_columns};
 use std::io::Write;
+
+const FORMATS: [(SnappyFormat, CodecId); 3] = [
+    (SnappyFormat::Raw, CodecId::GmatchRaw),
+    (SnappyFormat::Framed, CodecId::GmatchFramed),
+    (SnappyFormat::Blocks, CodecId::GmatchBlocks),
+];
+
+/// The CPU reference's streams of `inputs` in `format`.
+fn cpu_streams(format: SnappyFormat, inputs: &[&[u8]]) -> Vec<Vec<u8>> {
+    Codec::Gmatch(format)
+        .compress_batch(&Placement::CPU, inputs)
+        .unwrap()
+        .into_vecs()
+}
 
 /// Inputs with every element kind: incompressible bytes (long literals), runs (long
 /// overlapping copies), text (copy-1 and copy-2), and lengths around the 64 KiB blocks.
@@ -97,28 +112,26 @@ fn gpu_compression_writes_the_cpu_bytes() {
             .map(|(_, bytes)| bytes),
     );
     for (i, input) in all.iter().enumerate() {
-        let raw = gmatch::gpu::compress_raw(gpu, input).unwrap();
-        let expected = gmatch::compress_raw(input).unwrap();
-        if raw != expected {
-            let first = raw.iter().zip(&expected).position(|(a, b)| a != b);
-            panic!(
-                "input {i} ({} bytes): GPU raw stream differs from the CPU's (lengths {} / {}, first difference at {first:?})",
-                input.len(),
-                raw.len(),
-                expected.len()
-            );
+        for (format, _) in FORMATS {
+            let on_gpu = gpu_compress(gpu, &Codec::Gmatch(format), &[input]).remove(0);
+            let expected = cpu_streams(format, &[input]).remove(0);
+            if on_gpu != expected {
+                let first = on_gpu.iter().zip(&expected).position(|(a, b)| a != b);
+                panic!(
+                    "input {i} ({} bytes) {format:?}: GPU stream differs from the CPU's (lengths {} / {}, first difference at {first:?})",
+                    input.len(),
+                    on_gpu.len(),
+                    expected.len()
+                );
+            }
         }
+        let raw = gmatch::compress_raw(input).unwrap();
         assert_eq!(
             snap::raw::Decoder::new().decompress_vec(&raw).unwrap(),
             *input,
             "snap decodes input {i}"
         );
-        let framed = gmatch::gpu::compress_framed(gpu, input).unwrap();
-        assert!(
-            framed == gmatch::compress_framed(input),
-            "input {i} ({} bytes): framed streams differ",
-            input.len()
-        );
+        let framed = gmatch::compress_framed(input);
         let mut back = Vec::new();
         std::io::Read::read_to_end(&mut snap::read::FrameDecoder::new(&framed[..]), &mut back)
             .unwrap();
@@ -127,8 +140,8 @@ fn gpu_compression_writes_the_cpu_bytes() {
 }
 
 #[test]
-fn gpu_compresses_a_batch_and_across_launches() {
-    let Some(gpu) = gpu_or_skip("gpu_compresses_a_batch_and_across_launches") else {
+fn gpu_compresses_a_batch_and_across_steps() {
+    let Some(gpu) = gpu_or_skip("gpu_compresses_a_batch_and_across_steps") else {
         return;
     };
     // Pages of every size, empty ones included, in one batch.
@@ -139,7 +152,7 @@ fn gpu_compresses_a_batch_and_across_launches() {
         .find(|(name, _)| name == "l_comment")
         .unwrap()
         .1;
-    let mut pages: Vec<Vec<u8>> = Vec::new();
+    let mut pages: Vec<Vec<u8>> = vec![Vec::new()];
     let mut at = 0;
     while at < comment.len() {
         let len = [0usize, 1, 100, 4096, 65_536, 100_000, 1 << 20][rng.below(7) as usize];
@@ -147,26 +160,34 @@ fn gpu_compresses_a_batch_and_across_launches() {
         pages.push(comment[at..end].to_vec());
         at = end;
     }
+    pages.push(Vec::new());
     let refs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
-    let raw = gmatch::gpu::compress_raw_batch(gpu, &refs).unwrap();
-    let framed = gmatch::gpu::compress_batch(gpu, &refs, gmatch::gpu::Format::Framed).unwrap();
-    assert_eq!(raw.len(), pages.len());
-    for (i, page) in pages.iter().enumerate() {
-        assert!(raw[i] == gmatch::compress_raw(page).unwrap(), "page {i}");
+    for (format, id) in FORMATS {
+        let on_gpu = gpu_compress(gpu, &Codec::Gmatch(format), &refs);
+        assert!(on_gpu == cpu_streams(format, &refs), "{format:?} batch");
+        let streams: Vec<&[u8]> = on_gpu.iter().map(Vec::as_slice).collect();
+        let lens: Vec<usize> = pages.iter().map(Vec::len).collect();
         assert!(
-            framed[i] == gmatch::compress_framed(page),
-            "framed page {i}"
+            gpu_decompress(gpu, id, &streams, &lens).unwrap() == pages,
+            "{format:?} decode"
         );
     }
-    // More than one launch (64 MiB each): 150 MB of lineitem bytes.
+    // More than one pipeline step (32 MiB each): 150 MB of lineitem bytes.
     let big: Vec<u8> = columns
         .iter()
         .flat_map(|(_, bytes)| bytes.iter().copied())
         .cycle()
         .take(150_000_000)
         .collect();
-    assert!(gmatch::gpu::compress_raw(gpu, &big).unwrap() == gmatch::compress_raw(&big).unwrap());
-    assert!(gmatch::gpu::compress_framed(gpu, &big).unwrap() == gmatch::compress_framed(&big));
+    for (format, id) in FORMATS {
+        let on_gpu = gpu_compress(gpu, &Codec::Gmatch(format), &[&big]).remove(0);
+        assert!(
+            on_gpu == cpu_streams(format, &[&big]).remove(0),
+            "{format:?} big"
+        );
+        let back = gpu_decompress(gpu, id, &[&on_gpu], &[big.len()]).unwrap();
+        assert!(back[0] == big, "{format:?} big decode");
+    }
 }
 
 #[test]
@@ -189,14 +210,11 @@ fn gpu_decodes_snap_and_gmatch_raw_streams_in_one_batch() {
         expected.push(input.clone());
     }
     let refs: Vec<&[u8]> = streams.iter().map(Vec::as_slice).collect();
-    let decoded = gmatch::gpu::decompress_raw_batch(gpu, &refs, usize::MAX).unwrap();
+    let lens: Vec<usize> = expected.iter().map(Vec::len).collect();
+    let decoded = gpu_decompress(gpu, CodecId::GmatchRaw, &refs, &lens).unwrap();
     assert_eq!(decoded.len(), expected.len());
     for (i, (d, e)) in decoded.iter().zip(&expected).enumerate() {
         assert!(d == e, "buffer {i} ({} bytes) decoded wrong", e.len());
-    }
-    // One at a time too.
-    for (stream, input) in streams.iter().zip(&expected) {
-        assert!(gmatch::gpu::decompress_raw(gpu, stream, usize::MAX).unwrap() == *input);
     }
 }
 
@@ -215,8 +233,13 @@ fn gpu_decodes_framed_streams_of_snap_and_gmatch() {
         let from_snap = writer.into_inner().unwrap();
         let ours = gmatch::compress_framed(&input);
         for stream in [from_snap, ours] {
-            let decoded = gmatch::gpu::decompress_framed(gpu, &stream, usize::MAX).unwrap();
-            assert!(decoded == input, "framed stream of {} bytes", input.len());
+            let decoded =
+                gpu_decompress(gpu, CodecId::GmatchFramed, &[&stream], &[input.len()]).unwrap();
+            assert!(
+                decoded[0] == input,
+                "framed stream of {} bytes",
+                input.len()
+            );
         }
     }
 }
@@ -230,10 +253,9 @@ fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
     let mut rng = Rng(99);
     let mut rejected = 0;
     for input in inputs().iter().filter(|i| i.len() > 1000) {
-        let raw = gmatch::compress_raw(input).unwrap();
-        let framed = gmatch::compress_framed(input);
-        for case in 0..60 {
-            for (framing, stream) in [(false, &raw), (true, &framed)] {
+        for (format, id) in FORMATS {
+            let stream = cpu_streams(format, &[input]).remove(0);
+            for case in 0..40 {
                 let mut bad = stream.clone();
                 match case % 3 {
                     0 => bad.truncate(rng.below(bad.len() as u64) as usize),
@@ -244,31 +266,22 @@ fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
                         }
                     }
                     _ => {
-                        // A tag near the start: kinds, lengths and offsets change.
+                        // A tag (or table entry) near the start.
                         let at = rng.below(64.min(bad.len() as u64)) as usize;
                         bad[at] = rng.next() as u8;
                     }
                 }
-                let (cpu, on_gpu) = if framing {
-                    (
-                        gmatch::decompress_framed(&bad),
-                        gmatch::gpu::decompress_framed(gpu, &bad, usize::MAX),
-                    )
-                } else {
-                    (
-                        gmatch::decompress_raw(&bad),
-                        gmatch::gpu::decompress_raw(gpu, &bad, usize::MAX),
-                    )
-                };
+                let cpu = id.decompress_batch(&Placement::CPU, &[&bad], &[input.len()]);
+                let on_gpu = gpu_decompress(gpu, id, &[&bad], &[input.len()]);
                 match (&cpu, &on_gpu) {
-                    (Ok(a), Ok(b)) => assert!(a == b, "case {case}: outputs differ"),
+                    (Ok(a), Ok(b)) => assert!(a.get(0) == &b[0][..], "case {case}: outputs differ"),
                     (Err(_), Err(e)) => {
                         rejected += 1;
                         assert!(e.to_string().contains("gmatch"), "{e}");
                     }
                     _ => panic!(
-                        "case {case} framed={framing}: CPU {:?} but GPU {:?}",
-                        cpu.as_ref().map(|v| v.len()),
+                        "case {case} {format:?}: CPU {:?} but GPU {:?}",
+                        cpu.as_ref().map(|v| v.bytes().len()),
                         on_gpu.as_ref().map(|v| v.len())
                     ),
                 }
@@ -279,7 +292,33 @@ fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
         rejected > 100,
         "only {rejected} corrupt streams were rejected"
     );
-    // A claimed length over the limit is refused before any work.
-    let stream = gmatch::compress_raw(&[7u8; 10_000]).unwrap();
-    assert!(gmatch::gpu::decompress_raw(gpu, &stream, 100).is_err());
+}
+
+#[test]
+fn resident_buffers_compress_and_decode_on_the_device() {
+    let Some(gpu) = gpu_or_skip("resident_buffers_compress_and_decode_on_the_device") else {
+        return;
+    };
+    let columns = tpch_lineitem_columns(0.01);
+    let refs: Vec<&[u8]> = columns.iter().map(|(_, b)| b.as_slice()).collect();
+    let lens: Vec<usize> = refs.iter().map(|r| r.len()).collect();
+    let mut lane = gpu.lane().unwrap();
+    for (format, id) in FORMATS {
+        let codec = Codec::Gmatch(format);
+        let streams = cpu_streams(format, &refs);
+        let mut job = codec.device_compressor(gpu, &mut lane, &refs).unwrap();
+        job.enqueue(&mut lane).unwrap();
+        let written = job.output_bytes(gpu, &mut lane).unwrap();
+        assert_eq!(
+            written,
+            streams.iter().map(Vec::len).sum::<usize>(),
+            "{format:?}"
+        );
+        let stream_refs: Vec<&[u8]> = streams.iter().map(Vec::as_slice).collect();
+        let mut job = id
+            .device_decompressor(gpu, &mut lane, &stream_refs, &lens)
+            .unwrap();
+        job.enqueue(&mut lane).unwrap();
+        job.output_bytes(gpu, &mut lane).unwrap();
+    }
 }

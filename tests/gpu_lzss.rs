@@ -1,13 +1,13 @@
-//! `lzss` on the GPU writes exactly the CPU reference's bytes, each side decodes the
-//! other's streams, and corrupt streams are errors on both. Without a GPU these tests say
-//! they were skipped; with `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
+//! `lzss` on the GPU, through the batched interface (ordinary, caller's and pinned
+//! memory), writes exactly the CPU reference's bytes, each side decodes the other's
+//! streams, and corrupt streams are errors on both. Without a GPU these tests say they
+//! were skipped; with `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
 
 mod common;
 
-use colzip::codec::lzss::gpu::{self as gpu_lzss, HostInput};
 use colzip::codec::lzss::{self, LzssParams};
-use colzip::gpu::PinnedBuffer;
-use common::{Rng, gpu_or_skip, tpch_lineitem_columns};
+use colzip::codec::{Codec, CodecId, Placement};
+use common::{Rng, gpu_compress, gpu_decompress, gpu_or_skip, tpch_lineitem_columns};
 
 /// Inputs that exercise every path: incompressible bytes, runs longer than the longest
 /// match, small integers, text with repeats, and odd lengths with tails.
@@ -56,9 +56,9 @@ fn grid() -> Vec<LzssParams> {
     grid
 }
 
-fn check_same_bytes(gpu: &colzip::gpu::Gpu, name: &str, input: &[u8], params: &LzssParams) {
+fn check_same_bytes(gpu: &'static colzip::gpu::Gpu, name: &str, input: &[u8], params: &LzssParams) {
     let cpu = lzss::compress(input, params);
-    let on_gpu = gpu_lzss::compress(gpu, input, params).unwrap();
+    let on_gpu = gpu_compress(gpu, &Codec::Lzss(*params), &[input]).remove(0);
     assert!(
         cpu == on_gpu,
         "{name} {params:?}: GPU stream ({} bytes) differs from CPU ({} bytes) at byte {:?}",
@@ -68,7 +68,7 @@ fn check_same_bytes(gpu: &colzip::gpu::Gpu, name: &str, input: &[u8], params: &L
     );
     // Each side decodes the other's stream (the same bytes, but through both decoders).
     assert_eq!(
-        gpu_lzss::decompress(gpu, &cpu, usize::MAX).unwrap(),
+        gpu_decompress(gpu, CodecId::Lzss, &[&cpu], &[input.len()]).unwrap()[0],
         input,
         "{name} {params:?}: GPU decode"
     );
@@ -110,51 +110,82 @@ fn gpu_bytes_equal_cpu_bytes_on_tpch_lineitem_columns() {
 }
 
 #[test]
-fn inputs_larger_than_a_block_go_through_the_pipeline() {
-    let Some(gpu) = gpu_or_skip("inputs_larger_than_a_block_go_through_the_pipeline") else {
+fn batches_and_inputs_larger_than_a_step_go_through_the_pipeline() {
+    let Some(gpu) = gpu_or_skip("batches_and_inputs_larger_than_a_step_go_through_the_pipeline")
+    else {
         return;
     };
-    // 2.5 blocks of int32 values with a tail, so both lanes and the last partial block run.
-    let values = (gpu_lzss::BLOCK_BYTES * 5 / 2) / 4;
+    // 2.5 steps of int32 values with a tail, so three lanes and a partial step run.
+    let values = (80 << 20) / 4;
     let mut rng = Rng(42);
     let mut input: Vec<u8> = (0..values)
         .flat_map(|i| ((i as u32 / 3) ^ (rng.below(4) as u32)).to_le_bytes())
         .collect();
     input.extend_from_slice(&[1, 2, 3]);
+    // And a batch of many small and odd-sized buffers with it, shorter than a symbol too.
+    let mut batch: Vec<Vec<u8>> = synthetic_inputs().into_iter().map(|(_, b)| b).collect();
+    batch.push(vec![9, 9, 9]);
+    batch.push(input.clone());
+    batch.push(vec![1]);
+    let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+    let lens: Vec<usize> = batch.iter().map(Vec::len).collect();
     for params in [
         LzssParams::new(4, 32, 2048).unwrap(),
         LzssParams::new(1, 128, 16384).unwrap(),
+        LzssParams::new(8, 255, 4096).unwrap(),
     ] {
-        let cpu = lzss::compress(&input, &params);
-        let on_gpu = gpu_lzss::compress(gpu, &input, &params).unwrap();
-        assert!(
-            cpu == on_gpu,
-            "{params:?}: multi-block GPU stream differs from CPU"
-        );
-        assert!(gpu_lzss::decompress(gpu, &cpu, usize::MAX).unwrap() == input);
-        // The same through pinned memory, as the benchmark's end-to-end runs do.
-        let mut pinned = PinnedBuffer::new(gpu, input.len()).unwrap();
-        pinned.as_mut_slice()[..input.len()].copy_from_slice(&input);
-        let from_pinned = gpu_lzss::compress_from(
-            gpu,
-            HostInput::Pinned(&pinned.as_slice()[..input.len()]),
-            &params,
-        )
-        .unwrap();
-        assert!(from_pinned == cpu);
+        let on_gpu = gpu_compress(gpu, &Codec::Lzss(params), &refs);
+        for (i, buffer) in batch.iter().enumerate() {
+            assert!(
+                on_gpu[i] == lzss::compress(buffer, &params),
+                "{params:?} buffer {i}"
+            );
+        }
+        let streams: Vec<&[u8]> = on_gpu.iter().map(Vec::as_slice).collect();
+        assert!(gpu_decompress(gpu, CodecId::Lzss, &streams, &lens).unwrap() == batch);
     }
+    // Streams of different parameters in one decoding batch.
+    let mixed: Vec<Vec<u8>> = [2u8, 4, 8, 1]
+        .iter()
+        .map(|&s| lzss::compress(&input[..1_000_003], &LzssParams::new(s, 64, 2048).unwrap()))
+        .collect();
+    let streams: Vec<&[u8]> = mixed.iter().map(Vec::as_slice).collect();
+    let back = gpu_decompress(gpu, CodecId::Lzss, &streams, &[1_000_003; 4]).unwrap();
+    assert!(back.iter().all(|b| b[..] == input[..1_000_003]));
 }
 
 #[test]
-fn kernel_timing_path_writes_the_same_stream() {
-    let Some(gpu) = gpu_or_skip("kernel_timing_path_writes_the_same_stream") else {
+fn resident_buffers_compress_and_decode_on_the_device() {
+    let Some(gpu) = gpu_or_skip("resident_buffers_compress_and_decode_on_the_device") else {
         return;
     };
-    for (name, input) in synthetic_inputs() {
-        let params = LzssParams::new(2, 128, 2048).unwrap();
-        let times = gpu_lzss::time_kernels(gpu, &input, &params, 2).unwrap();
-        assert!(times.stream == lzss::compress(&input, &params), "{name}");
-    }
+    let inputs: Vec<Vec<u8>> = synthetic_inputs().into_iter().map(|(_, b)| b).collect();
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let lens: Vec<usize> = refs.iter().map(|r| r.len()).collect();
+    let params = LzssParams::new(2, 128, 2048).unwrap();
+    let streams: Vec<Vec<u8>> = refs.iter().map(|r| lzss::compress(r, &params)).collect();
+    let mut lane = gpu.lane().unwrap();
+    let mut job = Codec::Lzss(params)
+        .device_compressor(gpu, &mut lane, &refs)
+        .unwrap();
+    job.enqueue(&mut lane).unwrap();
+    // The kernels write the size tables and payloads: the streams less their headers
+    // (5 bytes and the length's varint) and tails (the byte after the last whole symbol).
+    let expected: usize = refs
+        .iter()
+        .zip(&streams)
+        .map(|(r, s)| {
+            let varint = ((64 - (r.len() as u64).max(1).leading_zeros()) as usize).div_ceil(7);
+            s.len() - (5 + varint) - r.len() % 2
+        })
+        .sum();
+    assert_eq!(job.output_bytes(gpu, &mut lane).unwrap(), expected);
+    let stream_refs: Vec<&[u8]> = streams.iter().map(Vec::as_slice).collect();
+    let mut job = CodecId::Lzss
+        .device_decompressor(gpu, &mut lane, &stream_refs, &lens)
+        .unwrap();
+    job.enqueue(&mut lane).unwrap();
+    job.output_bytes(gpu, &mut lane).unwrap();
 }
 
 #[test]
@@ -168,8 +199,9 @@ fn concurrent_callers_each_get_their_own_lane() {
             let inputs = &inputs;
             scope.spawn(move || {
                 let params = LzssParams::new([1, 2, 4, 8][t % 4], 64, 4096).unwrap();
+                let placement = Placement::on(gpu);
                 for (name, input) in inputs {
-                    let on_gpu = gpu_lzss::compress(gpu, input, &params).unwrap();
+                    let on_gpu = Codec::Lzss(params).compress_one(&placement, input).unwrap();
                     assert!(
                         on_gpu == lzss::compress(input, &params),
                         "{name} thread {t}"
@@ -210,17 +242,22 @@ fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
                     }
                     _ => bad.extend_from_slice(&[0, 1, 2]),
                 }
-                let cpu = lzss::decompress(&bad);
-                let on_gpu = gpu_lzss::decompress(gpu, &bad, usize::MAX);
+                let cpu = CodecId::Lzss.decompress_batch(&Placement::CPU, &[&bad], &[input.len()]);
+                let on_gpu = gpu_decompress(gpu, CodecId::Lzss, &[&bad], &[input.len()]);
                 match (&cpu, &on_gpu) {
-                    (Ok(a), Ok(b)) => assert!(a == b, "{name} S={s} case {case}: outputs differ"),
+                    (Ok(a), Ok(b)) => {
+                        assert!(
+                            a.get(0) == &b[0][..],
+                            "{name} S={s} case {case}: outputs differ"
+                        )
+                    }
                     (Err(_), Err(e)) => {
                         rejected += 1;
                         assert!(e.to_string().contains("lzss"), "{e}");
                     }
                     _ => panic!(
                         "{name} S={s} case {case}: CPU {:?} but GPU {:?}",
-                        cpu.as_ref().map(|v| v.len()),
+                        cpu.as_ref().map(|v| v.bytes().len()),
                         on_gpu.as_ref().map(|v| v.len())
                     ),
                 }
@@ -231,7 +268,4 @@ fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
         rejected > 100,
         "only {rejected} corrupt streams were rejected"
     );
-    // Claimed sizes beyond the limit are refused before any work.
-    let stream = lzss::compress(&[5u8; 10_000], &LzssParams::default());
-    assert!(gpu_lzss::decompress(gpu, &stream, 100).is_err());
 }

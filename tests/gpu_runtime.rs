@@ -41,8 +41,8 @@ fn kernels_compile_once_and_run() {
     let Some(gpu) = gpu_or_skip("kernels_compile_once_and_run") else {
         return;
     };
-    let first = gpu.module(&SELFTEST).unwrap();
-    let second = gpu.module(&SELFTEST).unwrap();
+    let first = gpu.module(&SELFTEST, &[]).unwrap();
+    let second = gpu.module(&SELFTEST, &[]).unwrap();
     assert!(
         Arc::ptr_eq(&first, &second),
         "the module is compiled once per process"

@@ -41,6 +41,26 @@ impl Source {
     }
 }
 
+/// Compresses a batch of `schema`'s columns, all their parts in one batched call per
+/// codec (on the GPU when `placement` says so for the call's size).
+pub fn compress_batch(
+    schema: &SchemaRef,
+    batch: &RecordBatch,
+    codec: &CodecChoice,
+    placement: Placement,
+) -> Result<Vec<CompressedColumn>> {
+    if batch.schema().fields() != schema.fields() {
+        return Err(Error::format("a batch's schema differs from the archive's"));
+    }
+    let pairs: Vec<(&arrow::datatypes::Field, &dyn arrow::array::Array)> = schema
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .map(|(field, array)| (field.as_ref(), array.as_ref()))
+        .collect();
+    column::compress_columns_on(&pairs, codec, placement)
+}
+
 /// Writes an archive batch by batch.
 pub struct ArchiveWriter<W: Write> {
     out: W,
@@ -91,22 +111,20 @@ impl<W: Write> ArchiveWriter<W> {
         codec: &CodecChoice,
         placement: Placement,
     ) -> Result<Vec<CompressedColumn>> {
-        if batch.schema().fields() != self.schema.fields() {
-            return Err(Error::format("a batch's schema differs from the archive's"));
+        let columns = compress_batch(&self.schema, batch, codec, placement)?;
+        self.append(batch.num_rows(), &columns)?;
+        Ok(columns)
+    }
+
+    /// Appends a batch of `rows` rows already compressed (by [`compress_batch`]).
+    pub fn append(&mut self, rows: usize, columns: &[CompressedColumn]) -> Result<()> {
+        if columns.len() != self.schema.fields().len() {
+            return Err(Error::format("a batch's columns differ from the archive's"));
         }
-        let columns = self
-            .schema
-            .fields()
-            .iter()
-            .zip(batch.columns())
-            .map(|(field, array)| {
-                column::compress_field_on(field, array.as_ref(), codec, placement)
-            })
-            .collect::<Result<Vec<_>>>()?;
         let mut record = vec![1u8];
-        varint::write_u64(&mut record, batch.num_rows() as u64);
+        varint::write_u64(&mut record, rows as u64);
         self.out.write_all(&record)?;
-        for compressed in &columns {
+        for compressed in columns {
             let bytes = compressed.to_bytes()?;
             let mut len = Vec::new();
             varint::write_u64(&mut len, bytes.len() as u64);
@@ -114,7 +132,7 @@ impl<W: Write> ArchiveWriter<W> {
             self.out.write_all(&bytes)?;
         }
         self.batches += 1;
-        Ok(columns)
+        Ok(())
     }
 
     /// Writes the end record and returns the writer.
@@ -137,11 +155,19 @@ pub struct ArchiveReader<R: Read> {
 }
 
 fn read_exact_vec(input: &mut impl Read, len: u64, what: &str) -> Result<Vec<u8>> {
-    // Grows with the data actually read, so a corrupt length cannot force a huge allocation.
+    // Room is reserved a bounded piece at a time, so a corrupt length cannot force a huge
+    // allocation, and a real one is read without the copies of a doubling buffer.
+    const PIECE: u64 = 64 << 20;
     let mut buf = Vec::new();
-    input.take(len).read_to_end(&mut buf)?;
-    if buf.len() as u64 != len {
-        return Err(Error::format(format!("archive truncated inside {what}")));
+    let mut left = len;
+    while left > 0 {
+        let piece = left.min(PIECE);
+        buf.reserve_exact(piece as usize);
+        let read = input.take(piece).read_to_end(&mut buf)? as u64;
+        if read < piece {
+            return Err(Error::format(format!("archive truncated inside {what}")));
+        }
+        left -= piece;
     }
     Ok(buf)
 }
@@ -270,15 +296,24 @@ impl<R: Read> ArchiveReader<R> {
         let Some((rows, columns)) = self.next_compressed()? else {
             return Ok(None);
         };
-        let arrays = columns
-            .iter()
-            .map(|column| column::decompress_on(column, placement))
-            .collect::<Result<Vec<_>>>()?;
-        let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
-        Ok(Some(RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            arrays,
-            &options,
-        )?))
+        decompress_batch(&self.schema, rows, &columns, placement).map(Some)
     }
+}
+
+/// Decompresses a batch's columns (all their parts in one batched call per codec) into a
+/// record batch of `schema`.
+pub fn decompress_batch(
+    schema: &SchemaRef,
+    rows: usize,
+    columns: &[CompressedColumn],
+    placement: Placement,
+) -> Result<RecordBatch> {
+    let refs: Vec<&CompressedColumn> = columns.iter().collect();
+    let arrays = column::decompress_columns_on(&refs, placement)?;
+    let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        arrays,
+        &options,
+    )?)
 }

@@ -258,6 +258,8 @@ impl RawReader {
         } else {
             self.block - buf.len()
         };
+        // Room for the whole block at once: no copies of a doubling buffer.
+        buf.reserve_exact(want);
         let read = (&mut self.file).take(want as u64).read_to_end(&mut buf)?;
         let eof = read < want;
         self.any_bytes |= !buf.is_empty();

@@ -28,10 +28,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::codec::Placement;
-use crate::column::CodecChoice;
+use crate::column::{self, CodecChoice};
 use crate::gpu::Backend;
+use crate::trace::{self, Busy};
 use crate::{Error, Result};
-pub use format::{ArchiveReader, ArchiveWriter, Source};
+pub use format::{ArchiveReader, ArchiveWriter, Source, compress_batch, decompress_batch};
 pub use input::{InputKind, RawType};
 pub use output::OutputKind;
 
@@ -80,8 +81,66 @@ fn write_atomically<T>(path: &Path, write: impl FnOnce(File) -> Result<T>) -> Re
     }
 }
 
-/// Compresses a file into an archive, batch by batch, on `backend` (resolved once, before
-/// anything is read or written: `Backend::Gpu` without a usable GPU is an error).
+/// Batches in flight between two stages of a file pipeline: one being read while one is
+/// compressed and one written.
+const IN_FLIGHT: usize = 2;
+
+/// Runs `produce` (reading), `transform` (the codecs) and `consume` (writing) on three
+/// threads joined by bounded queues, so batch n+1 is read and batch n-1 written while
+/// batch n is compressed or decompressed. The first error stops all three.
+fn pipeline<A: Send, B: Send, C: Send>(
+    produce: impl FnOnce(&dyn Fn(A) -> bool) -> Result<()> + Send,
+    mut transform: impl FnMut(A) -> Result<B>,
+    consume: impl FnOnce(&mut dyn Iterator<Item = B>) -> Result<C> + Send,
+) -> Result<C> {
+    use std::sync::mpsc::sync_channel;
+    let started = std::time::Instant::now();
+    let mut coding = Busy::default();
+    let result = std::thread::scope(|scope| {
+        let (in_tx, in_rx) = sync_channel::<A>(IN_FLIGHT);
+        let (out_tx, out_rx) = sync_channel::<B>(IN_FLIGHT);
+        let reader = scope.spawn(move || produce(&|item| in_tx.send(item).is_ok()));
+        let writer = scope.spawn(move || consume(&mut out_rx.into_iter()));
+        let mut failed = None;
+        for item in in_rx {
+            match coding.time(|| transform(item)) {
+                Ok(out) => {
+                    if out_tx.send(out).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        drop(out_tx);
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(Error::format("the writing thread panicked")));
+        let read = reader
+            .join()
+            .unwrap_or_else(|_| Err(Error::format("the reading thread panicked")));
+        match failed {
+            Some(e) => Err(e),
+            None => read.and(written),
+        }
+    });
+    trace::line(|| {
+        format!(
+            "file pipeline in {:.3} s: codecs busy {:.3} s",
+            started.elapsed().as_secs_f64(),
+            coding.seconds(),
+        )
+    });
+    result
+}
+
+/// Compresses a file into an archive on `backend` (resolved once, before anything is read
+/// or written: `Backend::Gpu` without a usable GPU is an error). Reading, compressing and
+/// writing overlap: batch n+1 is read and batch n-1 written while batch n is compressed,
+/// all its columns' parts in one batched call per codec.
 pub fn compress_file(
     input: &Path,
     output: &Path,
@@ -98,21 +157,49 @@ pub fn compress_file(
         #[cfg(feature = "parquet")]
         InputKind::Parquet => Source::Parquet,
     };
+    let schema = source.schema.clone();
+    let trailing_newline = source.trailing_newline.clone();
+    let batches = source.batches;
     let mut summary = Summary::default();
     write_atomically(output, |file| {
-        let mut writer =
-            ArchiveWriter::new(BufWriter::new(file), source.schema.clone(), archive_source)?;
-        for batch in source.batches {
-            let batch = batch?;
-            let columns = writer.write_batch_on(&batch, codec, placement)?;
-            summary.batches += 1;
-            summary.rows += batch.num_rows() as u64;
-            summary.plain_bytes += columns.iter().map(|c| c.plain_bytes() as u64).sum::<u64>();
-            progress(summary.plain_bytes);
-        }
-        let trailing = source
-            .trailing_newline
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let writer = ArchiveWriter::new(
+            BufWriter::with_capacity(WRITE_BUFFER, file),
+            schema.clone(),
+            archive_source,
+        )?;
+        let writer = pipeline(
+            |send| {
+                let mut batches = batches;
+                let mut reading = Busy::default();
+                while let Some(batch) = reading.time(|| batches.next()) {
+                    let failed = batch.is_err();
+                    if !send(batch) || failed {
+                        break;
+                    }
+                }
+                trace::line(|| format!("reading busy {:.3} s", reading.seconds()));
+                Ok(())
+            },
+            |batch: Result<arrow::array::RecordBatch>| {
+                let batch = batch?;
+                let columns = compress_batch(&schema, &batch, codec, placement)?;
+                summary.batches += 1;
+                summary.rows += batch.num_rows() as u64;
+                summary.plain_bytes += columns.iter().map(|c| c.plain_bytes() as u64).sum::<u64>();
+                progress(summary.plain_bytes);
+                Ok((batch.num_rows(), columns))
+            },
+            |compressed: &mut dyn Iterator<Item = (usize, Vec<column::CompressedColumn>)>| {
+                let mut writer = writer;
+                let mut writing = Busy::default();
+                for (rows, columns) in compressed {
+                    writing.time(|| writer.append(rows, &columns))?;
+                }
+                trace::line(|| format!("writing busy {:.3} s", writing.seconds()));
+                Ok(writer)
+            },
+        )?;
+        let trailing = trailing_newline.load(std::sync::atomic::Ordering::Relaxed);
         writer
             .finish(trailing)?
             .into_inner()
@@ -123,8 +210,13 @@ pub fn compress_file(
     Ok(summary)
 }
 
+/// Bytes of the buffered writers and readers of archives and outputs (few large system
+/// calls).
+const WRITE_BUFFER: usize = 4 << 20;
+
 /// Decompresses an archive into a file of `to` (by default what it was made from), on
-/// `backend` (resolved once, first).
+/// `backend` (resolved once, first). Reading, decompressing and writing overlap as in
+/// [`compress_file`].
 pub fn decompress_file(
     input: &Path,
     output: &Path,
@@ -133,22 +225,51 @@ pub fn decompress_file(
     progress: Progress<'_>,
 ) -> Result<Summary> {
     let placement = Placement::new(backend)?;
-    let mut reader = ArchiveReader::new(BufReader::new(File::open(input)?))?;
+    let mut reader =
+        ArchiveReader::new(BufReader::with_capacity(WRITE_BUFFER, File::open(input)?))?;
     let kind = to.unwrap_or_else(|| OutputKind::for_source(reader.source()));
+    let schema = reader.schema();
     let mut summary = Summary {
         archive_bytes: std::fs::metadata(input)?.len(),
         ..Default::default()
     };
     write_atomically(output, |file| {
-        let mut sink = output::sink(kind, BufWriter::new(file), reader.schema())?;
-        while let Some(batch) = reader.next_batch_on(placement)? {
-            sink.write(&batch)?;
-            summary.batches += 1;
-            summary.rows += batch.num_rows() as u64;
-            summary.plain_bytes += batch.get_array_memory_size() as u64;
-            progress(summary.plain_bytes);
-        }
-        sink.finish(reader.trailing_newline().unwrap_or(false))
+        let sink = output::sink(
+            kind,
+            BufWriter::with_capacity(WRITE_BUFFER, file),
+            schema.clone(),
+        )?;
+        let (sink, trailing) = pipeline(
+            |send| {
+                let mut reading = Busy::default();
+                while let Some(batch) = reading.time(|| reader.next_compressed())? {
+                    if !send(batch) {
+                        break;
+                    }
+                }
+                trace::line(|| format!("reading busy {:.3} s", reading.seconds()));
+                Ok(())
+            },
+            |(rows, columns): (usize, Vec<column::CompressedColumn>)| {
+                let batch = decompress_batch(&schema, rows, &columns, placement)?;
+                summary.batches += 1;
+                summary.rows += batch.num_rows() as u64;
+                summary.plain_bytes += batch.get_array_memory_size() as u64;
+                progress(summary.plain_bytes);
+                Ok(batch)
+            },
+            |batches: &mut dyn Iterator<Item = arrow::array::RecordBatch>| {
+                let mut sink = sink;
+                let mut writing = Busy::default();
+                for batch in batches {
+                    writing.time(|| sink.write(&batch))?;
+                }
+                trace::line(|| format!("writing busy {:.3} s", writing.seconds()));
+                Ok(sink)
+            },
+        )
+        .map(|sink| (sink, reader.trailing_newline()))?;
+        sink.finish(trailing.unwrap_or(false))
     })?;
     Ok(summary)
 }

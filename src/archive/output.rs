@@ -50,8 +50,8 @@ impl std::str::FromStr for OutputKind {
     }
 }
 
-/// A sink for decompressed batches.
-pub trait BatchSink {
+/// A sink for decompressed batches (written on a thread of its own).
+pub trait BatchSink: Send {
     fn write(&mut self, batch: &RecordBatch) -> Result<()>;
     fn finish(self: Box<Self>, trailing_newline: bool) -> Result<()>;
 }
@@ -95,7 +95,7 @@ struct RawSink<W> {
     first_line: bool,
 }
 
-impl<W: Write> BatchSink for RawSink<W> {
+impl<W: Write + Send> BatchSink for RawSink<W> {
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let array = batch.column(0);
         match array.data_type() {

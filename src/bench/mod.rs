@@ -1,44 +1,48 @@
-//! `colzip bench`: the GPU benchmark. It generates TPC-H lineitem in-process, takes each
-//! column in the plain form GPU papers measure ([`crate::tpch::peer_form`]: ints, cents,
-//! days, concatenated text), and measures the chosen suites: every `lzss` parameter set
-//! of the grid, and the G-match rows ([`gmatch`]: `gmatch:raw`, `gmatch:framed`,
-//! `snap-stream:raw`). For each:
+//! `colzip bench`: every codec through the batched interface, on the GPU and the CPU in
+//! the same run. The data is TPC-H lineitem generated in-process, each column in the
+//! plain form GPU papers measure ([`crate::tpch::peer_form`]: ints, cents, days,
+//! concatenated text), or a user's own file (`--file PATH --type T`).
 //!
-//! - on the GPU: the ratio, kernel compression and decompression GB/s (device events,
-//!   data resident on the device, median of `runs`), and end-to-end GB/s from pinned host
-//!   memory to host memory (median of `runs`, copies overlapped with compute);
-//! - on the CPU, in the same run: the reference codec on all host cores (one run).
-//!
-//! GB/s are uncompressed bytes per second (10^9). Every GPU stream is checked equal to the
-//! CPU's bytes and to decode back to the column; a difference is an error, not a row.
+//! Suites: `lzss` (every (S, W, C) of the grid, the column as one buffer) and `gmatch`
+//! (`gmatch:raw` on 64 KiB pages in one batch, as nvCOMP's Snappy batches; `gmatch`, the
+//! blocks format containers store, and `gmatch:framed`, on the column as one buffer; and
+//! `snap-stream:raw`, the GPU decoding pages the `snap` crate wrote). Each GPU row has
+//! three forms ([`measure`]): kernel (device-resident), pinned host→host, and ordinary
+//! memory (the public call); each has its CPU row from the same run (all cores, ordinary
+//! memory; `snap` for the Snappy rows). GB/s are uncompressed bytes per second (10^9).
+//! Every GPU stream is checked equal to the CPU's and to decode back; a difference is an
+//! error, not a row.
 //!
 //! ```no_run
 //! use colzip::bench::{Config, gpulz_grid, run};
-//! let config = Config { sf: 1.0, grid: gpulz_grid(), ..Config::default() };
+//! let config = Config { grid: gpulz_grid(), ..Config::default() };
 //! let rows = run(&config, &mut |_| {})?;
 //! println!("{}", colzip::tpch::render(&rows, colzip::tpch::Format::Table)?);
 //! # Ok::<(), colzip::Error>(())
 //! ```
 
-use std::time::Instant;
+pub mod measure;
+mod rows;
+mod timing;
+
+use std::path::{Path, PathBuf};
 
 use arrow::array::Array;
 use serde::Serialize;
 
-use crate::codec::lzss::gpu::{self as gpu_lzss, HostInput};
-use crate::codec::lzss::{self, LzssParams};
-use crate::gpu::{Gpu, PinnedBuffer, parallel_copy};
+use crate::archive::RawType;
+use crate::codec::lzss::LzssParams;
+use crate::gpu::Gpu;
 use crate::tpch::{ReportRow, Row, Table, generate, peer_form};
 use crate::{Error, Result};
-
-pub mod gmatch;
+pub use measure::Figures;
 
 /// What `colzip bench` measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Suite {
     /// `lzss` over the (S, W, C) grid.
     Lzss,
-    /// `gmatch:raw`, `gmatch:framed` and `snap-stream:raw`.
+    /// `gmatch:raw` pages, `gmatch` blocks, `gmatch:framed`, `snap-stream:raw`.
     Gmatch,
 }
 
@@ -59,12 +63,29 @@ impl std::str::FromStr for Suite {
 /// A column's values as plain little-endian bytes.
 #[derive(Clone, Debug)]
 pub struct PlainColumn {
-    pub table: Table,
+    /// Where it comes from: a TPC-H table's name, or `file`.
+    pub table: String,
     pub name: String,
     /// The Arrow type of the plain form (Int32, Int64, UInt8 for text, ...).
     pub arrow_type: String,
+    /// Bytes per value (lzss's symbol width follows it).
+    pub width: usize,
     pub rows: u64,
     pub bytes: Vec<u8>,
+}
+
+impl PlainColumn {
+    /// The file name `--write-columns` gives it, with the extension
+    /// `../shared/tools/peers.py` reads the element type from.
+    pub fn file_name(&self) -> String {
+        let ext = match self.arrow_type.as_str() {
+            "Int32" | "Date32" => "i32",
+            "Int64" => "i64",
+            "UInt8" => "txt",
+            _ => "bin",
+        };
+        format!("{}.{ext}", self.name)
+    }
 }
 
 /// The fixed-width columns of `table` at `sf` in their plain forms (strings become their
@@ -83,9 +104,10 @@ pub fn plain_columns(table: Table, sf: f64, only: Option<&[String]>) -> Result<V
         };
         let values = &d.buffers()[0].as_slice()[d.offset() * width..(d.offset() + d.len()) * width];
         columns.push(PlainColumn {
-            table,
+            table: table.name().to_string(),
             name: field.name().clone(),
             arrow_type: plain.data_type().to_string(),
+            width,
             rows: array.len() as u64,
             bytes: values.to_vec(),
         });
@@ -98,6 +120,32 @@ pub fn plain_columns(table: Table, sf: f64, only: Option<&[String]>) -> Result<V
         }
     }
     Ok(columns)
+}
+
+/// A user's file as one plain column of `raw_type` values.
+pub fn file_column(path: &Path, raw_type: RawType) -> Result<PlainColumn> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::format(format!("cannot read {}: {e}", path.display())))?;
+    let width = raw_type.width().unwrap_or(1);
+    if !bytes.len().is_multiple_of(width) {
+        return Err(Error::format(format!(
+            "{} holds {} bytes, not a whole number of {}-byte {} values",
+            path.display(),
+            bytes.len(),
+            width,
+            raw_type.name()
+        )));
+    }
+    Ok(PlainColumn {
+        table: "file".to_string(),
+        name: path
+            .file_name()
+            .map_or_else(|| "input".to_string(), |n| n.to_string_lossy().into_owned()),
+        arrow_type: raw_type.name().to_string(),
+        width,
+        rows: (bytes.len() / width) as u64,
+        bytes,
+    })
 }
 
 /// GPULZ's grid: S 1/2/4 × W 32/64/128/255 × C 2048/4096/8192/16384 bytes.
@@ -125,43 +173,62 @@ pub fn codec_name(params: &LzssParams) -> String {
     )
 }
 
+/// Where the benchmark's columns come from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// TPC-H lineitem at a scale factor, all fixed-width plain columns or those named.
+    Tpch {
+        sf: f64,
+        columns: Option<Vec<String>>,
+    },
+    /// A user's file of raw values.
+    File { path: PathBuf, raw_type: RawType },
+}
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub sf: f64,
-    /// Lineitem columns to measure; all when `None`.
-    pub columns: Option<Vec<String>>,
+    pub source: Source,
     pub grid: Vec<LzssParams>,
     /// The suites to run.
     pub suites: Vec<Suite>,
-    /// Timed runs per GPU figure (the median counts).
+    /// Timed runs per figure (the median counts).
     pub runs: usize,
-    /// Also run the CPU reference (one timed run per figure).
+    /// Also run the CPU rows.
     pub cpu: bool,
+    /// Write each plain column to this directory (for peers on the same bytes).
+    pub write_columns: Option<PathBuf>,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
-            sf: 1.0,
-            columns: None,
+            source: Source::Tpch {
+                sf: 1.0,
+                columns: None,
+            },
             grid: gpulz_grid(),
             suites: vec![Suite::Lzss, Suite::Gmatch],
             runs: 5,
             cpu: true,
+            write_columns: None,
         }
     }
 }
 
 /// A row of `colzip bench --format json`: the fields of `colzip tpch --format json`
-/// (`compress_gbps`/`decompress_gbps` are kernel figures on the GPU), plus host-to-host
-/// figures (equal to the wall-clock ones on the CPU).
+/// (`compress_gbps`/`decompress_gbps` are **kernel** figures on the GPU: data resident on
+/// the device), plus **pinned** host-to-host (`*_e2e_gbps`) and **ordinary memory**
+/// (`*_vec_gbps`, the public call on `Vec`s) figures. CPU rows carry their wall-clock
+/// figure (all cores, ordinary memory) in all three.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct BenchRow {
     #[serde(flatten)]
     pub row: Row,
     pub compress_e2e_gbps: f64,
     pub decompress_e2e_gbps: f64,
+    pub compress_vec_gbps: f64,
+    pub decompress_vec_gbps: f64,
 }
 
 impl ReportRow for BenchRow {
@@ -172,10 +239,12 @@ impl ReportRow for BenchRow {
         "codec",
         "backend",
         "ratio",
-        "compress_gbps",
-        "decompress_gbps",
-        "compress_e2e_gbps",
-        "decompress_e2e_gbps",
+        "kernel_c",
+        "kernel_d",
+        "pinned_c",
+        "pinned_d",
+        "vec_c",
+        "vec_d",
     ];
 
     fn cells(&self) -> Vec<String> {
@@ -191,6 +260,8 @@ impl ReportRow for BenchRow {
             format!("{:.2}", r.decompress_gbps),
             format!("{:.2}", self.compress_e2e_gbps),
             format!("{:.2}", self.decompress_e2e_gbps),
+            format!("{:.2}", self.compress_vec_gbps),
+            format!("{:.2}", self.decompress_vec_gbps),
         ]
     }
 
@@ -206,150 +277,51 @@ pub enum Event<'a> {
     Measured(&'a BenchRow),
 }
 
-pub(crate) fn gbps(bytes: usize, seconds: f64) -> f64 {
-    if seconds > 0.0 {
-        bytes as f64 / seconds / 1e9
-    } else {
-        0.0
-    }
-}
+/// Rows per column of the gmatch suite (GPU and CPU rows of its four kinds).
+pub const GMATCH_ROWS: usize = 8;
 
-pub(crate) fn median_seconds(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
-        let start = Instant::now();
-        f()?;
-        times.push(start.elapsed().as_secs_f64());
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
-}
-
-/// Runs the benchmark on `gpu` (and the CPU reference when configured).
+/// Runs the benchmark (GPU rows, and the CPU rows when configured).
 pub fn run(config: &Config, on_event: &mut dyn FnMut(Event<'_>)) -> Result<Vec<BenchRow>> {
-    let gpu = Gpu::get()?;
-    let lzss = config.suites.contains(&Suite::Lzss);
-    if lzss && config.grid.is_empty() {
+    if config.suites.contains(&Suite::Lzss) && config.grid.is_empty() {
         return Err(Error::format("the parameter grid is empty"));
     }
-    if config.suites.is_empty() {
+    if config.suites.is_empty() && config.write_columns.is_none() {
         return Err(Error::format("no benchmark suite chosen"));
     }
     on_event(Event::Generating);
-    let columns = plain_columns(Table::Lineitem, config.sf, config.columns.as_deref())?;
+    let columns = match &config.source {
+        Source::Tpch { sf, columns } => plain_columns(Table::Lineitem, *sf, columns.as_deref())?,
+        Source::File { path, raw_type } => vec![file_column(path, *raw_type)?],
+    };
+    if let Some(dir) = &config.write_columns {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::format(format!("cannot create {}: {e}", dir.display())))?;
+        for column in &columns {
+            let path = dir.join(column.file_name());
+            std::fs::write(&path, &column.bytes)
+                .map_err(|e| Error::format(format!("cannot write {}: {e}", path.display())))?;
+        }
+    }
     on_event(Event::Generated(&columns));
+    if config.suites.is_empty() && config.write_columns.is_some() {
+        // Only the column files were wanted (for peers): no GPU needed.
+        return Ok(Vec::new());
+    }
+    let gpu = Gpu::get()?;
     let mut rows = Vec::new();
     for column in &columns {
-        if config.suites.contains(&Suite::Gmatch) {
-            for row in gmatch::measure(gpu, config, column)? {
-                on_event(Event::Measured(&row));
-                rows.push(row);
-            }
-        }
-        if !lzss {
-            continue;
-        }
-        let input = &column.bytes;
-        // Pinned buffers once per column (pinning a GB takes a good part of a second).
-        let most = config
-            .grid
-            .iter()
-            .map(|p| lzss::max_compressed_len(input.len(), p))
-            .max()
-            .unwrap_or(0);
-        let mut pinned = Pinned {
-            input: PinnedBuffer::new(gpu, input.len())?,
-            stream: PinnedBuffer::new(gpu, most)?,
-            output: PinnedBuffer::new(gpu, most.max(input.len()))?,
+        let mut emit = |row: BenchRow| {
+            on_event(Event::Measured(&row));
+            rows.push(row);
         };
-        parallel_copy(&mut pinned.input.as_mut_slice()[..input.len()], input);
-        for params in &config.grid {
-            for row in measure(gpu, config, column, &mut pinned, params)? {
-                on_event(Event::Measured(&row));
-                rows.push(row);
+        if config.suites.contains(&Suite::Gmatch) {
+            rows::gmatch(gpu, config, column, &mut emit)?;
+        }
+        if config.suites.contains(&Suite::Lzss) {
+            for params in &config.grid {
+                rows::lzss(gpu, config, column, params, &mut emit)?;
             }
         }
-    }
-    Ok(rows)
-}
-
-/// Pinned host buffers of one column: its bytes, a stream, and an output.
-struct Pinned {
-    input: PinnedBuffer,
-    stream: PinnedBuffer,
-    output: PinnedBuffer,
-}
-
-/// The GPU row and, when configured, the CPU row of one column and parameter set.
-fn measure(
-    gpu: &Gpu,
-    config: &Config,
-    column: &PlainColumn,
-    pinned: &mut Pinned,
-    params: &LzssParams,
-) -> Result<Vec<BenchRow>> {
-    let input = &column.bytes;
-    let n = input.len();
-    let name = codec_name(params);
-    let fail = |what: &str| Error::Gpu(format!("{}.{} {name}: {what}", column.table, column.name));
-
-    let kernels = gpu_lzss::time_kernels(gpu, input, params, config.runs)?;
-    let stream = kernels.stream;
-    // End to end: pinned host input to pinned host output, checked after the timing.
-    let mut written = 0;
-    let compress_e2e = median_seconds(config.runs, || {
-        let input = HostInput::Pinned(&pinned.input.as_slice()[..n]);
-        written = gpu_lzss::compress_into(gpu, input, params, pinned.stream.as_mut_slice())?;
-        Ok(())
-    })?;
-    if pinned.stream.as_slice()[..written] != stream[..] {
-        return Err(fail("the pipeline's stream differs from the kernels'"));
-    }
-    let decompress_e2e = median_seconds(config.runs, || {
-        let input = HostInput::Pinned(&pinned.stream.as_slice()[..stream.len()]);
-        written = gpu_lzss::decompress_into(gpu, input, pinned.output.as_mut_slice(), n)?;
-        Ok(())
-    })?;
-    if written != n || pinned.output.as_slice()[..n] != input[..] {
-        return Err(fail("end-to-end decompression did not round-trip"));
-    }
-    let row = |backend: &str, compress: f64, decompress: f64| Row {
-        table: column.table.name().to_string(),
-        column: column.name.clone(),
-        arrow_type: column.arrow_type.clone(),
-        rows: column.rows,
-        raw_bytes: n as u64,
-        codec: name.clone(),
-        backend: backend.to_string(),
-        compressed_bytes: stream.len() as u64,
-        ratio: n as f64 / stream.len().max(1) as f64,
-        compress_gbps: gbps(n, compress),
-        decompress_gbps: gbps(n, decompress),
-    };
-    let mut rows = vec![BenchRow {
-        row: row("gpu", kernels.compress_seconds, kernels.decompress_seconds),
-        compress_e2e_gbps: gbps(n, compress_e2e),
-        decompress_e2e_gbps: gbps(n, decompress_e2e),
-    }];
-    if config.cpu {
-        let start = Instant::now();
-        let cpu_stream = lzss::try_compress(input, params)?;
-        let compress = start.elapsed().as_secs_f64();
-        if cpu_stream != stream {
-            return Err(fail("GPU and CPU streams differ"));
-        }
-        let start = Instant::now();
-        let back = lzss::decompress(&cpu_stream)?;
-        let decompress = start.elapsed().as_secs_f64();
-        if back != *input {
-            return Err(fail("the CPU decoder did not round-trip"));
-        }
-        let cpu = row("cpu", compress, decompress);
-        rows.push(BenchRow {
-            compress_e2e_gbps: cpu.compress_gbps,
-            decompress_e2e_gbps: cpu.decompress_gbps,
-            row: cpu,
-        });
     }
     Ok(rows)
 }

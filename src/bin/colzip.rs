@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use colzip::archive::{self, InputKind, OutputKind, RawType};
 use colzip::bench;
 use colzip::codec::lzss::LzssParams;
-use colzip::codec::{CodecSpec, Placement, SnappyFormat, gmatch};
+use colzip::codec::{Codec, Placement, SnappyFormat, gmatch};
 use colzip::column::CodecChoice;
 #[cfg(feature = "datafusion")]
 use colzip::datafusion::session::{self, TableKind, TpchEvent, shell};
@@ -130,15 +130,27 @@ enum Command {
         #[command(flatten)]
         backend: BackendArg,
     },
-    /// GPU benchmark: TPC-H lineitem generated in-process, each column in its plain form;
-    /// lzss over GPULZ's (S, W, C) grid and G-match (raw pages, framed, snap-written
-    /// pages): ratio, kernel GB/s, end-to-end GB/s, and the CPU reference in the same run.
-    /// Needs a GPU.
+    /// GPU benchmark: every codec through the batched interface on TPC-H lineitem
+    /// generated in-process (each column in its plain form) or on your own file: lzss
+    /// over GPULZ's (S, W, C) grid and G-match (raw pages, blocks, framed, snap-written
+    /// pages). Per row the ratio and GB/s in three forms: kernel (data resident on the
+    /// GPU), pinned host->host, and ordinary memory (the public call), with the CPU rows
+    /// in the same run. Needs a GPU.
     Bench {
         /// Scale factor of lineitem
         #[arg(long, default_value_t = 1.0)]
         sf: f64,
-        /// Suites to run: lzss, gmatch
+        /// Measure this file instead of TPC-H (raw values of --type)
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// How --file's bytes are read: bytes, int8..int64, uint8..uint64, float32, float64
+        #[arg(short = 't', long = "type", default_value = "bytes")]
+        raw_type: String,
+        /// Write each measured plain column to this directory (one file per column, for
+        /// peers such as ../shared/tools/peers.py on the same bytes)
+        #[arg(long)]
+        write_columns: Option<PathBuf>,
+        /// Suites to run: lzss, gmatch (`none` with --write-columns: only write the files)
         #[arg(long, value_delimiter = ',', default_value = "lzss,gmatch")]
         suites: Vec<String>,
         /// Comma-separated lineitem columns [default: all fixed-width plain columns]
@@ -253,7 +265,10 @@ fn sql(args: SqlArgs) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    colzip::trace::line(|| "start".to_string());
+    let result = run(Cli::parse());
+    colzip::trace::line(|| "done".to_string());
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("colzip: error: {error}");
@@ -290,12 +305,11 @@ fn run(cli: Cli) -> Result<()> {
             check_output(&input, &output, force)?;
             if let Some(snappy) = snappy {
                 let data = std::fs::read(&input)?;
-                let spec = CodecSpec::Gmatch(match snappy {
+                let codec = Codec::Gmatch(match snappy {
                     SnappyArg::Raw => SnappyFormat::Raw,
                     SnappyArg::Framed => SnappyFormat::Framed,
                 });
-                let gpu = placement.gpu_for(spec.id(), data.len());
-                let stream = spec.compress_on(&data, 1, gpu)?;
+                let stream = codec.compress_one(&placement, &data)?;
                 write_file(&output, &stream)?;
                 return print_summary(&output, data.len() as u64, stream.len() as u64, format);
             }
@@ -386,13 +400,38 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Gpu { format } => {
             let format: Format = format.parse()?;
+            let start = std::time::Instant::now();
             let report = match Gpu::get() {
                 Ok(gpu) => {
+                    let opened = start.elapsed().as_secs_f64();
+                    // The first kernel: from the disk cache when an earlier process
+                    // compiled it, else by NVRTC.
+                    let origin = gpu
+                        .module_with_origin(&colzip::gpu::SELFTEST, &[])
+                        .map(|(_, origin)| origin);
+                    let first_kernel = start.elapsed().as_secs_f64();
+                    // Every codec kernel, so later processes find them all on disk.
+                    let mut cached = 0;
+                    let builds = colzip::codec::kernel_builds();
+                    for (kernel, defines) in &builds {
+                        let (_, origin) = gpu.module_with_origin(kernel, defines)?;
+                        cached += usize::from(origin == colzip::gpu::KernelOrigin::Cached);
+                    }
                     let self_test = gpu
                         .self_test(1 << 24)
                         .map(|()| "passed".to_string())
                         .unwrap_or_else(|e| e.to_string());
-                    serde_json::json!({"available": true, "device": gpu.info(), "self_test": self_test})
+                    serde_json::json!({
+                        "available": true,
+                        "device": gpu.info(),
+                        "self_test": self_test,
+                        "kernel": origin.map_or_else(|e| serde_json::json!(e.to_string()), |o| serde_json::json!(o)),
+                        "open_seconds": opened,
+                        "first_kernel_seconds": first_kernel,
+                        "codec_kernels": builds.len(),
+                        "codec_kernels_cached": cached,
+                        "all_kernels_seconds": start.elapsed().as_secs_f64(),
+                    })
                 }
                 Err(reason) => {
                     serde_json::json!({"available": false, "reason": reason.to_string()})
@@ -402,14 +441,16 @@ fn run(cli: Cli) -> Result<()> {
                 Format::Json => println!("{report}"),
                 _ => match report["available"].as_bool() {
                     Some(true) => println!(
-                        "{} (compute capability {}, {} SMs, {} bytes): self-test {}",
+                        "{} (compute capability {}, {} SMs, {} bytes): self-test {}; first kernel {} after {:.3} s",
                         report["device"]["name"].as_str().unwrap_or(""),
                         report["device"]["compute_capability"]
                             .as_str()
                             .unwrap_or(""),
                         report["device"]["multiprocessors"],
                         report["device"]["memory_bytes"],
-                        report["self_test"].as_str().unwrap_or("")
+                        report["self_test"].as_str().unwrap_or(""),
+                        report["kernel"].as_str().unwrap_or(""),
+                        report["first_kernel_seconds"].as_f64().unwrap_or(0.0)
                     ),
                     _ => println!("{}", report["reason"].as_str().unwrap_or("")),
                 },
@@ -474,6 +515,9 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Bench {
             sf,
+            file,
+            raw_type,
+            write_columns,
             suites,
             columns,
             s,
@@ -492,13 +536,31 @@ fn run(cli: Cli) -> Result<()> {
                     }
                 }
             }
+            let source = match file {
+                Some(path) => {
+                    if columns.is_some() {
+                        return Err(Error::format(
+                            "--columns names TPC-H columns; it does not go with --file",
+                        ));
+                    }
+                    bench::Source::File {
+                        path,
+                        raw_type: raw_type.parse()?,
+                    }
+                }
+                None => bench::Source::Tpch {
+                    sf,
+                    columns: columns
+                        .map(|list| list.split(',').map(|c| c.trim().to_string()).collect()),
+                },
+            };
             let config = bench::Config {
-                sf,
-                columns: columns
-                    .map(|list| list.split(',').map(|c| c.trim().to_string()).collect()),
+                source,
+                write_columns,
                 grid,
                 suites: suites
                     .iter()
+                    .filter(|s| s.as_str() != "none")
                     .map(|s| s.parse())
                     .collect::<Result<Vec<bench::Suite>>>()?,
                 runs,
@@ -510,13 +572,11 @@ fn run(cli: Cli) -> Result<()> {
                 per_column += config.grid.len() as u64;
             }
             if config.suites.contains(&bench::Suite::Gmatch) {
-                per_column += bench::gmatch::ROWS as u64 / 2;
+                per_column += bench::GMATCH_ROWS as u64 / 2;
             }
             let per_column = per_column * if config.cpu { 2 } else { 1 };
             let rows = bench::run(&config, &mut |event| match event {
-                bench::Event::Generating => {
-                    bar.set_message(format!("generating lineitem at SF {sf}"))
-                }
+                bench::Event::Generating => bar.set_message("preparing the columns"),
                 bench::Event::Generated(columns) => {
                     bar.inc_length(columns.len() as u64 * per_column)
                 }

@@ -3,6 +3,8 @@
 
 use thiserror::Error;
 
+use crate::gpu::GpuError;
+
 /// What went wrong inside a codec.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum CodecError {
@@ -19,6 +21,10 @@ pub enum CodecError {
         claimed: u64,
         limit: u64,
     },
+    /// The GPU path failed (no device, a CUDA failure, a launch the runtime refused);
+    /// corrupt streams are `Corrupt` on the GPU as on the CPU.
+    #[error("GPU: {0}")]
+    Gpu(#[from] GpuError),
     /// A checksum over decoded data did not match.
     #[error("{codec} checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     Checksum {

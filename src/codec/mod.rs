@@ -1,26 +1,44 @@
-//! The codecs, on plain bytes. This layer knows nothing of Arrow: it turns a byte slice
-//! (with a symbol width where that matters) into a self-describing stream and back.
+//! The codecs, on plain bytes. This layer knows nothing of Arrow: it turns byte buffers
+//! (with a symbol width where that matters) into self-describing streams and back.
 //!
 //! | codec | module | stream |
 //! |---|---|---|
 //! | multi-byte LZSS (GPULZ) | [`lzss`] | header + chunk size table + chunks |
-//! | G-match | [`gmatch`] | the Snappy raw or framing format |
+//! | G-match | [`gmatch`] | the Snappy raw or framing format, or blocks of raw streams |
 //! | BWT + MTF + Huffman | [`bwt`] | header + independent blocks with gap arrays |
 //!
-//! [`CodecSpec`] names a codec and its parameters as text (`lzss:s=2,w=128,c=2048`,
-//! `gmatch:framed`, `bwt:block=4m`), the form used by the CLI and SQL. The byte-level
-//! formats are specified in `docs/FORMAT.md`. [`CodecSpec::compress_on`] and
-//! [`CodecId::decompress_on`] run a codec on the GPU where it has a GPU path (`lzss` now),
-//! as a [`Placement`] decides; the bytes are the same as on the CPU.
+//! Every codec is driven through one batched interface ([`batch`]): [`Codec`] (a codec
+//! with settled parameters) compresses many buffers in one call and [`CodecId`] decodes
+//! them, on the CPU's cores or on the GPU as a [`Placement`] decides, writing the same
+//! bytes either way. [`CodecSpec`] names a codec and its parameters as text
+//! (`lzss:s=2,w=128,c=2048`, `gmatch:framed`, `bwt:block=4m`), the form the CLI and SQL
+//! take. The byte-level formats are specified in `docs/FORMAT.md`.
 
+pub mod batch;
 pub mod bwt;
 mod error;
 pub mod gmatch;
+mod id;
+#[cfg(test)]
+mod kernels_compile;
 pub mod lzss;
+mod placement;
 mod spec;
 #[cfg(test)]
 pub(crate) mod test_data;
 pub mod varint;
 
+pub use batch::{Codec, DeviceJob, Packed};
 pub use error::{CodecError, Result};
-pub use spec::{CodecId, CodecSpec, GPU_MIN_BYTES, Placement, SnappyFormat};
+pub use id::CodecId;
+pub use placement::{GPU_MIN_BYTES, Placement};
+pub use spec::{CodecSpec, SnappyFormat};
+
+/// Every kernel file of the codecs with the `-D` defines its launchers compile it with:
+/// `colzip gpu` loads them all (so the on-disk kernel cache is warm for later
+/// processes), and the tests compile them with NVRTC alone.
+pub fn kernel_builds() -> Vec<(crate::gpu::KernelSource, Vec<crate::gpu::Define>)> {
+    let mut builds = gmatch::gpu::launch::kernel_builds();
+    builds.extend(lzss::gpu::launch::kernel_builds());
+    builds
+}

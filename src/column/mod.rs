@@ -25,10 +25,11 @@
 //! ```
 //!
 //! The functions without a suffix run the codecs on the CPU. Their `_on` variants take a
-//! [`Placement`] (a [`Backend`](crate::gpu::Backend) resolved once), which runs each part
-//! whose codec has a GPU path on the GPU when the placement says so; the parts are still
-//! compressed in parallel, each GPU caller on its own lane. The container is the same
-//! whichever ran, and either side decodes it.
+//! [`Placement`] (a [`Backend`](crate::gpu::Backend) resolved once). Every part of a column
+//! — and with [`compress_columns_on`] / [`decompress_columns_on`], of every column of a
+//! record batch — goes through the batched codec interface in one call per codec, which
+//! the placement runs on the GPU or the CPU's cores from the call's total size. The
+//! container is the same whichever ran, and either side decodes it.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -37,7 +38,7 @@
 //! use colzip::column::{self, CodecChoice};
 //! use colzip::gpu::Backend;
 //!
-//! // Auto: parts of 1 MiB or more on the GPU when there is one, the rest on the CPU.
+//! // Auto: batches of 1 MiB or more on the GPU when there is one, the rest on the CPU.
 //! let placement = Placement::new(Backend::Auto)?;
 //! let keys: ArrayRef = Arc::new(Int64Array::from_iter_values((0..200_000).map(|i| i / 8)));
 //! let lzss: CodecChoice = "lzss".parse()?;
@@ -49,7 +50,9 @@
 
 mod auto;
 mod bytes;
+mod checksum;
 mod container;
+mod parts;
 pub mod plain;
 mod types;
 
@@ -59,10 +62,10 @@ use std::str::FromStr;
 use arrow::array::{Array, ArrayRef};
 use arrow::datatypes::{DataType, Field};
 use rayon::prelude::*;
-use xxhash_rust::xxh3::xxh3_64;
 
 use crate::codec::{CodecId, CodecSpec, Placement};
 use crate::{Error, Result};
+pub use checksum::part_checksum;
 pub use container::{MAGIC, VERSION};
 pub use plain::{PartRole, PlainNode, PlainPart};
 
@@ -117,7 +120,7 @@ pub struct CompressedPart {
     pub codec: CodecId,
     /// Length of the raw part.
     pub raw_len: usize,
-    /// xxh3-64 of the raw part.
+    /// [`part_checksum`] of the raw part.
     pub checksum: u64,
     /// The codec's stream.
     pub bytes: Vec<u8>,
@@ -233,22 +236,46 @@ pub fn compress_field_on(
     codec: &CodecChoice,
     placement: Placement,
 ) -> Result<CompressedColumn> {
-    if field.data_type() != array.data_type() {
-        return Err(Error::format(format!(
-            "field '{}' is {} but the array is {}",
-            field.name(),
-            field.data_type(),
-            array.data_type()
-        )));
+    Ok(compress_columns_on(&[(field, array)], codec, placement)?.swap_remove(0))
+}
+
+/// Compresses every `(field, array)` (a record batch's columns) with their parts in one
+/// batched call per codec.
+pub fn compress_columns_on(
+    columns: &[(&Field, &dyn Array)],
+    codec: &CodecChoice,
+    placement: Placement,
+) -> Result<Vec<CompressedColumn>> {
+    for (field, array) in columns {
+        if field.data_type() != array.data_type() {
+            return Err(Error::format(format!(
+                "field '{}' is {} but the array is {}",
+                field.name(),
+                field.data_type(),
+                array.data_type()
+            )));
+        }
+        // Refuse unsupported types before doing any work.
+        types::write_type(&mut Vec::new(), array.data_type())?;
     }
-    // Refuse unsupported types before doing any work.
-    types::write_type(&mut Vec::new(), array.data_type())?;
-    let plain = plain::encode(array)?;
-    let root = compress_node_on(plain, codec, placement)?;
-    Ok(CompressedColumn {
-        field: field.clone(),
-        root,
-    })
+    let nodes = columns
+        .par_iter()
+        .map(|(_, array)| plain::encode(*array))
+        .collect::<Result<Vec<_>>>()?;
+    let mut all = Vec::new();
+    let shapes: Vec<parts::Shape> = nodes
+        .into_iter()
+        .map(|node| parts::take_parts(node, &mut all))
+        .collect();
+    let mut compressed = parts::compress_parts(all, codec, &placement)?.into_iter();
+    Ok(columns
+        .iter()
+        .zip(&shapes)
+        .map(|((field, _), shape)| CompressedColumn {
+            field: (*field).clone(),
+            root: parts::compressed_node(shape, &mut compressed),
+        })
+        .collect())
 }
 
 /// Compresses already split parts on the CPU (the baselines of `colzip tpch` use the same
@@ -257,58 +284,17 @@ pub fn compress_node(node: PlainNode, codec: &CodecChoice) -> Result<CompressedN
     compress_node_on(node, codec, Placement::CPU)
 }
 
-/// [`compress_node`] with the codecs placed by `placement`. The parts are compressed in
-/// parallel on the rayon pool, the GPU ones included.
+/// [`compress_node`] with the codecs placed by `placement`: the node's parts in one
+/// batched call per codec.
 pub fn compress_node_on(
     node: PlainNode,
     codec: &CodecChoice,
     placement: Placement,
 ) -> Result<CompressedNode> {
-    let PlainNode {
-        rows,
-        null_count,
-        parts,
-        children,
-    } = node;
-    let parts = parts
-        .into_par_iter()
-        .map(|part| compress_part(part, codec, placement))
-        .collect::<Result<Vec<_>>>()?;
-    let children = children
-        .into_iter()
-        .map(|child| compress_node_on(child, codec, placement))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(CompressedNode {
-        rows,
-        null_count,
-        parts,
-        children,
-    })
-}
-
-fn compress_part(
-    part: PlainPart,
-    codec: &CodecChoice,
-    placement: Placement,
-) -> Result<CompressedPart> {
-    let spec = codec.spec_for(&part);
-    let checksum = xxh3_64(&part.bytes);
-    let raw_len = part.bytes.len();
-    let gpu = placement.gpu_for(spec.id(), raw_len);
-    let compressed = spec.compress_on(&part.bytes, part.symbol_width(), gpu)?;
-    let (codec, bytes) = if compressed.len() < raw_len {
-        (spec.id(), compressed)
-    } else {
-        (CodecId::Stored, part.bytes)
-    };
-    Ok(CompressedPart {
-        role: part.role,
-        width: part.width,
-        codec,
-        raw_len,
-        checksum,
-        bytes,
-    })
+    let mut all = Vec::new();
+    let shape = parts::take_parts(node, &mut all);
+    let compressed = parts::compress_parts(all, codec, &placement)?;
+    Ok(parts::compressed_node(&shape, &mut compressed.into_iter()))
 }
 
 /// Decompresses a column on the CPU to an array equal to the one compressed.
@@ -316,10 +302,28 @@ pub fn decompress(column: &CompressedColumn) -> Result<ArrayRef> {
     decompress_on(column, Placement::CPU)
 }
 
-/// [`decompress`] with the codecs placed by `placement` (by each part's raw length).
+/// [`decompress`] with the codecs placed by `placement`.
 pub fn decompress_on(column: &CompressedColumn, placement: Placement) -> Result<ArrayRef> {
-    let plain = decompress_node_on(&column.root, placement)?;
-    plain::decode(column.data_type(), plain)
+    Ok(decompress_columns_on(&[column], placement)?.swap_remove(0))
+}
+
+/// Decompresses every column (a record batch's, or a scan's projection), their parts in
+/// one batched call per codec.
+pub fn decompress_columns_on(
+    columns: &[&CompressedColumn],
+    placement: Placement,
+) -> Result<Vec<ArrayRef>> {
+    let all: Vec<&CompressedPart> = columns.iter().flat_map(|c| c.root.all_parts()).collect();
+    let mut plain = parts::decompress_parts(&all, &placement)?.into_iter();
+    let nodes: Vec<PlainNode> = columns
+        .iter()
+        .map(|c| parts::plain_node(&c.root, &mut plain))
+        .collect();
+    columns
+        .par_iter()
+        .zip(nodes)
+        .map(|(column, node)| plain::decode(column.data_type(), node))
+        .collect()
 }
 
 /// Decodes every part of `node` on the CPU, checking lengths and checksums.
@@ -327,37 +331,12 @@ pub fn decompress_node(node: &CompressedNode) -> Result<PlainNode> {
     decompress_node_on(node, Placement::CPU)
 }
 
-/// [`decompress_node`] with the codecs placed by `placement`; parts in parallel.
+/// [`decompress_node`] with the codecs placed by `placement`: the node's parts in one
+/// batched call per codec.
 pub fn decompress_node_on(node: &CompressedNode, placement: Placement) -> Result<PlainNode> {
-    let parts = node
-        .parts
-        .par_iter()
-        .map(|part| {
-            let gpu = placement.gpu_for(part.codec, part.raw_len);
-            let bytes = part.codec.decompress_on(&part.bytes, part.raw_len, gpu)?;
-            if xxh3_64(&bytes) != part.checksum {
-                return Err(Error::Checksum {
-                    what: format!("{} part", part.role.name()),
-                });
-            }
-            Ok(PlainPart {
-                role: part.role,
-                width: part.width,
-                bytes,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let children = node
-        .children
-        .iter()
-        .map(|child| decompress_node_on(child, placement))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(PlainNode {
-        rows: node.rows,
-        null_count: node.null_count,
-        parts,
-        children,
-    })
+    let all = node.all_parts();
+    let mut plain = parts::decompress_parts(&all, &placement)?.into_iter();
+    Ok(parts::plain_node(node, &mut plain))
 }
 
 /// Appends a field in the container's encoding (used by the archive header).

@@ -170,7 +170,7 @@ pub fn encode(array: &dyn Array) -> Result<PlainNode> {
             let bytes = &data.buffers()[0].as_slice()[start..start + rows * width];
             let (width, bytes) = match other {
                 DataType::Decimal128(..) | DataType::Decimal256(..) => narrow(bytes, width),
-                _ => (width, bytes.to_vec()),
+                _ => (width, copy_all_cores(bytes)),
             };
             parts.push(PlainPart {
                 role: PartRole::Values,
@@ -187,6 +187,13 @@ pub fn encode(array: &dyn Array) -> Result<PlainNode> {
     })
 }
 
+/// A copy of `bytes`, made on all cores when large (the values of a big column).
+fn copy_all_cores(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    crate::gpu::extend_parallel(&mut out, bytes);
+    out
+}
+
 fn push_offset_parts<O: OffsetSizeTrait>(array: &dyn Array, parts: &mut Vec<PlainPart>) {
     let data = array.to_data();
     let offsets = ScalarBuffer::<O>::new(data.buffers()[0].clone(), data.offset(), data.len() + 1);
@@ -197,7 +204,7 @@ fn push_offset_parts<O: OffsetSizeTrait>(array: &dyn Array, parts: &mut Vec<Plai
     parts.push(PlainPart {
         role: PartRole::Data,
         width: 1,
-        bytes: values[first..last].to_vec(),
+        bytes: copy_all_cores(&values[first..last]),
     });
 }
 

@@ -39,7 +39,7 @@ impl Backend {
     pub fn resolve(self) -> Result<Option<&'static Gpu>> {
         match self {
             Backend::Cpu => Ok(None),
-            Backend::Gpu => Gpu::get().map(Some),
+            Backend::Gpu => Ok(Some(Gpu::get()?)),
             Backend::Auto => Ok(Gpu::get().ok()),
         }
     }

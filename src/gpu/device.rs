@@ -1,25 +1,46 @@
 //! The process's GPU: created on first use, absent (an `Err` saying why, never a panic)
-//! when libcuda, libnvrtc or a device is missing. Kernels from `kernels/` are compiled once
-//! per process by NVRTC for the device's own compute capability and cached.
+//! when libcuda, libnvrtc or a device is missing. Kernels from `kernels/` are compiled by
+//! NVRTC for the device's own compute capability, with the constants their launchers pass
+//! as `-D` defines, once per process and per set of defines; the CUBIN is kept on disk
+//! ([`KERNEL_CACHE_ENV`](super::KERNEL_CACHE_ENV)) so later processes skip NVRTC.
 
 use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg,
-};
-use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::Ptx;
 use serde::Serialize;
 
+use super::error::{GpuError, GpuResult};
+use super::kernel_cache::KernelCache;
 use super::lane::LanePool;
-use crate::{Error, Result};
 
 /// A kernel source file, embedded in the binary.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelSource {
-    /// The file's name in `kernels/` (also the cache key).
+    /// The file's name in `kernels/`.
     pub name: &'static str,
     pub source: &'static str,
+}
+
+/// A constant the Rust side gives a kernel file (`-D NAME=VALUE`), so Rust and CUDA share
+/// one definition of block sizes, layouts and error codes. A kernel file that needs one
+/// stops compiling (`#error`) when its launcher forgets it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Define {
+    pub name: &'static str,
+    pub value: String,
+}
+
+impl Define {
+    pub fn new(name: &'static str, value: impl fmt::Display) -> Self {
+        Define {
+            name,
+            value: value.to_string(),
+        }
+    }
 }
 
 /// The runtime's self-test kernel.
@@ -42,27 +63,48 @@ pub struct DeviceInfo {
     pub shared_memory_per_block: usize,
 }
 
+/// How a kernel file came to be loaded, for `colzip gpu` and the tests of the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelOrigin {
+    /// Compiled by NVRTC in this process.
+    Compiled,
+    /// Read from the on-disk cache.
+    Cached,
+}
+
+type ModuleKey = (&'static str, Vec<Define>);
+
 /// The GPU of this process (device 0).
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     info: DeviceInfo,
     arch: String,
-    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    /// NVRTC's and the driver's versions, part of every cache key.
+    toolchain: String,
+    cache: KernelCache,
+    modules: Mutex<HashMap<ModuleKey, (Arc<CudaModule>, KernelOrigin)>>,
     lanes: LanePool,
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
 
-pub(crate) fn gpu_error(what: &str, error: impl std::fmt::Display) -> Error {
-    Error::Gpu(format!("{what}: {error}"))
-}
-
 impl Gpu {
     /// The process's GPU, opened on first call; the same error every time when unusable.
-    pub fn get() -> Result<&'static Gpu> {
-        GPU.get_or_init(Gpu::open)
-            .as_ref()
-            .map_err(|reason| Error::Gpu(reason.clone()))
+    pub fn get() -> GpuResult<&'static Gpu> {
+        GPU.get_or_init(|| {
+            let gpu = Gpu::open();
+            crate::trace::line(|| {
+                format!(
+                    "GPU opened: {}",
+                    gpu.as_ref()
+                        .map_or_else(|e| e.clone(), |g| g.info.name.clone())
+                )
+            });
+            gpu
+        })
+        .as_ref()
+        .map_err(|reason| GpuError::Unavailable(reason.clone()))
     }
 
     fn open() -> std::result::Result<Gpu, String> {
@@ -75,20 +117,23 @@ impl Gpu {
         }
         // cudarc panics in a few places when the driver is unusable; keep that an error.
         std::panic::catch_unwind(|| {
-            let count = CudaContext::device_count().map_err(|e| format!("cannot count CUDA devices: {e}"))?;
+            use cudarc::driver::sys::CUdevice_attribute as Attribute;
+            let count = CudaContext::device_count()
+                .map_err(|e| format!("cannot count CUDA devices: {e}"))?;
             if count < 1 {
                 return Err("no CUDA device".to_string());
             }
             let ctx = CudaContext::new(0).map_err(|e| format!("cannot open CUDA device 0: {e}"))?;
             let (major, minor) = ctx.compute_capability().map_err(|e| e.to_string())?;
             let name = ctx.name().map_err(|e| e.to_string())?;
-            let multiprocessors = ctx
-                .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-                .map_err(|e| e.to_string())?;
-            let shared_memory_per_block = ctx
-                .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-                .map_err(|e| e.to_string())? as usize;
-            let memory_bytes = cudarc::driver::result::mem_get_info().map(|(_, total)| total as u64).unwrap_or(0);
+            let attribute = |a| ctx.attribute(a).map_err(|e| e.to_string());
+            let multiprocessors = attribute(Attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+            let shared_memory_per_block =
+                attribute(Attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+                    as usize;
+            let memory_bytes = cudarc::driver::result::mem_get_info()
+                .map(|(_, total)| total as u64)
+                .unwrap_or(0);
             Ok(Gpu {
                 ctx,
                 info: DeviceInfo {
@@ -99,6 +144,8 @@ impl Gpu {
                     shared_memory_per_block,
                 },
                 arch: format!("sm_{major}{minor}"),
+                toolchain: toolchain_versions(),
+                cache: KernelCache::from_env(),
                 modules: Mutex::new(HashMap::new()),
                 lanes: LanePool::default(),
             })
@@ -121,62 +168,80 @@ impl Gpu {
     }
 
     /// A new stream: one per concurrent caller, so that callers overlap.
-    pub fn stream(&self) -> Result<Arc<CudaStream>> {
+    pub fn stream(&self) -> GpuResult<Arc<CudaStream>> {
         self.ctx
             .new_stream()
-            .map_err(|e| gpu_error("cannot create a stream", e))
+            .map_err(|e| GpuError::driver("cannot create a stream", e))
     }
 
-    /// `kernel` compiled for this device (once per process) and loaded.
-    pub fn module(&self, kernel: &KernelSource) -> Result<Arc<CudaModule>> {
+    /// `kernel` compiled with `defines` for this device (once per process: from the disk
+    /// cache, else by NVRTC) and loaded.
+    pub fn module(&self, kernel: &KernelSource, defines: &[Define]) -> GpuResult<Arc<CudaModule>> {
+        Ok(self.module_with_origin(kernel, defines)?.0)
+    }
+
+    /// [`Self::module`], and whether it was compiled here or read from the disk cache.
+    pub fn module_with_origin(
+        &self,
+        kernel: &KernelSource,
+        defines: &[Define],
+    ) -> GpuResult<(Arc<CudaModule>, KernelOrigin)> {
+        let key: ModuleKey = (kernel.name, defines.to_vec());
         let mut modules = self
             .modules
             .lock()
-            .map_err(|_| Error::Gpu("module cache poisoned".into()))?;
-        if let Some(module) = modules.get(kernel.name) {
-            return Ok(module.clone());
+            .map_err(|_| GpuError::Limit("kernel module cache poisoned".into()))?;
+        if let Some(found) = modules.get(&key) {
+            return Ok(found.clone());
         }
-        let options = CompileOptions {
-            options: vec![
-                format!("--gpu-architecture={}", self.arch),
-                "--std=c++17".into(),
-            ],
-            name: Some(kernel.name.into()),
-            ..Default::default()
+        let (source, options) = compile_inputs(kernel, defines, &self.arch);
+        let cache_key = KernelCache::key(&[
+            source.as_bytes(),
+            options.join(" ").as_bytes(),
+            self.toolchain.as_bytes(),
+        ]);
+        let load = |cubin: Vec<u8>| self.ctx.load_module(Ptx::from_binary(cubin));
+        let loaded = match self.cache.load(&cache_key).map(load) {
+            Some(Ok(module)) => (module, KernelOrigin::Cached),
+            // Not cached, or an entry the driver refuses: compile (and replace it).
+            _ => {
+                let cubin = compile_cubin(kernel.name, &source, &options)?;
+                self.cache.store(&cache_key, &cubin);
+                let module = load(cubin)
+                    .map_err(|e| GpuError::driver(format!("cannot load {}", kernel.name), e))?;
+                (module, KernelOrigin::Compiled)
+            }
         };
-        let source = format!("{COMMON}\n{}", kernel.source);
-        let ptx = compile_ptx_with_opts(source, options)
-            .map_err(|e| gpu_error(&format!("NVRTC cannot compile {}", kernel.name), e))?;
-        let module = self
-            .ctx
-            .load_module(ptx)
-            .map_err(|e| gpu_error(&format!("cannot load {}", kernel.name), e))?;
-        modules.insert(kernel.name, module.clone());
-        Ok(module)
+        modules.insert(key, loaded.clone());
+        Ok(loaded)
     }
 
-    /// The kernel `function` of `kernel`'s file.
-    pub fn function(&self, kernel: &KernelSource, function: &str) -> Result<CudaFunction> {
-        self.module(kernel)?
+    /// The kernel `function` of `kernel`'s file compiled with `defines`.
+    pub fn function(
+        &self,
+        kernel: &KernelSource,
+        defines: &[Define],
+        function: &str,
+    ) -> GpuResult<CudaFunction> {
+        self.module(kernel, defines)?
             .load_function(function)
-            .map_err(|e| gpu_error(&format!("no kernel {function} in {}", kernel.name), e))
+            .map_err(|e| GpuError::driver(format!("no kernel {function} in {}", kernel.name), e))
     }
 
     /// Runs the self-test kernel over `len` bytes and checks the result on the host.
-    pub fn self_test(&self, len: usize) -> Result<()> {
-        let n = u32::try_from(len).map_err(|_| Error::format("self-test length exceeds u32"))?;
-        let module = self.module(&SELFTEST)?;
-        let function = module
-            .load_function("colzip_selftest")
-            .map_err(|e| gpu_error("no selftest kernel", e))?;
+    pub fn self_test(&self, len: usize) -> GpuResult<()> {
+        use cudarc::driver::{LaunchConfig, PushKernelArg};
+        let n = u32::try_from(len)
+            .map_err(|_| GpuError::Limit("self-test length exceeds u32".into()))?;
+        let function = self.function(&SELFTEST, &[], "colzip_selftest")?;
         let stream = self.stream()?;
         let input: Vec<u8> = (0..len).map(|i| (i * 7 + i / 256) as u8).collect();
         let device_in = stream
             .clone_htod(&input)
-            .map_err(|e| gpu_error("copy to device", e))?;
+            .map_err(|e| GpuError::driver("copy to device", e))?;
         let mut device_out = stream
             .alloc_zeros::<u8>(len.max(1))
-            .map_err(|e| gpu_error("device allocation", e))?;
+            .map_err(|e| GpuError::driver("device allocation", e))?;
         let key = 0x5au8;
         let mut launch = stream.launch_builder(&function);
         launch
@@ -187,14 +252,92 @@ impl Gpu {
         // SAFETY: the kernel reads n bytes of `device_in` and writes n bytes of `device_out`,
         // both at least n bytes long, and checks i < n.
         unsafe { launch.launch(LaunchConfig::for_num_elems(n.max(1))) }
-            .map_err(|e| gpu_error("launch", e))?;
+            .map_err(|e| GpuError::driver("launch", e))?;
         let output = stream
             .clone_dtoh(&device_out)
-            .map_err(|e| gpu_error("copy to host", e))?;
+            .map_err(|e| GpuError::driver("copy to host", e))?;
         let expected: Vec<u8> = input.iter().map(|b| b ^ key).collect();
         if output[..len] != expected[..] {
-            return Err(Error::Gpu("self-test kernel returned wrong bytes".into()));
+            return Err(GpuError::Limit(
+                "self-test kernel returned wrong bytes".into(),
+            ));
         }
         Ok(())
     }
+}
+
+/// The full source (the common header in front) and NVRTC's options for `kernel`.
+fn compile_inputs(kernel: &KernelSource, defines: &[Define], arch: &str) -> (String, Vec<String>) {
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+    ];
+    options.extend(defines.iter().map(|d| format!("-D{}={}", d.name, d.value)));
+    (format!("{COMMON}\n{}", kernel.source), options)
+}
+
+/// Whether NVRTC can be loaded (no driver or device needed to compile).
+pub fn nvrtc_available() -> bool {
+    // SAFETY: this only tries to load the shared library.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// Compiles `kernel` with `defines` for `arch` (`sm_90`, ...) without a device: how the
+/// tests check, on any machine with NVRTC, that every kernel file compiles with the
+/// constants its launcher gives.
+pub fn compile_kernel(kernel: &KernelSource, defines: &[Define], arch: &str) -> GpuResult<Vec<u8>> {
+    let (source, options) = compile_inputs(kernel, defines, arch);
+    compile_cubin(kernel.name, &source, &options)
+}
+
+/// NVRTC's and the driver's versions (a new toolkit or driver compiles anew).
+fn toolchain_versions() -> String {
+    let (mut major, mut minor, mut driver) = (0, 0, 0);
+    // SAFETY: plain out-parameter queries; a failure leaves the zeros.
+    unsafe {
+        let _ = cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor);
+        let _ = cudarc::driver::sys::cuDriverGetVersion(&mut driver);
+    }
+    format!("nvrtc {major}.{minor} driver {driver}")
+}
+
+/// Compiles `source` to a CUBIN for the architecture in `options`.
+fn compile_cubin(name: &str, source: &str, options: &[String]) -> GpuResult<Vec<u8>> {
+    use cudarc::nvrtc::{result, sys};
+    let compile_error = |log: String| GpuError::Compile {
+        kernel: name.to_string(),
+        log,
+    };
+    let source =
+        CString::new(source).map_err(|_| compile_error("NUL byte in the source".into()))?;
+    let name_c = CString::new(name).map_err(|_| compile_error("NUL byte in the name".into()))?;
+    let program =
+        result::create_program(&source, Some(&name_c)).map_err(|e| compile_error(e.to_string()))?;
+    // SAFETY: `program` was created above and is destroyed once, at the end; `source` and
+    // `name_c` outlive it.
+    let cubin = unsafe {
+        let compiled = result::compile_program(program, options).map_err(|e| {
+            let log = result::get_program_log(program)
+                .map(|raw| CStr::from_ptr(raw.as_ptr()).to_string_lossy().into_owned())
+                .unwrap_or_default();
+            compile_error(format!("{e}: {}", log.trim()))
+        });
+        let cubin = compiled.and_then(|()| {
+            let mut size = 0usize;
+            sys::nvrtcGetCUBINSize(program, &mut size)
+                .result()
+                .map_err(|e| compile_error(format!("no CUBIN: {e}")))?;
+            let mut cubin = vec![0u8; size];
+            sys::nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast())
+                .result()
+                .map_err(|e| compile_error(format!("no CUBIN: {e}")))?;
+            Ok(cubin)
+        });
+        let _ = result::destroy_program(program);
+        cubin
+    }?;
+    if cubin.is_empty() {
+        return Err(compile_error("NVRTC returned an empty CUBIN".into()));
+    }
+    Ok(cubin)
 }

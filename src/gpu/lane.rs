@@ -7,63 +7,15 @@ use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Condvar, Mutex};
 
-use cudarc::driver::{CudaSlice, CudaStream, PinnedHostSlice};
-use rayon::prelude::*;
+use cudarc::driver::{CudaSlice, CudaStream};
 
-use super::device::{Gpu, gpu_error};
-use crate::{Error, Result};
+use super::device::Gpu;
+use super::error::{GpuError, GpuResult};
+use super::pinned::PinnedBuffer;
 
 /// Most lanes alive at once; a caller beyond that waits for a lane to come back, which
 /// bounds the device and pinned memory the pool holds.
 pub const MAX_LANES: usize = 8;
-
-/// Page-locked host memory (not write-combined: the host reads results from it).
-pub struct PinnedBuffer {
-    _slice: PinnedHostSlice<u8>,
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the buffer is plain host memory owned by this value; access goes through
-// `&self`/`&mut self`.
-unsafe impl Send for PinnedBuffer {}
-unsafe impl Sync for PinnedBuffer {}
-
-impl PinnedBuffer {
-    /// `len` bytes of pinned host memory (contents unspecified until written).
-    pub fn new(gpu: &Gpu, len: usize) -> Result<Self> {
-        // SAFETY: the memory is only read after the caller wrote it (copies into it, or
-        // device-to-host transfers the caller waited for).
-        let mut slice = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(len.max(1), 0) }
-            .map_err(|e| gpu_error(&format!("cannot pin {len} bytes of host memory"), e))?;
-        let ptr = slice
-            .as_mut_ptr()
-            .map_err(|e| gpu_error("pinned memory", e))?;
-        Ok(PinnedBuffer {
-            _slice: slice,
-            ptr,
-            len: len.max(1),
-        })
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` points to `len` bytes owned by `_slice`, alive as long as `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as in `as_slice`, and `&mut self` makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-}
 
 /// A stream and the buffers its work uses, named by the code that uses them.
 pub struct Lane {
@@ -73,7 +25,7 @@ pub struct Lane {
 }
 
 impl Lane {
-    fn new(gpu: &Gpu) -> Result<Self> {
+    fn new(gpu: &Gpu) -> GpuResult<Self> {
         Ok(Lane {
             stream: gpu.stream()?,
             device: HashMap::new(),
@@ -87,16 +39,17 @@ impl Lane {
 
     /// The device buffer `name`, at least `len` bytes (grown, contents lost, when
     /// smaller). Give it back with [`Lane::put_device`] to keep it for the next call.
-    pub fn take_device(&mut self, name: &'static str, len: usize) -> Result<CudaSlice<u8>> {
-        let len = len.max(1);
+    pub fn take_device(&mut self, name: &'static str, len: usize) -> GpuResult<CudaSlice<u8>> {
         match self.device.remove(name) {
-            Some(buffer) if buffer.len() >= len => Ok(buffer),
+            Some(buffer) if buffer.len() >= len.max(1) => Ok(buffer),
             old => {
+                let len = grown(old.as_ref().map_or(0, |b| b.len()), len);
                 drop(old);
                 // SAFETY: every kernel and copy that reads this buffer first writes the
                 // bytes it reads.
-                unsafe { self.stream.alloc::<u8>(len) }
-                    .map_err(|e| gpu_error(&format!("cannot allocate {len} bytes on the GPU"), e))
+                unsafe { self.stream.alloc::<u8>(len) }.map_err(|e| {
+                    GpuError::driver(format!("cannot allocate {len} bytes on the GPU"), e)
+                })
             }
         }
     }
@@ -112,10 +65,11 @@ impl Lane {
         gpu: &Gpu,
         name: &'static str,
         len: usize,
-    ) -> Result<PinnedBuffer> {
+    ) -> GpuResult<PinnedBuffer> {
         match self.pinned.remove(name) {
             Some(buffer) if buffer.len() >= len => Ok(buffer),
             old => {
+                let len = grown(old.as_ref().map_or(0, |b| b.len()), len);
                 drop(old);
                 PinnedBuffer::new(gpu, len)
             }
@@ -127,11 +81,18 @@ impl Lane {
     }
 
     /// Waits for the lane's queued work; a failed kernel or copy is an `Err`.
-    pub fn synchronize(&self) -> Result<()> {
-        self.stream
-            .synchronize()
-            .map_err(|e| gpu_error("GPU work failed", e))
+    pub fn synchronize(&self) -> GpuResult<()> {
+        crate::trace::count(crate::trace::Counter::Wait, || self.stream.synchronize())
+            .map_err(|e| GpuError::driver("GPU work failed", e))
     }
+}
+
+/// The size a buffer of `old` bytes is replaced by when `needed` do not fit: at least a
+/// quarter more than before (callers whose sizes creep up reallocate a few times, not at
+/// every call), in whole 64 KiB.
+fn grown(old: usize, needed: usize) -> usize {
+    const GRAIN: usize = 64 << 10;
+    needed.max(1).max(old + old / 4).div_ceil(GRAIN) * GRAIN
 }
 
 /// The pool of lanes of one GPU.
@@ -179,7 +140,7 @@ impl Drop for LaneGuard<'_> {
 impl Gpu {
     /// A lane when one is idle or may be created now, without waiting (a second lane for
     /// overlapping copies with compute must not deadlock callers holding one each).
-    pub fn try_lane(&self) -> Result<Option<LaneGuard<'_>>> {
+    pub fn try_lane(&self) -> GpuResult<Option<LaneGuard<'_>>> {
         let pool = self.lanes();
         let mut idle = pool.idle.lock().map_err(poisoned)?;
         if let Some(lane) = idle.pop() {
@@ -209,7 +170,7 @@ impl Gpu {
 
     /// A lane for this caller: an idle one, a new one while fewer than [`MAX_LANES`]
     /// exist, or the next one given back.
-    pub fn lane(&self) -> Result<LaneGuard<'_>> {
+    pub fn lane(&self) -> GpuResult<LaneGuard<'_>> {
         let pool = self.lanes();
         let mut idle = pool.idle.lock().map_err(poisoned)?;
         loop {
@@ -240,55 +201,6 @@ impl Gpu {
     }
 }
 
-fn poisoned<T>(_: T) -> Error {
-    Error::Gpu("lane pool poisoned".into())
-}
-
-/// `dst.copy_from_slice(src)` on all cores for large copies (one core copies about
-/// 10 GB/s; staging through pinned memory must not be the bottleneck).
-pub fn parallel_copy(dst: &mut [u8], src: &[u8]) {
-    const PIECE: usize = 4 << 20;
-    if src.len() < 2 * PIECE {
-        dst.copy_from_slice(src);
-    } else {
-        dst.par_chunks_mut(PIECE)
-            .zip(src.par_chunks(PIECE))
-            .for_each(|(d, s)| d.copy_from_slice(s));
-    }
-}
-
-/// Pieces per task of [`parallel_concat`] (about 1 MiB of 64 KiB pages).
-const PIECES_PER_TASK: usize = 16;
-
-/// Copies `pieces` one after another into `dst` (exactly as long as they are together)
-/// on all cores, many small pieces or few large ones: how a batch of pages or blocks
-/// goes into a staging buffer.
-pub fn parallel_concat(dst: &mut [u8], pieces: &[&[u8]]) {
-    let mut targets = Vec::with_capacity(pieces.len());
-    let mut rest = dst;
-    for piece in pieces {
-        let (target, tail) = std::mem::take(&mut rest).split_at_mut(piece.len());
-        targets.push(target);
-        rest = tail;
-    }
-    targets
-        .into_par_iter()
-        .zip(pieces)
-        .with_min_len(PIECES_PER_TASK)
-        .for_each(|(target, piece)| parallel_copy(target, piece));
-}
-
-#[cfg(test)]
-mod concat_tests {
-    use super::parallel_concat;
-
-    #[test]
-    fn concatenated_pieces_are_the_pieces_one_after_another() {
-        let a: Vec<u8> = (0..(1 << 16) * 40 + 17).map(|i| (i % 251) as u8).collect();
-        let b = b"short".to_vec();
-        let c: Vec<u8> = (0..(1 << 16) * 3).map(|i| (i % 13) as u8).collect();
-        let mut joined = vec![0; a.len() + b.len() + c.len()];
-        parallel_concat(&mut joined, &[&a, &b, &[], &c]);
-        assert_eq!(joined, [a, b, c].concat());
-    }
+fn poisoned<T>(_: T) -> GpuError {
+    GpuError::Limit("lane pool poisoned".into())
 }

@@ -1,8 +1,10 @@
-//! The GPU backend: the process's device, NVRTC-compiled kernels from `kernels/`, lanes
-//! (a stream with reusable device and pinned buffers per concurrent caller), the kernels'
-//! launchers, and the backend choice. One build runs everywhere: without libcuda, libnvrtc
-//! or a device, [`Gpu::get`] is an error saying why and [`Backend::Auto`] uses the CPU
-//! codecs, which write the same bytes.
+//! The GPU runtime: the process's device, kernels from `kernels/` compiled by NVRTC (and
+//! cached on disk), lanes (a stream with reusable device and pinned buffers per concurrent
+//! caller), pinned staging, copies, the step pipeline that overlaps copies with kernels,
+//! and the backend choice. It knows nothing of codecs: each codec's launchers and
+//! pipelines live in its own folder (`codec::<name>::gpu`). One build runs everywhere:
+//! without libcuda, libnvrtc or a device, [`Gpu::get`] is an error saying why and
+//! [`Backend::Auto`] uses the CPU codecs, which write the same bytes.
 //!
 //! ```
 //! use colzip::gpu::Backend;
@@ -14,16 +16,24 @@
 mod backend;
 mod copy;
 mod device;
-pub mod gmatch;
+mod error;
+mod kernel_cache;
 mod lane;
-pub mod lzss;
-pub mod snappy;
-mod timing;
+mod pinned;
+mod pipeline;
+mod steps;
 
 pub use backend::{BACKEND_ENV, Backend};
-pub use device::{DeviceInfo, Gpu, KernelSource, SELFTEST};
-pub use lane::{Lane, LaneGuard, MAX_LANES, PinnedBuffer, parallel_concat, parallel_copy};
-
-pub(crate) use copy::{copy_to_device, copy_to_host};
-pub(crate) use device::gpu_error;
-pub(crate) use timing::time_on_device;
+pub use copy::{
+    copy_to_device, copy_to_host, extend_parallel, parallel_concat, parallel_copy,
+    parallel_copy_pairs, zeroed,
+};
+pub use device::{
+    Define, DeviceInfo, Gpu, KernelOrigin, KernelSource, SELFTEST, compile_kernel, nvrtc_available,
+};
+pub use error::{GpuError, GpuResult};
+pub use kernel_cache::KERNEL_CACHE_ENV;
+pub use lane::{Lane, LaneGuard, MAX_LANES};
+pub use pinned::PinnedBuffer;
+pub use pipeline::{PIPELINE_LANES, Stages, run_pipeline};
+pub use steps::{ArrayPack, HostMemory, step_bytes, upload_pieces};

@@ -1,9 +1,10 @@
 //! The page compression service: turns the page payloads of the row groups written
 //! together into Snappy raw streams with `gmatch`, or decodes a row group's Snappy
-//! payloads, in ONE call — one GPU launch sequence when the placement has a GPU
-//! (batched: a page is often a few KiB to 1 MiB, far too small to pay a launch each),
-//! else all pages in parallel on the CPU's cores with rayon. Both sides give the same bytes (gmatch's CPU compressor defines
-//! them), so a file does not depend on where it was written.
+//! payloads, in ONE batched call of the codec interface — on the GPU when the placement
+//! says so for the batch's total (a page is often a few KiB to 1 MiB, far too small to pay
+//! a launch each), else on the CPU's cores. Both sides give the same bytes (gmatch's CPU
+//! compressor defines them), so a file does not depend on where it was written. The
+//! outputs are slices of one allocation.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,18 +15,8 @@ use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::reader::ChunkReader;
 use parquet::file::serialized_reader::SerializedPageReader;
 
-use rayon::prelude::*;
-
-use crate::codec::gmatch;
-use crate::codec::{CodecId, Placement};
-use crate::gpu::Gpu;
+use crate::codec::{Codec, CodecId, Packed, Placement, SnappyFormat, gmatch};
 use crate::{Error, Result};
-
-/// Where a batch of `total` bytes runs: the placement's GPU for gmatch at that size (under
-/// backend `auto` a batch of at least `GPU_MIN_BYTES`, under `gpu` every batch).
-pub(crate) fn batch_gpu(placement: &Placement, total: usize) -> Option<&'static Gpu> {
-    placement.gpu_for(CodecId::GmatchRaw, total)
-}
 
 /// What one batched call did, for the writer's and reader's summaries.
 #[derive(Clone, Copy, Debug, Default)]
@@ -34,26 +25,27 @@ pub(crate) struct BatchStats {
     pub on_gpu: bool,
 }
 
+/// Every buffer of `packed` as a slice of one shared allocation.
+fn shared(packed: Packed) -> Vec<Bytes> {
+    let ranges = packed.ranges().to_vec();
+    let bytes = Bytes::from(packed.into_bytes());
+    ranges.into_iter().map(|r| bytes.slice(r)).collect()
+}
+
 /// Compresses every buffer into a Snappy raw stream (gmatch's bytes), all in one call.
 pub(crate) fn compress_all(
     placement: &Placement,
     buffers: &[&[u8]],
-) -> Result<(Vec<Vec<u8>>, BatchStats)> {
+) -> Result<(Vec<Bytes>, BatchStats)> {
     let start = Instant::now();
     let total = buffers.iter().map(|b| b.len()).sum();
-    let gpu = batch_gpu(placement, total);
-    let out = match gpu {
-        Some(gpu) => gmatch::gpu::compress_raw_batch(gpu, buffers)?,
-        None => buffers
-            .par_iter()
-            .map(|buffer| gmatch::compress_raw(buffer).map_err(Error::from))
-            .collect::<Result<Vec<_>>>()?,
-    };
+    let codec = Codec::Gmatch(SnappyFormat::Raw);
+    let packed = codec.compress_batch(placement, buffers)?;
     let stats = BatchStats {
         seconds: start.elapsed().as_secs_f64(),
-        on_gpu: gpu.is_some(),
+        on_gpu: placement.gpu_for(codec.id(), total).is_some(),
     };
-    Ok((out, stats))
+    Ok((shared(packed), stats))
 }
 
 /// Decodes Snappy raw streams (anyone's, not only gmatch's), each of which must decode
@@ -63,7 +55,7 @@ pub(crate) fn decompress_all(
     placement: &Placement,
     streams: &[&[u8]],
     limits: &[usize],
-) -> Result<(Vec<Vec<u8>>, BatchStats)> {
+) -> Result<(Vec<Bytes>, BatchStats)> {
     let start = Instant::now();
     let mut claimed = Vec::with_capacity(streams.len());
     for (stream, &limit) in streams.iter().zip(limits) {
@@ -77,33 +69,12 @@ pub(crate) fn decompress_all(
         claimed.push(len);
     }
     let total = claimed.iter().sum();
-    let gpu = batch_gpu(placement, total);
-    let out = match gpu {
-        Some(gpu) => {
-            let max_output = claimed.iter().copied().max().unwrap_or(0);
-            gmatch::gpu::decompress_raw_batch(gpu, streams, max_output)?
-        }
-        None => streams
-            .par_iter()
-            .zip(&claimed)
-            .map(|(stream, &len)| {
-                gmatch::decompress_raw_with_limit(stream, len).map_err(Error::from)
-            })
-            .collect::<Result<Vec<_>>>()?,
-    };
-    for (bytes, &len) in out.iter().zip(&claimed) {
-        if bytes.len() != len {
-            return Err(Error::format(format!(
-                "a SNAPPY page decoded to {} bytes but claims {len}: the file is corrupt",
-                bytes.len()
-            )));
-        }
-    }
+    let packed = CodecId::GmatchRaw.decompress_batch(placement, streams, &claimed)?;
     let stats = BatchStats {
         seconds: start.elapsed().as_secs_f64(),
-        on_gpu: gpu.is_some(),
+        on_gpu: placement.gpu_for(CodecId::GmatchRaw, total).is_some(),
     };
-    Ok((out, stats))
+    Ok((shared(packed), stats))
 }
 
 /// The pages of one column chunk, as stored (the writer's UNCOMPRESSED scratch chunks, the
@@ -211,7 +182,7 @@ mod tests {
         let (streams, stats) = compress_all(&Placement::CPU, &buffers).unwrap();
         assert!(!stats.on_gpu);
         for (stream, buffer) in streams.iter().zip(buffers) {
-            assert_eq!(stream, &gmatch::compress_raw(buffer).unwrap());
+            assert_eq!(&stream[..], &gmatch::compress_raw(buffer).unwrap()[..]);
             assert_eq!(
                 snap::raw::Decoder::new().decompress_vec(stream).unwrap(),
                 buffer
@@ -220,7 +191,10 @@ mod tests {
         let refs: Vec<&[u8]> = streams.iter().map(|s| &s[..]).collect();
         let limits = vec![a.len(); 3];
         let (back, _) = decompress_all(&Placement::CPU, &refs, &limits).unwrap();
-        assert_eq!(back, vec![a.clone(), b, c]);
+        assert_eq!(
+            back,
+            vec![Bytes::from(a.clone()), Bytes::from(b), Bytes::from(c)]
+        );
         // A claim above the limit is refused before anything is allocated.
         assert!(decompress_all(&Placement::CPU, &refs[..1], &[a.len() - 1]).is_err());
     }

@@ -1,6 +1,6 @@
 //! Reading Parquet into Arrow record batches with the SNAPPY pages of a row group
 //! decompressed in one batch: one GPU call per row group when the placement has a GPU
-//! (`gmatch::gpu::decompress_raw_batch`, which decodes any Snappy stream, not only
+//! (the batched codec interface, which decodes any Snappy stream, not only
 //! gmatch's), else all pages in parallel on the CPU. Files from any writer are read.
 //!
 //! ```
@@ -269,7 +269,7 @@ impl<R: ChunkReader + 'static> ParquetReader<R> {
         for (&(column, page_index), values) in jobs.iter().zip(decoded) {
             let pages = columns[column].as_mut().expect("projected");
             let page = std::mem::replace(&mut pages[page_index], placeholder());
-            pages[page_index] = pages::with_payload(page, Bytes::from(values), false);
+            pages[page_index] = pages::with_payload(page, values, false);
         }
 
         let group = DecodedRowGroup {

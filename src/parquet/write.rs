@@ -469,7 +469,7 @@ impl<W: Write + Send> Output<W> {
         // Each chunk takes its pages' payloads, in order.
         let start = Instant::now();
         let mut compressed = compressed.into_iter();
-        let payloads: Vec<Vec<Vec<u8>>> = chunks
+        let payloads: Vec<Vec<Bytes>> = chunks
             .iter()
             .map(|chunk| compressed.by_ref().take(chunk.pages.len()).collect())
             .collect();
@@ -554,7 +554,7 @@ where
 /// have recorded them.
 fn rebuild_chunk(
     chunk: EncodedChunk,
-    payloads: Vec<Vec<u8>>,
+    payloads: Vec<Bytes>,
     props: &WriterProperties,
 ) -> Result<(Bytes, ColumnCloseResult)> {
     let EncodedChunk { pages, close } = chunk;
@@ -628,20 +628,20 @@ fn rebuild_chunk(
 
 /// The page with its payload replaced by `payload` (the compressed bytes), as the stock
 /// writer would have made it.
-fn compressed_page(page: Page, payload: Vec<u8>, v2_threshold: f64) -> CompressedPage {
+fn compressed_page(page: Page, payload: Bytes, v2_threshold: f64) -> CompressedPage {
     let uncompressed_size = page.buffer().len();
     let page = match page {
         Page::DataPageV2 { .. } => {
             // The stock writer's rule: keep the values uncompressed unless compression
             // makes them smaller than the page times the threshold.
             if (payload.len() as f64) < uncompressed_size as f64 * v2_threshold {
-                pages::with_payload(page, Bytes::from(payload), true)
+                pages::with_payload(page, payload, true)
             } else {
                 let values = page.buffer().slice(pages::levels_len(&page)..);
                 pages::with_payload(page, values, false)
             }
         }
-        _ => pages::with_payload(page, Bytes::from(payload), true),
+        _ => pages::with_payload(page, payload, true),
     };
     CompressedPage::new(page, uncompressed_size)
 }

@@ -281,12 +281,15 @@ fn runs_on_gpu(array: &ArrayRef, choice: &CodecChoice, placement: Placement) -> 
     if placement.gpu().is_none() {
         return Ok(false);
     }
+    // The column layer sends all parts of one codec in one call, placed by its total.
     let node = plain::encode(array.as_ref())?;
-    Ok(node.all_parts().iter().any(|part| {
-        placement
-            .gpu_for(choice.spec_for(part).id(), part.bytes.len())
-            .is_some()
-    }))
+    let mut totals: std::collections::BTreeMap<crate::codec::CodecId, usize> = Default::default();
+    for part in node.all_parts() {
+        *totals.entry(choice.spec_for(part).id()).or_default() += part.bytes.len();
+    }
+    Ok(totals
+        .into_iter()
+        .any(|(id, total)| placement.gpu_for(id, total).is_some()))
 }
 
 /// Arrow's in-memory bytes of `array`: `ArrayData::get_slice_memory_size`, which counts

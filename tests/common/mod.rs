@@ -52,3 +52,98 @@ pub fn tpch_lineitem_columns(sf: f64) -> Vec<(String, Vec<u8>)> {
     );
     columns.into_iter().map(|c| (c.name, c.bytes)).collect()
 }
+
+/// Compresses `inputs` with `codec` on `gpu` through every host form of the batched
+/// interface (ordinary memory into one allocation, into the caller's buffers, pinned
+/// memory), asserts that the three agree, and returns the streams.
+#[allow(dead_code)]
+pub fn gpu_compress(
+    gpu: &'static Gpu,
+    codec: &colzip::codec::Codec,
+    inputs: &[&[u8]],
+) -> Vec<Vec<u8>> {
+    use colzip::codec::Placement;
+    use colzip::gpu::PinnedBuffer;
+    let placement = Placement::on(gpu);
+    let packed = codec.compress_batch(&placement, inputs).unwrap();
+    let streams: Vec<Vec<u8>> = packed.iter().map(<[u8]>::to_vec).collect();
+    // Into the caller's buffers.
+    let mut outputs: Vec<Vec<u8>> = inputs
+        .iter()
+        .map(|i| vec![0xa5; codec.max_compressed_len(i.len())])
+        .collect();
+    let sizes = {
+        let mut slices: Vec<&mut [u8]> = outputs.iter_mut().map(Vec::as_mut_slice).collect();
+        codec
+            .compress_into(&placement, inputs, &mut slices)
+            .unwrap()
+    };
+    for (i, (output, size)) in outputs.iter().zip(sizes).enumerate() {
+        assert!(
+            output[..size] == streams[i][..],
+            "compress_into differs at {i}"
+        );
+    }
+    // Pinned memory, straight from and to page-locked buffers.
+    let total: usize = inputs.iter().map(|i| i.len()).sum();
+    let mut pinned_in = PinnedBuffer::new(gpu, total).unwrap();
+    let mut at = 0;
+    for input in inputs {
+        pinned_in.as_mut_slice()[at..at + input.len()].copy_from_slice(input);
+        at += input.len();
+    }
+    let mut at = 0;
+    let pinned_inputs: Vec<&[u8]> = inputs
+        .iter()
+        .map(|i| {
+            at += i.len();
+            &pinned_in.as_slice()[at - i.len()..at]
+        })
+        .collect();
+    let room: usize = inputs
+        .iter()
+        .map(|i| codec.max_compressed_len(i.len()))
+        .sum();
+    let mut pinned_out = PinnedBuffer::new(gpu, room).unwrap();
+    let ranges = codec
+        .compress_pinned(gpu, &pinned_inputs, &mut pinned_out)
+        .unwrap();
+    for (i, range) in ranges.iter().enumerate() {
+        assert!(
+            pinned_out.as_slice()[range.clone()] == streams[i][..],
+            "compress_pinned differs at {i}"
+        );
+    }
+    streams
+}
+
+/// Decodes `streams` (of `lens` bytes each) with `id` on `gpu` through the ordinary and
+/// pinned forms, asserting that they agree; the ordinary form's result.
+#[allow(dead_code)]
+pub fn gpu_decompress(
+    gpu: &'static Gpu,
+    id: colzip::codec::CodecId,
+    streams: &[&[u8]],
+    lens: &[usize],
+) -> colzip::codec::Result<Vec<Vec<u8>>> {
+    use colzip::codec::Placement;
+    use colzip::gpu::PinnedBuffer;
+    let placement = Placement::on(gpu);
+    let packed = id.decompress_batch(&placement, streams, lens);
+    let total: usize = lens.iter().sum();
+    let mut out = PinnedBuffer::new(gpu, total).unwrap();
+    let pinned = id.decompress_pinned(gpu, streams, lens, &mut out);
+    match (&packed, &pinned) {
+        (Ok(packed), Ok(ranges)) => {
+            for (i, range) in ranges.iter().enumerate() {
+                assert!(
+                    packed.get(i) == &out.as_slice()[range.clone()],
+                    "pinned decode differs at {i}"
+                );
+            }
+        }
+        (Err(_), Err(_)) => {}
+        _ => panic!("ordinary and pinned decoding disagree: {packed:?} / {pinned:?}"),
+    }
+    packed.map(|p| p.into_vecs())
+}

@@ -101,6 +101,13 @@ fn corrupt(reason: impl Into<String>) -> CodecError {
     CodecError::corrupt(NAME, reason)
 }
 
+/// The largest stream an input of `len` bytes can give with `params`: the header, a
+/// directory entry per block (kind, varint length, CRC) and every block stored.
+pub fn max_compressed_len(len: usize, params: &BwtParams) -> usize {
+    let bs = params.block_size.clamp(MIN_BLOCK_SIZE, MAX_BLOCK_SIZE) as usize;
+    (4 + 1 + 10 + 10 + 3) + len.div_ceil(bs).saturating_mul(1 + 10 + 4) + len
+}
+
 /// Compresses `input` into a self-describing stream.
 pub fn compress(input: &[u8], params: &BwtParams) -> Vec<u8> {
     let bs = params.block_size.clamp(MIN_BLOCK_SIZE, MAX_BLOCK_SIZE) as usize;

@@ -75,12 +75,18 @@
 //! and reserved skippable chunks, repeated stream identifiers (concatenated streams)
 //! and an empty stream, and rejects reserved unskippable chunks. See [`frame`].
 //!
+//! # Blocks format (colzip's containers)
+//! A length, a size table and one raw Snappy stream per 64 KiB block ([`blocks`]), so a
+//! part decodes as a batch of independent blocks. Each block stream is exactly
+//! [`compress_raw`] of its bytes.
+//!
 //! # Decoding
 //! The decoders accept any valid Snappy stream, not only G-match's, and validate every
 //! tag, length and offset: corrupt input gives `Err`, never a panic, and nothing is
 //! allocated beyond the claimed output size once it has been checked against the
 //! limit and against what the stream could possibly produce (64 bytes per 3 bytes).
 
+pub mod blocks;
 pub mod decode;
 pub mod encode;
 pub mod frame;
@@ -88,6 +94,7 @@ pub mod gpu;
 pub mod hash;
 pub mod parse;
 
+pub use blocks::{compress_blocks, decompress_blocks, decompress_blocks_into, max_blocks_len};
 pub use decode::{decompress_raw, decompress_raw_with_limit, raw_decompressed_len};
 pub use encode::{compress_raw, max_compressed_len};
 pub use frame::{compress_framed, decompress_framed, decompress_framed_with_limit};

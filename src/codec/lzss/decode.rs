@@ -8,22 +8,22 @@ pub fn decompress(stream: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// Where the parts of a validated stream lie; the CPU and GPU decoders both start here.
-pub(super) struct StreamLayout {
-    pub(super) params: LzssParams,
+pub(crate) struct StreamLayout {
+    pub(crate) params: LzssParams,
     /// Uncompressed bytes (`N`), and the part of them that is whole symbols.
-    pub(super) len: usize,
-    pub(super) body: usize,
+    pub(crate) len: usize,
+    pub(crate) body: usize,
     /// Byte offsets in the stream of the size table and of the first payload.
-    pub(super) table_at: usize,
-    pub(super) payload_at: usize,
+    pub(crate) table_at: usize,
+    pub(crate) payload_at: usize,
     /// Payload offset of every chunk from `payload_at`, and the payloads' total last.
-    pub(super) offsets: Vec<usize>,
+    pub(crate) offsets: Vec<usize>,
 }
 
 /// Validates the header, the size table (every size in `1..=` its chunk's length) and the
 /// total length, refusing with [`CodecError::TooLarge`] a stream that claims more than
 /// `max_output` bytes, before anything is allocated for the output.
-pub(super) fn read_layout(stream: &[u8], max_output: usize) -> Result<StreamLayout> {
+pub(crate) fn read_layout(stream: &[u8], max_output: usize) -> Result<StreamLayout> {
     let (params, claimed, header_len) = parse_header(stream)?;
     if claimed > max_output as u64 {
         return Err(CodecError::TooLarge {

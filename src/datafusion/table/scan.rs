@@ -20,7 +20,6 @@ use datafusion::physical_plan::{
     PlanProperties, ReplaceChildrenOptions, SendableRecordBatchStream,
 };
 use futures::StreamExt;
-use rayon::prelude::*;
 
 use super::{Block, Partitions, block_statistics};
 use crate::codec::Placement;
@@ -283,11 +282,11 @@ impl Job {
         let pairs: Vec<(usize, usize)> = (0..self.blocks.len())
             .flat_map(|b| self.projection.iter().map(move |&c| (b, c)))
             .collect();
-        let placement = self.placement;
-        let arrays: Vec<ArrayRef> = pairs
-            .par_iter()
-            .map(|&(b, c)| column::decompress_on(&self.blocks[b].columns[c], placement))
-            .collect::<crate::Result<_>>()
+        let columns: Vec<&column::CompressedColumn> = pairs
+            .iter()
+            .map(|&(b, c)| &self.blocks[b].columns[c])
+            .collect();
+        let arrays: Vec<ArrayRef> = column::decompress_columns_on(&columns, self.placement)
             .map_err(DataFusionError::from)?;
         timer.done();
         self.metrics.columns.add(arrays.len());

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaStream;
 
-use super::device::{Gpu, gpu_error};
 use crate::Result;
+use crate::gpu::{Gpu, GpuError};
 
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -23,16 +23,21 @@ pub(crate) fn time_on_device(
     let event = || {
         gpu.context()
             .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(|e| gpu_error("event", e))
+            .map_err(|e| GpuError::driver("event", e))
     };
     let (start, end) = (event()?, event()?);
     work()?;
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs.max(1) {
-        start.record(stream).map_err(|e| gpu_error("event", e))?;
+        start
+            .record(stream)
+            .map_err(|e| GpuError::driver("event", e))?;
         work()?;
-        end.record(stream).map_err(|e| gpu_error("event", e))?;
-        let ms = start.elapsed_ms(&end).map_err(|e| gpu_error("event", e))?;
+        end.record(stream)
+            .map_err(|e| GpuError::driver("event", e))?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(|e| GpuError::driver("event", e))?;
         times.push(f64::from(ms) / 1e3);
     }
     Ok(median(times))

@@ -1,0 +1,188 @@
+//! The rows of each suite: which buffers, which codecs, which CPU counterparts.
+
+use rayon::prelude::*;
+
+use super::measure::{Figures, cpu_row, gbps, gpu_decode_row, gpu_row, median_seconds};
+use super::{BenchRow, Config, PlainColumn, codec_name};
+use crate::codec::lzss::LzssParams;
+use crate::codec::{Codec, CodecId, SnappyFormat};
+use crate::gpu::Gpu;
+use crate::tpch::Row;
+use crate::{Error, Result};
+
+/// Bytes per page of the batched Snappy rows (the unit nvCOMP's Snappy batches use).
+pub const PAGE_BYTES: usize = 1 << 16;
+
+fn row(column: &PlainColumn, codec: &str, backend: &str, f: &Figures) -> BenchRow {
+    let n = column.bytes.len();
+    BenchRow {
+        row: Row {
+            table: column.table.clone(),
+            column: column.name.clone(),
+            arrow_type: column.arrow_type.clone(),
+            rows: column.rows,
+            raw_bytes: n as u64,
+            codec: codec.to_string(),
+            backend: backend.to_string(),
+            compressed_bytes: f.compressed as u64,
+            ratio: n as f64 / f.compressed.max(1) as f64,
+            compress_gbps: f.compress_kernel,
+            decompress_gbps: f.decompress_kernel,
+        },
+        compress_e2e_gbps: f.compress_pinned,
+        decompress_e2e_gbps: f.decompress_pinned,
+        compress_vec_gbps: f.compress_vec,
+        decompress_vec_gbps: f.decompress_vec,
+    }
+}
+
+/// Names the column and codec in an error.
+fn within<T>(column: &PlainColumn, codec: &str, result: Result<T>) -> Result<T> {
+    result.map_err(|e| Error::format(format!("{}.{} {codec}: {e}", column.table, column.name)))
+}
+
+/// A GPU row and (when configured) its CPU row, the GPU's streams checked against the CPU's.
+fn pair(
+    gpu: &'static Gpu,
+    config: &Config,
+    column: &PlainColumn,
+    name: &str,
+    codec: &Codec,
+    buffers: &[&[u8]],
+    emit: &mut dyn FnMut(BenchRow),
+) -> Result<()> {
+    let cpu = if config.cpu {
+        Some(within(
+            column,
+            name,
+            cpu_row(codec, buffers, config.runs.min(3)),
+        )?)
+    } else {
+        None
+    };
+    let gpu_figures = within(
+        column,
+        name,
+        gpu_row(
+            gpu,
+            codec,
+            buffers,
+            cpu.as_ref().map(|(_, s)| s),
+            config.runs,
+        ),
+    )?;
+    emit(row(column, name, "gpu", &gpu_figures));
+    if let Some((figures, _)) = cpu {
+        emit(row(column, name, "cpu", &figures));
+    }
+    Ok(())
+}
+
+/// The gmatch suite of one column.
+pub(super) fn gmatch(
+    gpu: &'static Gpu,
+    config: &Config,
+    column: &PlainColumn,
+    emit: &mut dyn FnMut(BenchRow),
+) -> Result<()> {
+    let pages: Vec<&[u8]> = column.bytes.chunks(PAGE_BYTES).collect();
+    let whole = [&column.bytes[..]];
+    pair(
+        gpu,
+        config,
+        column,
+        "gmatch:raw",
+        &Codec::Gmatch(SnappyFormat::Raw),
+        &pages,
+        emit,
+    )?;
+    pair(
+        gpu,
+        config,
+        column,
+        "gmatch",
+        &Codec::Gmatch(SnappyFormat::Blocks),
+        &whole,
+        emit,
+    )?;
+    pair(
+        gpu,
+        config,
+        column,
+        "gmatch:framed",
+        &Codec::Gmatch(SnappyFormat::Framed),
+        &whole,
+        emit,
+    )?;
+
+    // Pages the `snap` crate wrote on all host cores, decoded on the GPU; snap's own CPU
+    // figures are the CPU row.
+    let name = "snap-stream:raw";
+    let runs = config.runs.min(3);
+    let mut snap_streams: Vec<Vec<u8>> = Vec::new();
+    let compress = median_seconds(runs, || {
+        snap_streams = pages
+            .par_iter()
+            .map_init(snap::raw::Encoder::new, |e, page| e.compress_vec(page))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| Error::format(format!("snap: {e}")))?;
+        Ok(())
+    })?;
+    let refs: Vec<&[u8]> = snap_streams.iter().map(Vec::as_slice).collect();
+    let figures = within(
+        column,
+        name,
+        gpu_decode_row(gpu, CodecId::GmatchRaw, &refs, &pages, config.runs),
+    )?;
+    emit(row(column, name, "gpu", &figures));
+    if config.cpu {
+        let mut back: Vec<Vec<u8>> = Vec::new();
+        let decompress = median_seconds(runs, || {
+            back = refs
+                .par_iter()
+                .map_init(snap::raw::Decoder::new, |d, s| d.decompress_vec(s))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| Error::format(format!("snap: {e}")))?;
+            Ok(())
+        })?;
+        if back.iter().zip(&pages).any(|(a, b)| a != b) {
+            return Err(Error::format(format!(
+                "{}: snap did not round-trip",
+                column.name
+            )));
+        }
+        let n = column.bytes.len();
+        let (c, d) = (gbps(n, compress), gbps(n, decompress));
+        let figures = Figures {
+            compressed: refs.iter().map(|s| s.len()).sum(),
+            compress_kernel: c,
+            decompress_kernel: d,
+            compress_pinned: c,
+            decompress_pinned: d,
+            compress_vec: c,
+            decompress_vec: d,
+        };
+        emit(row(column, name, "cpu", &figures));
+    }
+    Ok(())
+}
+
+/// One lzss parameter set of one column (the column as one buffer).
+pub(super) fn lzss(
+    gpu: &'static Gpu,
+    config: &Config,
+    column: &PlainColumn,
+    params: &LzssParams,
+    emit: &mut dyn FnMut(BenchRow),
+) -> Result<()> {
+    let name = codec_name(params);
+    pair(
+        gpu,
+        config,
+        column,
+        &name,
+        &Codec::Lzss(*params),
+        &[&column.bytes[..]],
+        emit,
+    )
+}

@@ -1,0 +1,385 @@
+//! The batched codec interface: every codec compresses and decompresses *many buffers in
+//! one call*, in the shape nvCOMP's batched API made standard, whichever backend runs it.
+//!
+//! - [`Codec`] is a codec with its parameters settled ([`crate::codec::CodecSpec::settle`]); it
+//!   answers the worst-case size of an output ([`Codec::max_compressed_len`]) and the
+//!   device memory a GPU call takes ([`Codec::gpu_scratch_bytes`]).
+//! - Three forms of memory: **ordinary** host memory (`Vec<u8>`, Arrow buffers:
+//!   [`Codec::compress_into`] writes into the caller's buffers, [`Codec::compress_batch`]
+//!   into one [`Packed`] allocation), **pinned** host memory ([`Codec::compress_pinned`]:
+//!   copied to and from directly, at PCIe speed), and **device-resident** buffers for
+//!   callers that keep data on the GPU (the codecs' `gpu` modules, used by `colzip bench`
+//!   for the kernel figures).
+//! - The same calls decode ([`CodecId::decompress_into`], [`CodecId::decompress_batch`],
+//!   [`CodecId::decompress_pinned`]): each stream's output length is known to the caller
+//!   (containers store it), so outputs are allocated once and never grow.
+//! - Where it runs is the [`Placement`]'s decision, once per call from the batch's total
+//!   size: on the GPU, through the runtime's step pipeline (copies, kernels and the
+//!   host's gathering and scattering of successive steps overlap), or on the CPU's cores
+//!   with rayon. Callers never branch on the backend, and the bytes are the same.
+//!
+//! ```
+//! use colzip::codec::{CodecId, CodecSpec, Placement};
+//! let pages: Vec<Vec<u8>> = (0..8u32).map(|i| (0..50_000u32).flat_map(|v| (v / (i + 2)).to_le_bytes()).collect()).collect();
+//! let inputs: Vec<&[u8]> = pages.iter().map(Vec::as_slice).collect();
+//! let codec = "gmatch".parse::<CodecSpec>()?.settle(4, &pages[0])?;
+//! let streams = codec.compress_batch(&Placement::CPU, &inputs)?;
+//! let lens: Vec<usize> = pages.iter().map(Vec::len).collect();
+//! let back = CodecId::GmatchBlocks.decompress_batch(&Placement::CPU, &streams.to_refs(), &lens)?;
+//! assert_eq!(back.get(3), &pages[3][..]);
+//! # Ok::<(), colzip::Error>(())
+//! ```
+
+mod cpu;
+mod packed;
+mod sink;
+
+use std::ops::Range;
+
+pub use packed::Packed;
+pub(crate) use sink::Sink;
+
+use super::bwt::{self, BwtParams};
+use super::error::{CodecError, Result};
+use super::gmatch;
+use super::id::CodecId;
+use super::lzss::{self, LzssParams};
+use super::placement::Placement;
+use super::spec::SnappyFormat;
+use crate::gpu::{Gpu, HostMemory, Lane, PIPELINE_LANES, PinnedBuffer, step_bytes};
+
+/// Work over buffers resident on the GPU (the device-resident form): built by
+/// [`Codec::device_compressor`] or [`CodecId::device_decompressor`], which upload the
+/// buffers once; each [`DeviceJob::enqueue`] then runs the kernels alone, device memory
+/// to device memory.
+pub trait DeviceJob {
+    /// Queues the kernels on `lane` (repeatable: every run rewrites the same outputs).
+    fn enqueue(&mut self, lane: &mut Lane) -> Result<()>;
+    /// Waits for the lane and returns the bytes of output the last run wrote, checked
+    /// (a decoder's errors are reported here).
+    fn output_bytes(&mut self, gpu: &Gpu, lane: &mut Lane) -> Result<usize>;
+}
+
+/// A codec with its parameters settled: what every buffer of a batch is compressed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Codec {
+    Stored,
+    Lzss(LzssParams),
+    Gmatch(SnappyFormat),
+    Bwt(BwtParams),
+}
+
+impl Codec {
+    /// The id of the streams this codec writes.
+    pub fn id(&self) -> CodecId {
+        match self {
+            Codec::Stored => CodecId::Stored,
+            Codec::Lzss(_) => CodecId::Lzss,
+            Codec::Gmatch(SnappyFormat::Raw) => CodecId::GmatchRaw,
+            Codec::Gmatch(SnappyFormat::Framed) => CodecId::GmatchFramed,
+            Codec::Gmatch(SnappyFormat::Blocks) => CodecId::GmatchBlocks,
+            Codec::Bwt(_) => CodecId::Bwt,
+        }
+    }
+
+    /// The largest stream an input of `len` bytes can give: an output buffer of this size
+    /// always suffices.
+    pub fn max_compressed_len(&self, len: usize) -> usize {
+        match self {
+            Codec::Stored => len,
+            Codec::Lzss(params) => lzss::max_compressed_len(len, params),
+            Codec::Gmatch(SnappyFormat::Raw) => gmatch::max_compressed_len(len) + 8,
+            Codec::Gmatch(SnappyFormat::Framed) => {
+                let chunks = len.div_ceil(gmatch::BLOCK_SIZE);
+                10 + chunks * 8 + len
+            }
+            Codec::Gmatch(SnappyFormat::Blocks) => gmatch::max_blocks_len(len),
+            Codec::Bwt(params) => bwt::max_compressed_len(len, params),
+        }
+    }
+
+    /// Device memory a GPU call on buffers of `lens` takes at most (the pipeline's lanes
+    /// and their buffers; 0 for codecs without a GPU path).
+    pub fn gpu_scratch_bytes(&self, lens: &[usize]) -> usize {
+        let step = lens.iter().sum::<usize>().min(step_bytes());
+        // Input, scratch (gmatch: 6 bytes per input byte; lzss: 1), slots and output.
+        let per_step = match self {
+            Codec::Gmatch(_) => step * (1 + 6 + 1) + 2 * step,
+            Codec::Lzss(_) => step * 4,
+            _ => return 0,
+        };
+        PIPELINE_LANES * per_step
+    }
+
+    /// Compresses every input into the caller's `outputs` (each at least
+    /// [`Self::max_compressed_len`] of its input); returns each stream's length.
+    pub fn compress_into(
+        &self,
+        placement: &Placement,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+    ) -> Result<Vec<usize>> {
+        check_count(inputs.len(), outputs.len())?;
+        for (i, (input, output)) in inputs.iter().zip(outputs.iter()).enumerate() {
+            let need = self.max_compressed_len(input.len());
+            if output.len() < need {
+                return Err(CodecError::invalid(
+                    self.name(),
+                    format!(
+                        "output {i} holds {} bytes, the worst case is {need}",
+                        output.len()
+                    ),
+                ));
+            }
+        }
+        let total = inputs.iter().map(|b| b.len()).sum();
+        match placement.gpu_for(self.id(), total) {
+            Some(gpu) => self.compress_gpu(
+                gpu,
+                inputs,
+                HostMemory::Ordinary,
+                &mut Sink::Buffers(outputs),
+            ),
+            None => cpu::compress_into(self, inputs, outputs),
+        }
+    }
+
+    /// Compresses every input; the streams come back one after another in one allocation.
+    pub fn compress_batch(&self, placement: &Placement, inputs: &[&[u8]]) -> Result<Packed> {
+        let total = inputs.iter().map(|b| b.len()).sum();
+        match placement.gpu_for(self.id(), total) {
+            Some(gpu) => {
+                let room: usize = inputs
+                    .iter()
+                    .map(|i| self.max_compressed_len(i.len()))
+                    .sum();
+                let mut bytes = crate::gpu::zeroed(room);
+                let sizes = self.compress_gpu(
+                    gpu,
+                    inputs,
+                    HostMemory::Ordinary,
+                    &mut Sink::packed(&mut bytes, inputs.len()),
+                )?;
+                Ok(Packed::from_sizes(bytes, &sizes))
+            }
+            None => cpu::compress_batch(self, inputs),
+        }
+    }
+
+    /// Compresses one input (a batch of one).
+    pub fn compress_one(&self, placement: &Placement, input: &[u8]) -> Result<Vec<u8>> {
+        Ok(self.compress_batch(placement, &[input])?.into_bytes())
+    }
+
+    /// Compresses inputs that are slices of pinned memory (from [`PinnedBuffer`]s) on
+    /// `gpu`, the streams one after another into `output` (at least the sum of
+    /// [`Self::max_compressed_len`]); returns each stream's range in it. Copies go straight
+    /// between the pinned buffers and the device.
+    pub fn compress_pinned(
+        &self,
+        gpu: &Gpu,
+        inputs: &[&[u8]],
+        output: &mut PinnedBuffer,
+    ) -> Result<Vec<Range<usize>>> {
+        let need: usize = inputs
+            .iter()
+            .map(|i| self.max_compressed_len(i.len()))
+            .sum();
+        if output.len() < need {
+            return Err(CodecError::invalid(
+                self.name(),
+                format!(
+                    "pinned output holds {} bytes, the worst case is {need}",
+                    output.len()
+                ),
+            ));
+        }
+        if !self.id().has_gpu_path() {
+            return Err(CodecError::invalid(self.name(), "no GPU path"));
+        }
+        let mut sink = Sink::pinned(output.as_mut_slice(), inputs.len());
+        let sizes = self.compress_gpu(gpu, inputs, HostMemory::Pinned, &mut sink)?;
+        Ok(ranges_of(&sizes))
+    }
+
+    /// The device-resident form: `inputs` uploaded to `gpu` through `lane` and kept there,
+    /// ready to be compressed by the kernels alone.
+    pub fn device_compressor(
+        &self,
+        gpu: &Gpu,
+        lane: &mut Lane,
+        inputs: &[&[u8]],
+    ) -> Result<Box<dyn DeviceJob>> {
+        Ok(match self {
+            Codec::Lzss(params) => Box::new(lzss::gpu::device::device_compress(
+                gpu, lane, params, inputs,
+            )?),
+            Codec::Gmatch(format) => Box::new(gmatch::gpu::device::device_compress(
+                gpu, lane, *format, inputs,
+            )?),
+            Codec::Stored | Codec::Bwt(_) => {
+                return Err(CodecError::invalid(self.name(), "no GPU path"));
+            }
+        })
+    }
+
+    fn compress_gpu(
+        &self,
+        gpu: &Gpu,
+        inputs: &[&[u8]],
+        memory: HostMemory,
+        sink: &mut Sink<'_, '_>,
+    ) -> Result<Vec<usize>> {
+        match self {
+            Codec::Lzss(params) => lzss::gpu::compress::compress(gpu, params, inputs, memory, sink),
+            Codec::Gmatch(format) => {
+                gmatch::gpu::compress::compress(gpu, *format, inputs, memory, sink)
+            }
+            Codec::Stored | Codec::Bwt(_) => Err(CodecError::invalid(self.name(), "no GPU path")),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        self.id().name()
+    }
+}
+
+impl CodecId {
+    /// Decodes every stream into the caller's `outputs`, each exactly as long as its
+    /// stream's output (a stream that decodes to another length is corrupt).
+    pub fn decompress_into(
+        self,
+        placement: &Placement,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+    ) -> Result<()> {
+        check_count(inputs.len(), outputs.len())?;
+        let lens: Vec<usize> = outputs.iter().map(|o| o.len()).collect();
+        match placement.gpu_for(self, lens.iter().sum()) {
+            Some(gpu) => self.decompress_gpu(
+                gpu,
+                inputs,
+                &lens,
+                HostMemory::Ordinary,
+                &mut Sink::Buffers(outputs),
+            ),
+            None => cpu::decompress_into(self, inputs, outputs),
+        }
+    }
+
+    /// Decodes every stream, `lens[i]` bytes each; the outputs come back one after
+    /// another in one allocation (sized from `lens`, which the caller trusts: a
+    /// container's lengths, checked against its limits).
+    pub fn decompress_batch(
+        self,
+        placement: &Placement,
+        inputs: &[&[u8]],
+        lens: &[usize],
+    ) -> Result<Packed> {
+        check_count(inputs.len(), lens.len())?;
+        let mut packed = Packed::with_capacities(lens);
+        match placement.gpu_for(self, lens.iter().sum()) {
+            Some(gpu) => {
+                let count = inputs.len();
+                let mut sink = Sink::packed(packed.bytes_mut(), count);
+                self.decompress_gpu(gpu, inputs, lens, HostMemory::Ordinary, &mut sink)?;
+            }
+            None => cpu::decompress_into(self, inputs, &mut packed.slots_mut())?,
+        }
+        Ok(packed)
+    }
+
+    /// Decodes streams that are slices of pinned memory on `gpu`, the outputs one after
+    /// another into `output` (at least the sum of `lens`); returns each output's range.
+    pub fn decompress_pinned(
+        self,
+        gpu: &Gpu,
+        inputs: &[&[u8]],
+        lens: &[usize],
+        output: &mut PinnedBuffer,
+    ) -> Result<Vec<Range<usize>>> {
+        check_count(inputs.len(), lens.len())?;
+        let need: usize = lens.iter().sum();
+        if output.len() < need {
+            return Err(CodecError::invalid(
+                self.name(),
+                format!("pinned output holds {} bytes, {need} needed", output.len()),
+            ));
+        }
+        let mut sink = Sink::pinned(output.as_mut_slice(), inputs.len());
+        self.decompress_gpu(gpu, inputs, lens, HostMemory::Pinned, &mut sink)?;
+        Ok(ranges_of(lens))
+    }
+
+    /// The device-resident form: `streams` (each decoding to `lens[i]` bytes) uploaded to
+    /// `gpu` through `lane` and kept there, ready to be decoded by the kernels alone.
+    pub fn device_decompressor(
+        self,
+        gpu: &Gpu,
+        lane: &mut Lane,
+        streams: &[&[u8]],
+        lens: &[usize],
+    ) -> Result<Box<dyn DeviceJob>> {
+        check_count(streams.len(), lens.len())?;
+        let format = match self {
+            CodecId::Lzss => {
+                return Ok(Box::new(lzss::gpu::device::device_decompress(
+                    gpu, lane, streams, lens,
+                )?));
+            }
+            CodecId::GmatchRaw => SnappyFormat::Raw,
+            CodecId::GmatchFramed => SnappyFormat::Framed,
+            CodecId::GmatchBlocks => SnappyFormat::Blocks,
+            CodecId::Stored | CodecId::Bwt => {
+                return Err(CodecError::invalid(self.name(), "no GPU path"));
+            }
+        };
+        Ok(Box::new(gmatch::gpu::device::device_decompress(
+            gpu, lane, format, streams, lens,
+        )?))
+    }
+
+    fn decompress_gpu(
+        self,
+        gpu: &Gpu,
+        inputs: &[&[u8]],
+        lens: &[usize],
+        memory: HostMemory,
+        sink: &mut Sink<'_, '_>,
+    ) -> Result<()> {
+        let format = match self {
+            CodecId::Lzss => {
+                return lzss::gpu::decompress::decompress(gpu, inputs, lens, memory, sink);
+            }
+            CodecId::GmatchRaw => SnappyFormat::Raw,
+            CodecId::GmatchFramed => SnappyFormat::Framed,
+            CodecId::GmatchBlocks => SnappyFormat::Blocks,
+            CodecId::Stored | CodecId::Bwt => {
+                return Err(CodecError::invalid(self.name(), "no GPU path"));
+            }
+        };
+        gmatch::gpu::decompress::decompress(gpu, format, inputs, lens, memory, sink)
+    }
+}
+
+fn check_count(inputs: usize, outputs: usize) -> Result<()> {
+    if inputs != outputs {
+        return Err(CodecError::invalid(
+            "batch",
+            format!("{inputs} inputs but {outputs} outputs"),
+        ));
+    }
+    Ok(())
+}
+
+/// Ranges of consecutive outputs of `sizes`.
+fn ranges_of(sizes: &[usize]) -> Vec<Range<usize>> {
+    let mut at = 0;
+    sizes
+        .iter()
+        .map(|&size| {
+            at += size;
+            at - size..at
+        })
+        .collect()
+}

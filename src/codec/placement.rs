@@ -1,0 +1,105 @@
+//! Where codecs run: a [`Backend`] resolved once, then a decision per batched call from
+//! the call's total size.
+
+use std::fmt;
+
+use super::id::CodecId;
+use crate::gpu::{Backend, Gpu, GpuError};
+
+/// Batches smaller than this (in uncompressed bytes) stay on the CPU under
+/// [`Backend::Auto`], even with a GPU: below about 1 MiB the launches, the host↔device
+/// copies and the synchronisation cost more than the CPU's cores take. The decision is
+/// per call on the batch's total, so a table's many small parts go to the GPU together.
+/// An explicit [`Backend::Gpu`] uses the GPU for every size.
+pub const GPU_MIN_BYTES: usize = 1 << 20;
+
+/// Where codecs run: a [`Backend`] resolved once, so the per-call decision neither fails
+/// nor looks for a device again. Cheap to copy; pass it down to every call.
+///
+/// ```
+/// use colzip::codec::{CodecId, Placement, GPU_MIN_BYTES};
+/// use colzip::gpu::Backend;
+/// let cpu = Placement::new(Backend::Cpu)?;
+/// assert!(cpu.gpu().is_none() && cpu.gpu_for(CodecId::Lzss, 1 << 30).is_none());
+/// let auto = Placement::new(Backend::Auto)?;
+/// // Small batches and codecs without a GPU path always run on the CPU under auto.
+/// assert!(auto.gpu_for(CodecId::Lzss, GPU_MIN_BYTES - 1).is_none());
+/// assert!(auto.gpu_for(CodecId::Bwt, 1 << 30).is_none());
+/// # Ok::<(), colzip::Error>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct Placement {
+    gpu: Option<&'static Gpu>,
+    /// Batches below this many bytes run on the CPU.
+    min_bytes: usize,
+}
+
+impl Placement {
+    /// Everything on the CPU.
+    pub const CPU: Placement = Placement {
+        gpu: None,
+        min_bytes: usize::MAX,
+    };
+
+    /// Resolves `backend`: `Cpu` runs everything on the CPU; `Gpu` runs every batch of a
+    /// codec with a GPU path on the GPU, and is an error naming the reason when no GPU is
+    /// usable; `Auto` uses the GPU, when there is one, for batches of at least
+    /// [`GPU_MIN_BYTES`].
+    pub fn new(backend: Backend) -> crate::Result<Placement> {
+        Ok(match backend {
+            Backend::Cpu => Placement::CPU,
+            Backend::Gpu => match Gpu::get() {
+                Ok(gpu) => Placement {
+                    gpu: Some(gpu),
+                    min_bytes: 0,
+                },
+                Err(reason) => {
+                    return Err(crate::Error::Gpu(GpuError::Unavailable(format!(
+                        "backend 'gpu' was chosen but {}",
+                        reason.to_string().trim_start_matches("no usable GPU: ")
+                    ))));
+                }
+            },
+            Backend::Auto => Placement {
+                gpu: backend.resolve()?,
+                min_bytes: GPU_MIN_BYTES,
+            },
+        })
+    }
+
+    /// Every batch of a codec with a GPU path on `gpu`.
+    pub fn on(gpu: &'static Gpu) -> Placement {
+        Placement {
+            gpu: Some(gpu),
+            min_bytes: 0,
+        }
+    }
+
+    /// The GPU, if any, that this placement may use.
+    pub fn gpu(&self) -> Option<&'static Gpu> {
+        self.gpu
+    }
+
+    /// The GPU to run `codec` on for a batch of `len` bytes (the uncompressed total, for
+    /// decompression too), or `None` for the CPU.
+    pub fn gpu_for(&self, codec: CodecId, len: usize) -> Option<&'static Gpu> {
+        self.gpu
+            .filter(|_| codec.has_gpu_path() && len >= self.min_bytes)
+    }
+}
+
+impl Default for Placement {
+    /// [`Placement::CPU`].
+    fn default() -> Self {
+        Placement::CPU
+    }
+}
+
+impl fmt::Debug for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Placement")
+            .field("gpu", &self.gpu.map(|g| g.info().name.as_str()))
+            .field("min_bytes", &self.min_bytes)
+            .finish()
+    }
+}
