@@ -125,11 +125,10 @@ impl<W: Write> ArchiveWriter<W> {
         varint::write_u64(&mut record, rows as u64);
         self.out.write_all(&record)?;
         for compressed in columns {
-            let bytes = compressed.to_bytes()?;
             let mut len = Vec::new();
-            varint::write_u64(&mut len, bytes.len() as u64);
+            varint::write_u64(&mut len, compressed.encoded_len()? as u64);
             self.out.write_all(&len)?;
-            self.out.write_all(&bytes)?;
+            compressed.write_to(&mut self.out)?;
         }
         self.batches += 1;
         Ok(())
@@ -155,8 +154,20 @@ pub struct ArchiveReader<R: Read> {
 }
 
 fn read_exact_vec(input: &mut impl Read, len: u64, what: &str) -> Result<Vec<u8>> {
-    // Room is reserved a bounded piece at a time, so a corrupt length cannot force a huge
-    // allocation, and a real one is read without the copies of a doubling buffer.
+    // Up to 256 MiB: one zeroed buffer (mapped lazily, in huge pages, so a corrupt length
+    // costs address space, not memory) read in one go.
+    if len <= 256 << 20 {
+        let mut buf = crate::gpu::zeroed(len as usize);
+        input.read_exact(&mut buf).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                Error::format(format!("archive truncated inside {what}"))
+            }
+            _ => Error::Io(e),
+        })?;
+        return Ok(buf);
+    }
+    // Larger: room is reserved a bounded piece at a time, so a corrupt length cannot force
+    // a huge allocation, and a real one is read without the copies of a doubling buffer.
     const PIECE: u64 = 64 << 20;
     let mut buf = Vec::new();
     let mut left = len;
@@ -268,7 +279,8 @@ impl<R: Read> ArchiveReader<R> {
                 for field in self.schema.fields() {
                     let len = read_varint(&mut self.input)?;
                     let bytes = read_exact_vec(&mut self.input, len, "a column")?;
-                    let column = CompressedColumn::from_bytes(&bytes)?;
+                    let column =
+                        CompressedColumn::from_buffer(arrow::buffer::Buffer::from_vec(bytes))?;
                     if column.field() != field.as_ref() || column.len() != rows {
                         return Err(Error::format(format!(
                             "column '{}' does not match the archive's schema",

@@ -178,6 +178,10 @@ pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize)
         SchemaRef,
         Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
     ) = match kind {
+        InputKind::Raw(raw) if raw != RawType::Utf8Lines && file.metadata()?.len() > 0 => (
+            raw.schema(),
+            Box::new(MappedReader::new(&file, raw, batch_bytes)?),
+        ),
         InputKind::Raw(raw) => {
             let reader = RawReader::new(file, raw, batch_bytes, trailing_newline.clone())?;
             (raw.schema(), Box::new(reader))
@@ -216,6 +220,78 @@ pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize)
         batches,
         trailing_newline,
     })
+}
+
+/// A raw file of fixed-width values, mapped: each block of values is an Arrow buffer over
+/// the mapping (no copy; the pages come from the page cache as the codecs read them).
+struct MappedReader {
+    map: Arc<memmap2::Mmap>,
+    raw: RawType,
+    block: usize,
+    at: usize,
+}
+
+impl MappedReader {
+    fn new(file: &File, raw: RawType, block: usize) -> Result<Self> {
+        let width = raw.width().expect("fixed width");
+        // SAFETY: the mapping is read-only and private to this reader. If another process
+        // changes the file meanwhile, the values read may be torn (as with read()), but
+        // nothing here depends on them for memory safety: they are only copied and hashed.
+        let map = unsafe { memmap2::Mmap::map(file) }?;
+        if !map.len().is_multiple_of(width) {
+            return Err(Error::format(format!(
+                "the file's size is not a multiple of {width} bytes, the width of {}",
+                raw.name()
+            )));
+        }
+        Ok(MappedReader {
+            map: Arc::new(map),
+            raw,
+            // Whole values, and whole pages so every block stays aligned for its type.
+            block: (block.max(4096) / 4096) * 4096,
+            at: 0,
+        })
+    }
+}
+
+impl Iterator for MappedReader {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.map.len() {
+            return None;
+        }
+        let len = self.block.min(self.map.len() - self.at);
+        let start = self.at;
+        self.at += len;
+        let ptr = std::ptr::NonNull::new(self.map.as_ptr().wrapping_add(start) as *mut u8)?;
+        // SAFETY: [start, start + len) lies within the mapping, which the buffer keeps alive
+        // through its owner; the buffer is never written.
+        let buffer = unsafe { Buffer::from_custom_allocation(ptr, len, self.map.clone()) };
+        Some(raw_batch(self.raw, buffer))
+    }
+}
+
+/// One block of fixed-width values as a record batch of `raw`'s schema.
+fn raw_batch(raw: RawType, buffer: Buffer) -> Result<RecordBatch> {
+    let width = raw.width().expect("fixed width");
+    let rows = buffer.len() / width;
+    let array: ArrayRef = match raw {
+        RawType::Bytes | RawType::UInt8 => Arc::new(UInt8Array::new(buffer.into(), None)),
+        RawType::Int8 => primitive::<Int8Type>(buffer, rows),
+        RawType::Int16 => primitive::<Int16Type>(buffer, rows),
+        RawType::Int32 => primitive::<Int32Type>(buffer, rows),
+        RawType::Int64 => primitive::<Int64Type>(buffer, rows),
+        RawType::UInt16 => primitive::<UInt16Type>(buffer, rows),
+        RawType::UInt32 => primitive::<UInt32Type>(buffer, rows),
+        RawType::UInt64 => primitive::<UInt64Type>(buffer, rows),
+        RawType::Float32 => primitive::<Float32Type>(buffer, rows),
+        RawType::Float64 => primitive::<Float64Type>(buffer, rows),
+        RawType::Utf8Lines => {
+            return Err(Error::format("utf8-lines files are read, not mapped"));
+        }
+    };
+    Ok(RecordBatch::try_new(raw.schema(), vec![array])?)
 }
 
 /// Reads a raw file in blocks, each one record batch of one column.

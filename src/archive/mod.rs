@@ -68,7 +68,15 @@ fn write_atomically<T>(path: &Path, write: impl FnOnce(File) -> Result<T>) -> Re
     let mut partial = path.as_os_str().to_owned();
     partial.push(".partial");
     let partial = PathBuf::from(partial);
-    let result = File::create(&partial).map_err(Error::from).and_then(write);
+    // Read and write: raw outputs are written through a mapping of the file.
+    let result = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&partial)
+        .map_err(Error::from)
+        .and_then(write);
     match result {
         Ok(value) => {
             std::fs::rename(&partial, path)?;
@@ -234,11 +242,7 @@ pub fn decompress_file(
         ..Default::default()
     };
     write_atomically(output, |file| {
-        let sink = output::sink(
-            kind,
-            BufWriter::with_capacity(WRITE_BUFFER, file),
-            schema.clone(),
-        )?;
+        let sink = output::file_sink(kind, file, schema.clone(), WRITE_BUFFER)?;
         let (sink, trailing) = pipeline(
             |send| {
                 let mut reading = Busy::default();

@@ -12,6 +12,9 @@
 //! (single raw Snappy streams, whole-part xxh3) are refused with an error naming the
 //! version.
 
+use std::io::Write;
+
+use arrow::buffer::Buffer;
 use arrow::datatypes::Field;
 
 use super::bytes::Reader;
@@ -28,60 +31,101 @@ pub const VERSION: u8 = 2;
 /// Nodes nested deeper than this are refused (a dictionary of dictionaries is 2).
 const MAX_DEPTH: usize = 16;
 
+/// A container as pieces: the small encoded headers and the parts' streams, in order.
+/// Written one after another (no concatenated copy), with the CRC accumulated over them.
+struct Pieces<'a> {
+    pieces: Vec<Piece<'a>>,
+}
+
+enum Piece<'a> {
+    Header(Vec<u8>),
+    Stream(&'a [u8]),
+}
+
+impl Piece<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Piece::Header(bytes) => bytes,
+            Piece::Stream(bytes) => bytes,
+        }
+    }
+}
+
+fn pieces(column: &CompressedColumn) -> Result<Pieces<'_>> {
+    let mut head = Vec::with_capacity(64);
+    head.extend_from_slice(MAGIC);
+    head.push(VERSION);
+    types::write_field(&mut head, &column.field)?;
+    let mut pieces = Vec::new();
+    node_pieces(&mut head, &mut pieces, &column.root);
+    pieces.push(Piece::Header(head));
+    Ok(Pieces { pieces })
+}
+
+/// Appends `node`'s headers to `head`, moving it into `pieces` before each part's stream.
+fn node_pieces<'a>(head: &mut Vec<u8>, pieces: &mut Vec<Piece<'a>>, node: &'a CompressedNode) {
+    varint::write_u64(head, node.rows as u64);
+    varint::write_u64(head, node.null_count as u64);
+    head.push(node.parts.len() as u8);
+    for part in &node.parts {
+        head.push(part.role as u8);
+        varint::write_u64(head, u64::from(part.width));
+        head.push(part.codec as u8);
+        varint::write_u64(head, part.raw_len as u64);
+        varint::write_u64(head, part.bytes.len() as u64);
+        head.extend_from_slice(&part.checksum.to_le_bytes());
+        pieces.push(Piece::Header(std::mem::take(head)));
+        pieces.push(Piece::Stream(&part.bytes));
+    }
+    head.push(node.children.len() as u8);
+    for child in &node.children {
+        node_pieces(head, pieces, child);
+    }
+}
+
+impl Pieces<'_> {
+    /// Bytes the container takes (its CRC included).
+    fn len(&self) -> usize {
+        self.pieces.iter().map(|p| p.bytes().len()).sum::<usize>() + 4
+    }
+
+    fn write_to(&self, out: &mut impl Write) -> Result<()> {
+        let mut crc = 0;
+        for piece in &self.pieces {
+            let bytes = piece.bytes();
+            crc = crc32c::crc32c_append(crc, bytes);
+            out.write_all(bytes)?;
+        }
+        out.write_all(&crc.to_le_bytes())?;
+        Ok(())
+    }
+}
+
 pub(super) fn write(column: &CompressedColumn) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(column.compressed_bytes() + 64);
-    out.extend_from_slice(MAGIC);
-    out.push(VERSION);
-    types::write_field(&mut out, &column.field)?;
-    write_node(&mut out, &column.root);
-    let crc = parallel_crc32c(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
+    let mut out = Vec::new();
+    write_to(column, &mut out)?;
     Ok(out)
 }
 
-/// CRC-32C of `bytes`, pieces on all cores combined into the value of one pass.
-fn parallel_crc32c(bytes: &[u8]) -> u32 {
-    use rayon::prelude::*;
-    const PIECE: usize = 4 << 20;
-    if bytes.len() <= 2 * PIECE {
-        return crc32c::crc32c(bytes);
-    }
-    bytes
-        .par_chunks(PIECE)
-        .map(|piece| (crc32c::crc32c(piece), piece.len()))
-        .collect::<Vec<_>>()
-        .into_iter()
-        .fold(0, |crc, (piece_crc, len)| {
-            crc32c::crc32c_combine(crc, piece_crc, len)
-        })
+/// Bytes [`write_to`] writes for `column`.
+pub(super) fn encoded_len(column: &CompressedColumn) -> Result<usize> {
+    Ok(pieces(column)?.len())
 }
 
-fn write_node(out: &mut Vec<u8>, node: &CompressedNode) {
-    varint::write_u64(out, node.rows as u64);
-    varint::write_u64(out, node.null_count as u64);
-    out.push(node.parts.len() as u8);
-    for part in &node.parts {
-        out.push(part.role as u8);
-        varint::write_u64(out, u64::from(part.width));
-        out.push(part.codec as u8);
-        varint::write_u64(out, part.raw_len as u64);
-        varint::write_u64(out, part.bytes.len() as u64);
-        out.extend_from_slice(&part.checksum.to_le_bytes());
-        crate::gpu::extend_parallel(out, &part.bytes);
-    }
-    out.push(node.children.len() as u8);
-    for child in &node.children {
-        write_node(out, child);
-    }
+/// Writes `column`'s container to `out`, its streams straight from where they are.
+pub(super) fn write_to(column: &CompressedColumn, out: &mut impl Write) -> Result<()> {
+    pieces(column)?.write_to(out)
 }
 
-pub(super) fn read(bytes: &[u8]) -> Result<CompressedColumn> {
+/// Parses a container; the parts' streams are slices of `buffer` (no copies).
+pub(super) fn read(buffer: Buffer) -> Result<CompressedColumn> {
+    let bytes = buffer.as_slice();
     if bytes.len() < MAGIC.len() + 1 + 4 || &bytes[..4] != MAGIC {
         return Err(Error::format("not a colzip column container (bad magic)"));
     }
     let (body, crc) = bytes.split_at(bytes.len() - 4);
     let stored = u32::from_le_bytes(crc.try_into().expect("4 bytes"));
-    if parallel_crc32c(body) != stored {
+    if crc32c::crc32c(body) != stored {
         return Err(Error::Checksum {
             what: "column container".into(),
         });
@@ -99,14 +143,14 @@ pub(super) fn read(bytes: &[u8]) -> Result<CompressedColumn> {
         )));
     }
     let field: Field = types::read_field(&mut reader)?;
-    let root = read_node(&mut reader, 0)?;
+    let root = read_node(&mut reader, &buffer, 0)?;
     if !reader.is_empty() {
         return Err(Error::format("trailing bytes after the column"));
     }
     Ok(CompressedColumn { field, root })
 }
 
-fn read_node(reader: &mut Reader<'_>, depth: usize) -> Result<CompressedNode> {
+fn read_node(reader: &mut Reader<'_>, buffer: &Buffer, depth: usize) -> Result<CompressedNode> {
     if depth > MAX_DEPTH {
         return Err(Error::format("container nodes nested too deeply"));
     }
@@ -130,8 +174,8 @@ fn read_node(reader: &mut Reader<'_>, depth: usize) -> Result<CompressedNode> {
         let stored_len = reader.varint_usize()?;
         let checksum = reader.u64_le()?;
         let stored = reader.take(stored_len)?;
-        let mut bytes = Vec::with_capacity(stored.len());
-        crate::gpu::extend_parallel(&mut bytes, stored);
+        let at = stored.as_ptr() as usize - buffer.as_ptr() as usize;
+        let bytes = buffer.slice_with_length(at, stored.len());
         if codec == CodecId::Stored && stored_len != raw_len {
             return Err(Error::format(
                 "stored part whose length differs from its raw length",
@@ -149,7 +193,7 @@ fn read_node(reader: &mut Reader<'_>, depth: usize) -> Result<CompressedNode> {
     let child_count = reader.u8()?;
     let mut children = Vec::with_capacity(child_count as usize);
     for _ in 0..child_count {
-        children.push(read_node(reader, depth + 1)?);
+        children.push(read_node(reader, buffer, depth + 1)?);
     }
     Ok(CompressedNode {
         rows,

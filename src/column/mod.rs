@@ -122,8 +122,8 @@ pub struct CompressedPart {
     pub raw_len: usize,
     /// [`part_checksum`] of the raw part.
     pub checksum: u64,
-    /// The codec's stream.
-    pub bytes: Vec<u8>,
+    /// The codec's stream (a slice of the container it was read from, when read).
+    pub bytes: arrow::buffer::Buffer,
 }
 
 /// A compressed array (or a dictionary's values, as a child).
@@ -194,9 +194,25 @@ impl CompressedColumn {
         container::write(self)
     }
 
+    /// Writes the container to `out`, the parts' streams straight from where they are
+    /// (no concatenated copy); [`Self::encoded_len`] bytes.
+    pub fn write_to(&self, out: &mut impl std::io::Write) -> Result<()> {
+        container::write_to(self, out)
+    }
+
+    /// Bytes of the container [`Self::write_to`] and [`Self::to_bytes`] write.
+    pub fn encoded_len(&self) -> Result<usize> {
+        container::encoded_len(self)
+    }
+
     /// Parses a container; corrupt or truncated bytes give an `Err`.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        container::read(bytes)
+        container::read(arrow::buffer::Buffer::from(bytes))
+    }
+
+    /// [`Self::from_bytes`] without a copy: the parts' streams stay slices of `buffer`.
+    pub fn from_buffer(buffer: arrow::buffer::Buffer) -> Result<Self> {
+        container::read(buffer)
     }
 }
 

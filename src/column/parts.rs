@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use arrow::buffer::Buffer;
 use rayon::prelude::*;
 
 use super::checksum::part_checksum;
@@ -106,7 +107,7 @@ pub(super) fn compress_parts(
         };
         groups.entry(key).or_insert((*codec, Vec::new())).1.push(i);
     }
-    let mut streams: Vec<Option<Vec<u8>>> = vec![None; parts.len()];
+    let mut streams: Vec<Option<Buffer>> = vec![None; parts.len()];
     for (codec, members) in groups.into_values() {
         if codec == Codec::Stored {
             continue;
@@ -124,7 +125,7 @@ pub(super) fn compress_parts(
             if size < parts[i].bytes.len() {
                 output.truncate(size);
                 output.shrink_to_fit();
-                streams[i] = Some(output);
+                streams[i] = Some(Buffer::from_vec(output));
             }
         }
     }
@@ -156,13 +157,20 @@ pub(super) fn decompress_parts(
     parts: &[&CompressedPart],
     placement: &Placement,
 ) -> Result<Vec<PlainPart>> {
+    // Stored parts are copied (into aligned memory of their own: a slice of a container
+    // need not be aligned for the column's type); the others decode into fresh buffers.
     let mut outputs: Vec<Vec<u8>> = parts
         .iter()
-        .map(|p| crate::gpu::zeroed(p.raw_len))
+        .map(|p| match p.codec {
+            CodecId::Stored => p.bytes.to_vec(),
+            _ => crate::gpu::zeroed(p.raw_len),
+        })
         .collect();
     let mut groups: BTreeMap<CodecId, Vec<usize>> = BTreeMap::new();
     for (i, part) in parts.iter().enumerate() {
-        groups.entry(part.codec).or_default().push(i);
+        if part.codec != CodecId::Stored {
+            groups.entry(part.codec).or_default().push(i);
+        }
     }
     for (codec, members) in groups {
         let inputs: Vec<&[u8]> = members.iter().map(|&i| &parts[i].bytes[..]).collect();
@@ -189,7 +197,7 @@ pub(super) fn decompress_parts(
             Ok(PlainPart {
                 role: part.role,
                 width: part.width,
-                bytes,
+                bytes: Buffer::from_vec(bytes),
             })
         })
         .collect()

@@ -56,13 +56,14 @@ impl PartRole {
     }
 }
 
-/// One uncompressed buffer of a column.
+/// One uncompressed buffer of a column: an Arrow buffer, so that a column's values are
+/// handed to the codecs (and decoded parts back to arrays) without copies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlainPart {
     pub role: PartRole,
     /// Bytes per element as stored (1 for bitmaps and string bytes).
     pub width: u32,
-    pub bytes: Vec<u8>,
+    pub bytes: Buffer,
 }
 
 impl PlainPart {
@@ -123,7 +124,7 @@ pub fn encode(array: &dyn Array) -> Result<PlainNode> {
         parts.push(PlainPart {
             role: PartRole::Validity,
             width: 1,
-            bytes: nulls.inner().sliced().to_vec(),
+            bytes: nulls.inner().sliced(),
         });
     }
     let null_count = array.nulls().map_or(0, |n| n.null_count());
@@ -132,11 +133,10 @@ pub fn encode(array: &dyn Array) -> Result<PlainNode> {
     match data_type {
         DataType::Null => {}
         DataType::Boolean => {
-            let values = array.as_boolean().values().sliced();
             parts.push(PlainPart {
                 role: PartRole::Values,
                 width: 1,
-                bytes: values.to_vec(),
+                bytes: array.as_boolean().values().sliced(),
             });
         }
         DataType::Utf8 | DataType::Binary => push_offset_parts::<i32>(array, &mut parts),
@@ -166,11 +166,16 @@ pub fn encode(array: &dyn Array) -> Result<PlainNode> {
                 ))
             })?;
             let data = array.to_data();
-            let start = data.offset() * width;
-            let bytes = &data.buffers()[0].as_slice()[start..start + rows * width];
-            let (width, bytes) = match other {
-                DataType::Decimal128(..) | DataType::Decimal256(..) => narrow(bytes, width),
-                _ => (width, copy_all_cores(bytes)),
+            let bytes = data.buffers()[0].slice_with_length(data.offset() * width, rows * width);
+            let narrowed = match other {
+                DataType::Decimal128(..) | DataType::Decimal256(..) => narrow(&bytes, width),
+                _ => None,
+            };
+            let (width, bytes) = match narrowed {
+                Some((narrow_width, narrow_bytes)) => {
+                    (narrow_width, Buffer::from_vec(narrow_bytes))
+                }
+                None => (width, bytes),
             };
             parts.push(PlainPart {
                 role: PartRole::Values,
@@ -187,24 +192,16 @@ pub fn encode(array: &dyn Array) -> Result<PlainNode> {
     })
 }
 
-/// A copy of `bytes`, made on all cores when large (the values of a big column).
-fn copy_all_cores(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    crate::gpu::extend_parallel(&mut out, bytes);
-    out
-}
-
 fn push_offset_parts<O: OffsetSizeTrait>(array: &dyn Array, parts: &mut Vec<PlainPart>) {
     let data = array.to_data();
     let offsets = ScalarBuffer::<O>::new(data.buffers()[0].clone(), data.offset(), data.len() + 1);
-    let values = data.buffers()[1].as_slice();
     let (first, last) = (offsets[0].as_usize(), offsets[data.len()].as_usize());
     let lengths = offsets.windows(2).map(|w| (w[1] - w[0]).as_usize() as u64);
     parts.push(lengths_part(lengths, data.len()));
     parts.push(PlainPart {
         role: PartRole::Data,
         width: 1,
-        bytes: copy_all_cores(&values[first..last]),
+        bytes: data.buffers()[1].slice_with_length(first, last - first),
     });
 }
 
@@ -220,7 +217,7 @@ fn push_var_parts<'a>(
     parts.push(PlainPart {
         role: PartRole::Data,
         width: 1,
-        bytes: data,
+        bytes: Buffer::from_vec(data),
     });
 }
 
@@ -240,13 +237,13 @@ fn lengths_part(lengths: impl Iterator<Item = u64> + Clone, rows: usize) -> Plai
     PlainPart {
         role: PartRole::Lengths,
         width: width as u32,
-        bytes,
+        bytes: Buffer::from_vec(bytes),
     }
 }
 
 /// Stores little-endian two's-complement values of `width` bytes at the narrowest of
-/// 4/8/16 bytes from which sign extension gives them back.
-fn narrow(bytes: &[u8], width: usize) -> (usize, Vec<u8>) {
+/// 4/8/16 bytes from which sign extension gives them back (`None`: no narrower width).
+fn narrow(bytes: &[u8], width: usize) -> Option<(usize, Vec<u8>)> {
     let fits = |narrow: usize| {
         bytes.chunks_exact(width).all(|value| {
             let fill = if value[narrow - 1] & 0x80 != 0 {
@@ -263,13 +260,13 @@ fn narrow(bytes: &[u8], width: usize) -> (usize, Vec<u8>) {
         .find(|&w| fits(w))
         .unwrap_or(width);
     if narrow_width == width {
-        return (width, bytes.to_vec());
+        return None;
     }
     let mut out = Vec::with_capacity(bytes.len() / width * narrow_width);
     for value in bytes.chunks_exact(width) {
         out.extend_from_slice(&value[..narrow_width]);
     }
-    (narrow_width, out)
+    Some((narrow_width, out))
 }
 
 /// Sign-extends values of `from` bytes to `to` bytes.
@@ -332,11 +329,7 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
     let nulls = match parts.take_optional(PartRole::Validity) {
         Some(validity) => {
             expect_len("validity", validity.bytes.len(), rows.div_ceil(8))?;
-            let nulls = NullBuffer::new(BooleanBuffer::new(
-                Buffer::from_vec(validity.bytes),
-                0,
-                rows,
-            ));
+            let nulls = NullBuffer::new(BooleanBuffer::new(validity.bytes, 0, rows));
             if nulls.null_count() != null_count {
                 return Err(Error::format(format!(
                     "validity has {} nulls, the header says {null_count}",
@@ -354,13 +347,7 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
         DataType::Boolean => {
             let values = parts.take(PartRole::Values)?;
             expect_len("boolean values", values.bytes.len(), rows.div_ceil(8))?;
-            build(
-                data_type,
-                rows,
-                nulls,
-                vec![Buffer::from_vec(values.bytes)],
-                vec![],
-            )?
+            build(data_type, rows, nulls, vec![values.bytes], vec![])?
         }
         DataType::Utf8 | DataType::Binary => {
             offsets_array::<i32>(data_type, rows, nulls, &mut parts)?
@@ -386,7 +373,7 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
             let data = ArrayData::builder(data_type.clone())
                 .len(rows)
                 .nulls(nulls)
-                .add_buffer(Buffer::from_vec(values.bytes))
+                .add_buffer(values.bytes)
                 .add_child_data(dictionary.to_data())
                 .align_buffers(true)
                 .build()?;
@@ -410,15 +397,9 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
             let bytes = if stored == width {
                 values.bytes
             } else {
-                widen(&values.bytes, stored, width)
+                Buffer::from_vec(widen(&values.bytes, stored, width))
             };
-            build(
-                data_type,
-                rows,
-                nulls,
-                vec![Buffer::from_vec(bytes)],
-                vec![],
-            )?
+            build(data_type, rows, nulls, vec![bytes], vec![])?
         }
     };
     if let Some(extra) = parts.next() {
@@ -464,7 +445,7 @@ fn build(
 }
 
 /// Decodes the lengths part into `rows` lengths, checking their total against the data.
-fn read_lengths(parts: &mut Parts, rows: usize) -> Result<(Vec<u64>, Vec<u8>)> {
+fn read_lengths(parts: &mut Parts, rows: usize) -> Result<(Vec<u64>, Buffer)> {
     let lengths = parts.take(PartRole::Lengths)?;
     let width = lengths.width as usize;
     if ![1, 2, 4, 8].contains(&width) {
@@ -512,7 +493,7 @@ fn offsets_array<O: OffsetSizeTrait>(
         data_type,
         rows,
         nulls,
-        vec![Buffer::from_vec(offsets), Buffer::from_vec(data)],
+        vec![Buffer::from_vec(offsets), data],
         vec![],
     )
 }
@@ -558,14 +539,14 @@ mod tests {
     fn narrowing_round_trips_and_picks_the_smallest_width() {
         let values: Vec<i128> = vec![0, -1, 5000, -70000, i32::MAX as i128, i32::MIN as i128];
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let (width, narrow_bytes) = narrow(&bytes, 16);
+        let (width, narrow_bytes) = narrow(&bytes, 16).unwrap();
         assert_eq!(width, 4);
         assert_eq!(widen(&narrow_bytes, 4, 16), bytes);
         let big: Vec<u8> = [1i128 << 40, -(1i128 << 70)]
             .iter()
             .flat_map(|v| v.to_le_bytes())
             .collect();
-        assert_eq!(narrow(&big, 16).0, 16);
+        assert!(narrow(&big, 16).is_none());
     }
 
     #[test]

@@ -318,7 +318,7 @@ fn decode_parts<'a>(
         parts.push(plain::PlainPart {
             role: part.role,
             width: part.width,
-            bytes: baseline.decompress(pieces, part.bytes.len())?,
+            bytes: arrow::buffer::Buffer::from_vec(baseline.decompress(pieces, part.bytes.len())?),
         });
     }
     let children = node
@@ -372,7 +372,7 @@ pub fn peer_form(array: &ArrayRef) -> Result<ArrayRef> {
                 .parts
                 .into_iter()
                 .find(|p| p.role == plain::PartRole::Data)
-                .map(|p| p.bytes)
+                .map(|p| p.bytes.to_vec())
                 .unwrap_or_default();
             Arc::new(UInt8Array::from(data))
         }
