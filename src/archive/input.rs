@@ -274,9 +274,19 @@ impl Iterator for MappedReader {
 
 /// One block of fixed-width values as a record batch of `raw`'s schema.
 fn raw_batch(raw: RawType, buffer: Buffer) -> Result<RecordBatch> {
-    let width = raw.width().expect("fixed width");
+    Ok(RecordBatch::try_new(
+        raw.schema(),
+        vec![raw_array(raw, buffer)?],
+    )?)
+}
+
+/// Fixed-width values as an array of `raw`'s type.
+fn raw_array(raw: RawType, buffer: Buffer) -> Result<ArrayRef> {
+    let width = raw
+        .width()
+        .ok_or_else(|| Error::format("utf8-lines has no fixed width"))?;
     let rows = buffer.len() / width;
-    let array: ArrayRef = match raw {
+    Ok(match raw {
         RawType::Bytes | RawType::UInt8 => Arc::new(UInt8Array::new(buffer.into(), None)),
         RawType::Int8 => primitive::<Int8Type>(buffer, rows),
         RawType::Int16 => primitive::<Int16Type>(buffer, rows),
@@ -290,8 +300,7 @@ fn raw_batch(raw: RawType, buffer: Buffer) -> Result<RecordBatch> {
         RawType::Utf8Lines => {
             return Err(Error::format("utf8-lines files are read, not mapped"));
         }
-    };
-    Ok(RecordBatch::try_new(raw.schema(), vec![array])?)
+    })
 }
 
 /// Reads a raw file in blocks, each one record batch of one column.
@@ -392,23 +401,7 @@ impl RawReader {
                         )));
                     }
                 }
-                let rows = buf.len() / width;
-                let buffer = Buffer::from_vec(buf);
-                match raw {
-                    RawType::Bytes | RawType::UInt8 => {
-                        Arc::new(UInt8Array::new(buffer.into(), None))
-                    }
-                    RawType::Int8 => primitive::<Int8Type>(buffer, rows),
-                    RawType::Int16 => primitive::<Int16Type>(buffer, rows),
-                    RawType::Int32 => primitive::<Int32Type>(buffer, rows),
-                    RawType::Int64 => primitive::<Int64Type>(buffer, rows),
-                    RawType::UInt16 => primitive::<UInt16Type>(buffer, rows),
-                    RawType::UInt32 => primitive::<UInt32Type>(buffer, rows),
-                    RawType::UInt64 => primitive::<UInt64Type>(buffer, rows),
-                    RawType::Float32 => primitive::<Float32Type>(buffer, rows),
-                    RawType::Float64 => primitive::<Float64Type>(buffer, rows),
-                    RawType::Utf8Lines => unreachable!("handled above"),
-                }
+                raw_array(raw, Buffer::from_vec(buf))?
             }
         };
         if array.is_empty() && self.done && self.any_bytes {

@@ -30,6 +30,23 @@ pub struct Figures {
     pub decompress_vec: f64,
 }
 
+impl Figures {
+    /// A CPU row's figures: `raw` bytes in `compress` and `decompress` seconds of wall
+    /// time on all cores, the same figure in all three forms.
+    pub fn wall(compressed: usize, raw: usize, compress: f64, decompress: f64) -> Self {
+        let (c, d) = (gbps(raw, compress), gbps(raw, decompress));
+        Figures {
+            compressed,
+            compress_kernel: c,
+            decompress_kernel: d,
+            compress_pinned: c,
+            decompress_pinned: d,
+            compress_vec: c,
+            decompress_vec: d,
+        }
+    }
+}
+
 /// Median wall time of `runs` calls of `f` (after one unmeasured call), seconds.
 pub(crate) fn median_seconds(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     f()?;
@@ -69,16 +86,7 @@ pub fn cpu_row(codec: &Codec, buffers: &[&[u8]], runs: usize) -> Result<(Figures
         Ok(())
     })?;
     check_equal(&back, buffers, "the CPU decoder did not round-trip")?;
-    let (c, d) = (gbps(total, compress), gbps(total, decompress));
-    let figures = Figures {
-        compressed: streams.bytes().len(),
-        compress_kernel: c,
-        decompress_kernel: d,
-        compress_pinned: c,
-        decompress_pinned: d,
-        compress_vec: c,
-        decompress_vec: d,
-    };
+    let figures = Figures::wall(streams.bytes().len(), total, compress, decompress);
     Ok((figures, streams))
 }
 

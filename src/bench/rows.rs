@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::measure::{Figures, cpu_row, gbps, gpu_decode_row, gpu_row, median_seconds};
+use super::measure::{Figures, cpu_row, gpu_decode_row, gpu_row, median_seconds};
 use super::{BenchRow, Config, PlainColumn, codec_name};
 use crate::codec::lzss::LzssParams;
 use crate::codec::{Codec, CodecId, SnappyFormat};
@@ -151,17 +151,8 @@ pub(super) fn gmatch(
                 column.name
             )));
         }
-        let n = column.bytes.len();
-        let (c, d) = (gbps(n, compress), gbps(n, decompress));
-        let figures = Figures {
-            compressed: refs.iter().map(|s| s.len()).sum(),
-            compress_kernel: c,
-            decompress_kernel: d,
-            compress_pinned: c,
-            decompress_pinned: d,
-            compress_vec: c,
-            decompress_vec: d,
-        };
+        let compressed = refs.iter().map(|s| s.len()).sum();
+        let figures = Figures::wall(compressed, column.bytes.len(), compress, decompress);
         emit(row(column, name, "cpu", &figures));
     }
     Ok(())

@@ -46,6 +46,34 @@ impl<'a, 'b> Sink<'a, 'b> {
         }
     }
 
+    /// Prepares decoding into outputs of known lengths `lens`: a packed sink's outputs
+    /// start one after another; a buffers sink's must have exactly those lengths.
+    pub(crate) fn expect_outputs(
+        &mut self,
+        lens: &[usize],
+        codec: &'static str,
+    ) -> crate::codec::Result<()> {
+        let mut at = 0;
+        for (i, len) in lens.iter().enumerate() {
+            self.set_start(i, at);
+            at += len;
+        }
+        if let Sink::Buffers(outputs) = self {
+            for (i, (output, &len)) in outputs.iter().zip(lens).enumerate() {
+                if output.len() != len {
+                    return Err(crate::codec::CodecError::invalid(
+                        codec,
+                        format!(
+                            "output {i} holds {} bytes, its stream decodes to {len}",
+                            output.len()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Sets where output `i` begins in a packed sink (ignored for buffers).
     pub(crate) fn set_start(&mut self, i: usize, at: usize) {
         if let Sink::Packed { starts, .. } = self {

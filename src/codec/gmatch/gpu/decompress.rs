@@ -15,12 +15,14 @@ use super::super::NAME;
 use super::super::blocks::{block_elements, blocks_layout};
 use super::super::decode::raw_elements;
 use super::super::frame::{masked_crc32c, scan_chunks};
-use super::launch::{DecodeKernels, DecodeLaunch, SnappyDecodeError, WORD_SLACK, enqueue_decode};
+use super::launch::{
+    DecodeKernels, DecodeLaunch, DecodeLayout, SnappyDecodeError, WORD_SLACK, enqueue_decode,
+};
 use crate::codec::SnappyFormat;
 use crate::codec::batch::Sink;
 use crate::codec::error::{CodecError, Result};
 use crate::gpu::{
-    ArrayPack, Gpu, HostMemory, Lane, PinnedBuffer, Stages, copy_to_host, run_pipeline, step_bytes,
+    Gpu, HostMemory, Lane, PinnedBuffer, Stages, copy_to_host, run_pipeline, step_bytes,
     upload_pieces,
 };
 
@@ -126,25 +128,7 @@ pub(crate) fn decompress(
     sink: &mut Sink<'_, '_>,
 ) -> Result<()> {
     let units = units(format, inputs, lens)?;
-    // Packed outputs: each starts where the one before ends.
-    let mut at = 0;
-    for (i, len) in lens.iter().enumerate() {
-        sink.set_start(i, at);
-        at += len;
-    }
-    if let Sink::Buffers(outputs) = sink {
-        for (i, (output, &len)) in outputs.iter().zip(lens).enumerate() {
-            if output.len() != len {
-                return Err(CodecError::invalid(
-                    NAME,
-                    format!(
-                        "output {i} holds {} bytes, its stream decodes to {len}",
-                        output.len()
-                    ),
-                ));
-            }
-        }
-    }
+    sink.expect_outputs(lens, NAME)?;
     let steps = plan_steps(&units);
     let mut stages = DecodeStages {
         gpu,
@@ -218,8 +202,7 @@ impl Stages for DecodeStages<'_, '_, '_> {
         let mut pieces: Vec<&[u8]> = Vec::new();
         let mut uploaded = 0usize;
         let mut decoded = Vec::new();
-        let (mut in_offsets, mut in_lens, mut out_offsets, mut out_lens) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut layout = DecodeLayout::default();
         let mut out_at = 0u64;
         let mut k = 0;
         while k < units.len() {
@@ -260,10 +243,9 @@ impl Stages for DecodeStages<'_, '_, '_> {
             for (j, unit) in units[k..end].iter().enumerate() {
                 if let Some((at, len)) = placed[j] {
                     decoded.push(k + j);
-                    in_offsets.push((uploaded + at - from) as u64);
-                    in_lens.push(len as u64);
-                    out_offsets.push(out_at);
-                    out_lens.push(unit.out_len as u64);
+                    let input = uploaded + at - from;
+                    let output = out_at as usize;
+                    layout.push(input..input + len, output..output + unit.out_len);
                 }
                 out_at += unit.out_len as u64;
             }
@@ -273,14 +255,7 @@ impl Stages for DecodeStages<'_, '_, '_> {
         let in_at = uploaded as u64;
         let (in_len, out_len) = (in_at as usize, out_at as usize);
         let count = decoded.len();
-        let mut meta = ArrayPack::new();
-        let spans = [
-            meta.push_u64(&in_offsets),
-            meta.push_u64(&in_lens),
-            meta.push_u64(&out_offsets),
-            meta.push_u64(&out_lens),
-        ]
-        .map(|id| meta.span(id));
+        let (meta, spans) = layout.pack();
         let mut input = lane.take_device("snappy.in", in_len + WORD_SLACK)?;
         upload_pieces(
             self.gpu,

@@ -10,13 +10,13 @@ use super::super::{BLOCK_SIZE, NAME};
 use super::compress::{Launch, header};
 use super::decompress::{Source, units};
 use super::launch::{
-    CompressKernels, DecodeKernels, DecodeLaunch, INPUT_PADDING, LayoutFormat, WORD_SLACK,
-    enqueue_decode,
+    CompressKernels, DecodeKernels, DecodeLaunch, DecodeLayout, INPUT_PADDING, LayoutFormat,
+    WORD_SLACK, enqueue_decode,
 };
 use crate::codec::SnappyFormat;
 use crate::codec::batch::DeviceJob;
 use crate::codec::error::{CodecError, Result};
-use crate::gpu::{ArrayPack, Gpu, Lane, copy_to_device, copy_to_host};
+use crate::gpu::{Gpu, Lane, copy_to_device, copy_to_host};
 
 /// Uploads `pieces` one after another into a new device buffer with `padding` spare bytes.
 fn resident(lane: &mut Lane, pieces: &[&[u8]], padding: usize) -> Result<CudaSlice<u8>> {
@@ -99,8 +99,7 @@ pub(crate) fn device_decompress(
 ) -> Result<DeviceDecompress> {
     let units = units(format, streams, lens)?;
     let mut pieces = Vec::new();
-    let (mut in_offsets, mut in_lens, mut out_offsets, mut out_lens) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut layout = DecodeLayout::default();
     let (mut in_at, mut out_at) = (0u64, 0u64);
     // Stored framed chunks are copies, not decoding: the resident form leaves them out.
     for unit in &units {
@@ -108,24 +107,15 @@ pub(crate) fn device_decompress(
             continue;
         };
         pieces.push(elements);
-        in_offsets.push(in_at);
-        in_lens.push(elements.len() as u64);
-        out_offsets.push(out_at);
-        out_lens.push(unit.out_len as u64);
+        let (input, output) = (in_at as usize, out_at as usize);
+        layout.push(input..input + elements.len(), output..output + unit.out_len);
         in_at += elements.len() as u64;
         out_at += unit.out_len as u64;
     }
-    let mut meta = ArrayPack::new();
-    let spans = [
-        meta.push_u64(&in_offsets),
-        meta.push_u64(&in_lens),
-        meta.push_u64(&out_offsets),
-        meta.push_u64(&out_lens),
-    ]
-    .map(|id| meta.span(id));
+    let (meta, spans) = layout.pack();
     let input = resident(lane, &pieces, WORD_SLACK)?;
     let meta = meta.upload(gpu, lane, "resident.meta", "resident.meta")?;
-    let count = in_offsets.len();
+    let count = layout.len();
     let output = lane.take_device("resident.out", out_at as usize + WORD_SLACK)?;
     let results = lane.take_device("resident.results", 8 * count)?;
     lane.synchronize()?;

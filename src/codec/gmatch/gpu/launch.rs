@@ -333,6 +333,43 @@ impl DecodeKernels {
     }
 }
 
+/// Where every buffer of a decode launch is: its element bytes in the launch's input and
+/// its output in the launch's output (u64 offsets and lengths, as the kernel reads them).
+#[derive(Default, Debug)]
+pub(crate) struct DecodeLayout {
+    in_offsets: Vec<u64>,
+    in_lens: Vec<u64>,
+    out_offsets: Vec<u64>,
+    out_lens: Vec<u64>,
+}
+
+impl DecodeLayout {
+    pub(crate) fn push(&mut self, input: std::ops::Range<usize>, output: std::ops::Range<usize>) {
+        self.in_offsets.push(input.start as u64);
+        self.in_lens.push(input.len() as u64);
+        self.out_offsets.push(output.start as u64);
+        self.out_lens.push(output.len() as u64);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.in_offsets.len()
+    }
+
+    /// The four arrays packed for one upload, and each one's bytes in the pack (input
+    /// offsets, input lengths, output offsets, output lengths).
+    pub(crate) fn pack(&self) -> (crate::gpu::ArrayPack, [std::ops::Range<usize>; 4]) {
+        let mut pack = crate::gpu::ArrayPack::new();
+        let ids = [
+            pack.push_u64(&self.in_offsets),
+            pack.push_u64(&self.in_lens),
+            pack.push_u64(&self.out_offsets),
+            pack.push_u64(&self.out_lens),
+        ];
+        let spans = ids.map(|id| pack.span(id));
+        (pack, spans)
+    }
+}
+
 /// The device arrays of a decode launch of `count` buffers: element bytes and outputs
 /// (each extending [`WORD_SLACK`] past its last buffer), u64 offsets and lengths of each,
 /// a u32 status per buffer and, with `crcs`, a u32 masked CRC of each output.

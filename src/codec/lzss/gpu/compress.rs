@@ -160,6 +160,31 @@ impl CompressStages<'_, '_, '_> {
         Ok(())
     }
 
+    /// Where piece `p` of a step goes (opening its buffer first when it is the buffer's
+    /// first piece): its slice of the size table and its payloads, as ranges of the step's
+    /// output (`offsets`: the step's payload offsets), and their places in the buffer's
+    /// output. Counts the payloads as written: call once per piece, in order.
+    fn place(&mut self, s: &Submitted, p: usize, offsets: &[u64]) -> Result<Placed> {
+        let piece = &s.pieces[p];
+        if piece.chunks.start == 0 {
+            self.open_up_to(piece.buffer + 1)?;
+        }
+        let (j0, j1) = (s.first_chunk[p], s.first_chunk[p] + piece.chunks.len());
+        let stream = &self.streams[piece.buffer];
+        let payload = 2 * s.chunks + offsets[j0] as usize..2 * s.chunks + offsets[j1] as usize;
+        let placed = Placed {
+            buffer: piece.buffer,
+            table: 2 * j0..2 * j1,
+            table_at: stream.header.len() + 2 * piece.chunks.start,
+            payload_at: stream.header.len()
+                + 2 * stream.chunks
+                + self.payload_written[piece.buffer],
+            payload,
+        };
+        self.payload_written[piece.buffer] += placed.payload.len();
+        Ok(placed)
+    }
+
     /// Writes buffer `i`'s tail and records its length.
     fn close(&mut self, i: usize) -> Result<()> {
         if self.lens[i] != 0 {
@@ -174,6 +199,15 @@ impl CompressStages<'_, '_, '_> {
         self.packed_end += self.lens[i];
         Ok(())
     }
+}
+
+/// Where a piece of a step goes: see `CompressStages::place`.
+struct Placed {
+    buffer: usize,
+    table: Range<usize>,
+    table_at: usize,
+    payload: Range<usize>,
+    payload_at: usize,
 }
 
 struct Submitted {
@@ -297,29 +331,19 @@ impl Stages for CompressStages<'_, '_, '_> {
             Some(staging)
         } else {
             // Straight into the packed output: each piece's table slice and payloads.
-            for (p, piece) in s.pieces.iter().enumerate() {
-                if piece.chunks.start == 0 {
-                    self.open_up_to(piece.buffer + 1)?;
+            for p in 0..s.pieces.len() {
+                let placed = self.place(&s, p, &offsets)?;
+                let out = self.sink.output(placed.buffer);
+                for (from, at) in [
+                    (placed.table, placed.table_at),
+                    (placed.payload, placed.payload_at),
+                ] {
+                    copy_to_host(
+                        lane.stream(),
+                        &s.out.slice(from.clone()),
+                        &mut out[at..at + from.len()],
+                    )?;
                 }
-                let (j0, j1) = (s.first_chunk[p], s.first_chunk[p] + piece.chunks.len());
-                let stream = &self.streams[piece.buffer];
-                let table_at = stream.header.len() + 2 * piece.chunks.start;
-                let payload_at =
-                    stream.header.len() + 2 * stream.chunks + self.payload_written[piece.buffer];
-                let payload =
-                    2 * s.chunks + offsets[j0] as usize..2 * s.chunks + offsets[j1] as usize;
-                self.payload_written[piece.buffer] += payload.len();
-                let out = self.sink.output(piece.buffer);
-                copy_to_host(
-                    lane.stream(),
-                    &s.out.slice(2 * j0..2 * j1),
-                    &mut out[table_at..table_at + 2 * (j1 - j0)],
-                )?;
-                copy_to_host(
-                    lane.stream(),
-                    &s.out.slice(payload.clone()),
-                    &mut out[payload_at..payload_at + payload.len()],
-                )?;
             }
             None
         };
@@ -340,20 +364,10 @@ impl Stages for CompressStages<'_, '_, '_> {
         if let Some(staging) = &staged {
             let bytes = staging.as_slice();
             let mut pieces: Vec<(usize, usize, &[u8])> = Vec::new();
-            for (p, piece) in s.pieces.iter().enumerate() {
-                if piece.chunks.start == 0 {
-                    self.open_up_to(piece.buffer + 1)?;
-                }
-                let (j0, j1) = (s.first_chunk[p], s.first_chunk[p] + piece.chunks.len());
-                let stream = &self.streams[piece.buffer];
-                let table_at = stream.header.len() + 2 * piece.chunks.start;
-                let payload_at =
-                    stream.header.len() + 2 * stream.chunks + self.payload_written[piece.buffer];
-                let payload =
-                    2 * s.chunks + offsets[j0] as usize..2 * s.chunks + offsets[j1] as usize;
-                self.payload_written[piece.buffer] += payload.len();
-                pieces.push((piece.buffer, table_at, &bytes[2 * j0..2 * j1]));
-                pieces.push((piece.buffer, payload_at, &bytes[payload]));
+            for p in 0..s.pieces.len() {
+                let placed = self.place(&s, p, &offsets)?;
+                pieces.push((placed.buffer, placed.table_at, &bytes[placed.table]));
+                pieces.push((placed.buffer, placed.payload_at, &bytes[placed.payload]));
             }
             self.sink.scatter(&pieces);
         }

@@ -40,24 +40,7 @@ pub(crate) fn decompress(
         }
         layouts.push(layout);
     }
-    let mut at = 0;
-    for (i, len) in lens.iter().enumerate() {
-        sink.set_start(i, at);
-        at += len;
-    }
-    if let Sink::Buffers(outputs) = sink {
-        for (i, (output, &len)) in outputs.iter().zip(lens).enumerate() {
-            if output.len() != len {
-                return Err(CodecError::invalid(
-                    NAME,
-                    format!(
-                        "output {i} holds {} bytes, its stream decodes to {len}",
-                        output.len()
-                    ),
-                ));
-            }
-        }
-    }
+    sink.expect_outputs(lens, NAME)?;
     // Tails first (host copies), then every group of streams of the same parameters.
     let mut groups: BTreeMap<(u8, u8, u32), Vec<usize>> = BTreeMap::new();
     for (i, layout) in layouts.iter().enumerate() {
