@@ -162,10 +162,16 @@ pub(super) fn decompress_parts(
     let mut outputs: Vec<Vec<u8>> = parts
         .iter()
         .map(|p| match p.codec {
-            CodecId::Stored => p.bytes.to_vec(),
-            _ => crate::gpu::zeroed(p.raw_len),
+            CodecId::Stored => Ok(p.bytes.to_vec()),
+            _ => crate::gpu::try_zeroed(p.raw_len).ok_or_else(|| {
+                Error::format(format!(
+                    "cannot allocate {} bytes for a {} part",
+                    p.raw_len,
+                    p.role.name()
+                ))
+            }),
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let mut groups: BTreeMap<CodecId, Vec<usize>> = BTreeMap::new();
     for (i, part) in parts.iter().enumerate() {
         if part.codec != CodecId::Stored {

@@ -26,7 +26,7 @@ mod steps;
 pub use backend::{BACKEND_ENV, Backend};
 pub use copy::{
     copy_to_device, copy_to_host, extend_parallel, parallel_concat, parallel_copy,
-    parallel_copy_pairs, zeroed,
+    parallel_copy_pairs, try_zeroed, zeroed,
 };
 pub use device::{
     Define, DeviceInfo, Gpu, KernelOrigin, KernelSource, SELFTEST, compile_kernel, nvrtc_available,

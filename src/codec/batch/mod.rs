@@ -277,7 +277,14 @@ impl CodecId {
         lens: &[usize],
     ) -> Result<Packed> {
         check_count(inputs.len(), lens.len())?;
-        let mut packed = Packed::with_capacities(lens);
+        let total = lens.iter().try_fold(0usize, |sum, &l| sum.checked_add(l));
+        let mut packed = total
+            .and_then(|_| Packed::with_capacities(lens))
+            .ok_or_else(|| CodecError::TooLarge {
+                codec: self.name(),
+                claimed: lens.iter().map(|&l| l as u64).fold(0, u64::saturating_add),
+                limit: isize::MAX as u64,
+            })?;
         match placement.gpu_for(self, lens.iter().sum()) {
             Some(gpu) => {
                 let count = inputs.len();

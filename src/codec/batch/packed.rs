@@ -12,8 +12,9 @@ pub struct Packed {
 
 impl Packed {
     /// Room for buffers of `capacities` bytes, zeroed (large allocations are mapped lazily,
-    /// so the pages are first touched by whoever fills them: the parallel copies).
-    pub(crate) fn with_capacities(capacities: &[usize]) -> Self {
+    /// so the pages are first touched by whoever fills them: the parallel copies); `None`
+    /// when the allocator refuses it.
+    pub(crate) fn with_capacities(capacities: &[usize]) -> Option<Self> {
         let mut at = 0;
         let ranges = capacities
             .iter()
@@ -22,10 +23,10 @@ impl Packed {
                 at - c..at
             })
             .collect();
-        Packed {
-            bytes: crate::gpu::zeroed(at),
+        Some(Packed {
+            bytes: crate::gpu::try_zeroed(at)?,
             ranges,
-        }
+        })
     }
 
     /// Every buffer's whole room, to be written.

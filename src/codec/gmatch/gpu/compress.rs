@@ -106,8 +106,14 @@ pub(crate) fn compress(
         // Only empty buffers: their headers are their whole outputs.
         let mut at = 0;
         for i in 0..inputs.len() {
-            stages.open(i, at)?;
+            stages.open(i, at);
             at += stages.headers[i].len();
+            let header = &stages.headers[i];
+            let out = stages.sink.output(i);
+            if out.len() < header.len() {
+                return Err(output_too_small(i));
+            }
+            out[..header.len()].copy_from_slice(header);
         }
     } else {
         run_pipeline(gpu, steps, &mut stages)?;
@@ -379,18 +385,11 @@ impl CompressStages<'_, '_, '_> {
         }
     }
 
-    /// Writes output `i`'s header; in a packed sink the output starts at `at` of the step
-    /// whose output starts at `self.base`.
-    fn open(&mut self, i: usize, at: usize) -> Result<()> {
+    /// Opens output `i`: in a packed sink it starts at `at` of the step whose output
+    /// starts at `self.base`; its header is counted as written (the caller writes it).
+    fn open(&mut self, i: usize, at: usize) {
         self.sink.set_start(i, self.base + at);
-        let header = &self.headers[i];
-        let out = self.sink.output(i);
-        if out.len() < header.len() {
-            return Err(output_too_small(i));
-        }
-        out[..header.len()].copy_from_slice(header);
-        self.written[i] = header.len();
-        Ok(())
+        self.written[i] = self.headers[i].len();
     }
 }
 
@@ -493,20 +492,24 @@ impl Stages for CompressStages<'_, '_, '_> {
             results,
         } = submitted;
         // Walk the step's output: the headers opening before each block, then the block's
-        // stream; pieces of one output are contiguous.
+        // stream; pieces of one output are contiguous. Headers and size-table entries are
+        // written after the scatter, whose parallel copies are the first to touch a fresh
+        // output's pages (a header written first would fault them in on this thread).
         let mut at = 0usize;
+        let mut opened = Vec::new();
+        let mut table_entries = Vec::new();
         let mut pieces: Vec<(usize, usize, Range<usize>)> = Vec::new();
         for (k, b) in step.blocks.clone().enumerate() {
             for &i in &step.opening[k] {
-                self.open(i, at)?;
+                self.open(i, at);
+                opened.push(i);
                 at += self.headers[i].len();
             }
             let block = self.blocks[b];
             let len = stream_lens[k] as usize;
             if self.format == SnappyFormat::Blocks {
                 let entry = blocks::table_entry_at(self.inputs[block.buffer].len(), block.start);
-                let out = self.sink.output(block.buffer);
-                out[entry..entry + BLOCK_TABLE_ENTRY].copy_from_slice(&(len as u32).to_le_bytes());
+                table_entries.push((block.buffer, entry, len as u32));
             }
             match pieces.last_mut() {
                 Some((i, _, range)) if *i == block.buffer && range.end == at => range.end += len,
@@ -516,9 +519,9 @@ impl Stages for CompressStages<'_, '_, '_> {
             at += len;
         }
         debug_assert_eq!(at, total);
-        let trailing = step.trailing.clone();
-        for i in trailing {
-            self.open(i, at)?;
+        for &i in &step.trailing {
+            self.open(i, at);
+            opened.push(i);
             at += self.headers[i].len();
         }
         if let Some(staging) = &staged {
@@ -533,6 +536,18 @@ impl Stages for CompressStages<'_, '_, '_> {
                 .map(|(i, offset, range)| (*i, *offset, &bytes[range.clone()]))
                 .collect();
             self.sink.scatter(&scattered);
+        }
+        for i in opened {
+            let header = &self.headers[i];
+            let out = self.sink.output(i);
+            if out.len() < header.len() {
+                return Err(output_too_small(i));
+            }
+            out[..header.len()].copy_from_slice(header);
+        }
+        for (i, entry, len) in table_entries {
+            self.sink.output(i)[entry..entry + BLOCK_TABLE_ENTRY]
+                .copy_from_slice(&len.to_le_bytes());
         }
         if let Some(staging) = staged {
             lane.put_pinned("gmatch.staged", staging);
