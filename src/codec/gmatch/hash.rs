@@ -34,6 +34,19 @@ pub type Table = [u16; TABLE_SIZE + 1];
 /// Index of the write-only sink entry of a [`Table`].
 pub const SINK: usize = TABLE_SIZE;
 
+/// The index array of a block at its largest, as the fused compressor keeps it. The
+/// entry at position [`NO_CANDIDATE`] (never a hashed position) stays [`NO_CANDIDATE`],
+/// so `index[index[p]]` is [`NO_CANDIDATE`] when `index[p]` is.
+pub type BlockIndex = [u16; super::BLOCK_SIZE];
+
+/// A fresh index array, every entry [`NO_CANDIDATE`].
+pub fn new_index() -> Box<BlockIndex> {
+    vec![NO_CANDIDATE; super::BLOCK_SIZE]
+        .into_boxed_slice()
+        .try_into()
+        .expect("BLOCK_SIZE entries")
+}
+
 /// A fresh, empty table.
 pub fn new_table() -> Box<Table> {
     Box::new([NO_CANDIDATE; TABLE_SIZE + 1])

@@ -16,8 +16,9 @@
 //! - the **parse** starts at `p = next[0]`, takes the match at `p`, and continues at
 //!   `next[p + len]`; everything not covered by a match is literal.
 
+use super::hash::BlockIndex;
 use super::hash::NO_CANDIDATE;
-use super::{MIN_MATCH, read_u32_le, read_u64_le};
+use super::{BLOCK_SIZE, MIN_MATCH, read_u32_le};
 
 /// One match of the parse: `len` bytes at block position `pos` repeat those `offset`
 /// bytes earlier.
@@ -105,19 +106,40 @@ pub fn skip_pointers(kept: &[Candidates]) -> Vec<u32> {
 /// given that the first [`MIN_MATCH`] bytes are known to be equal.
 #[inline(always)]
 pub fn match_len(block: &[u8], pos: usize, cand: usize) -> usize {
-    debug_assert!(cand < pos && pos + MIN_MATCH <= block.len());
-    let mut len = MIN_MATCH;
-    while pos + len + 8 <= block.len() {
-        let diff = read_u64_le(block, pos + len) ^ read_u64_le(block, cand + len);
+    match_len_from(block, pos, cand, MIN_MATCH)
+}
+
+/// Length of the common prefix of `block[pos..]` and `block[cand..]` (`cand < pos`),
+/// given that the first `known` bytes are equal: 8 bytes per step while 8 remain
+/// (XOR, then the lowest differing byte), then byte by byte.
+#[inline(always)]
+fn match_len_from(block: &[u8], pos: usize, cand: usize, known: usize) -> usize {
+    let n = block.len();
+    assert!(cand < pos && pos + known <= n);
+    let mut len = known;
+    while pos + len + 8 <= n {
+        // SAFETY: `cand + len + 8 < pos + len + 8 <= n`.
+        let diff = unsafe { load_u64(block, pos + len) ^ load_u64(block, cand + len) };
         if diff != 0 {
             return len + (diff.trailing_zeros() / 8) as usize;
         }
         len += 8;
     }
-    while pos + len < block.len() && block[pos + len] == block[cand + len] {
+    while pos + len < n && block[pos + len] == block[cand + len] {
         len += 1;
     }
     len
+}
+
+/// The 8 bytes at `at` as a little-endian word, without a bounds check.
+///
+/// # Safety
+/// `at + 8 <= block.len()`.
+#[inline(always)]
+unsafe fn load_u64(block: &[u8], at: usize) -> u64 {
+    debug_assert!(at + 8 <= block.len());
+    // SAFETY: the caller guarantees 8 bytes at `at`; the read may be unaligned.
+    u64::from_le(unsafe { block.as_ptr().add(at).cast::<u64>().read_unaligned() })
 }
 
 /// The match at `pos` from its kept candidates (at least one): the candidate with the
@@ -163,6 +185,97 @@ pub fn best_kept_match(
         }
     }
     (best.1 > 0).then_some(best)
+}
+
+/// Bytes compared at once by [`match_at`]: a candidate equal on all of them is extended.
+const WORD: usize = 8;
+
+/// The match at `pos` by the rules above, or `None` if no candidate is kept, for a
+/// position with [`WORD`] bytes left (`pos + 8 <= block.len() <= 65536`), from the
+/// index array of pass 1 ([`BlockIndex`]; final up to `pos + 3`). The same choice as
+/// [`best_kept_match`] of [`candidates`], computed with one 8-byte compare per
+/// candidate: it verifies the candidate (its first 4 bytes) and gives its match length
+/// unless all 8 bytes are equal, so only such candidates are extended.
+#[inline(always)]
+pub fn match_at(block: &[u8], index: &BlockIndex, pos: usize) -> Option<(usize, usize)> {
+    assert!(pos + WORD <= block.len() && block.len() <= BLOCK_SIZE);
+    // SAFETY: `pos + SHIFT < block.len() <= BLOCK_SIZE`, the length of `index`.
+    let (first, later) = unsafe { (*index.get_unchecked(pos), *index.get_unchecked(pos + SHIFT)) };
+    // Every candidate is below `pos`; a missing one is a value `>= pos`: NO_CANDIDATE,
+    // `index[NO_CANDIDATE]` for c2, and for c3 the wrapped difference of NO_CANDIDATE
+    // or of an entry below 3 (all above 65528 >= pos).
+    let cands = [
+        usize::from(first),
+        usize::from(index[usize::from(first)]),
+        usize::from(later.wrapping_sub(SHIFT as u16)),
+    ];
+    // SAFETY: `pos + 8 <= block.len()`.
+    let here = unsafe { load_u64(block, pos) };
+    // Leading bytes equal to `pos`'s, 0..=8, 0 for a missing candidate (a candidate is
+    // kept on 4 or more).
+    let equal = cands.map(|cand| {
+        let present = cand < pos;
+        // SAFETY: 8 bytes at `cand < pos`, or at `pos` itself for a missing candidate.
+        let there = unsafe { load_u64(block, if present { cand } else { pos }) };
+        let equal = ((here ^ there).trailing_zeros() / 8) as usize;
+        if present { equal } else { 0 }
+    });
+    // The first of the longest: a later candidate replaces only with more equal bytes.
+    let (mut cand, mut len) = (cands[0], equal[0]);
+    if equal[1] > len {
+        (cand, len) = (cands[1], equal[1]);
+    }
+    if equal[2] > len {
+        (cand, len) = (cands[2], equal[2]);
+    }
+    if len < MIN_MATCH {
+        None
+    } else if len < WORD {
+        Some((cand, len))
+    } else {
+        longest_present(block, pos, cands, equal)
+    }
+}
+
+/// The match at `pos` from candidates of which at least one is equal on all [`WORD`]
+/// bytes (`equal`; 0 for a missing one, `>= pos`): the first of the longest present
+/// ones. c3 is skipped when it equals c1 or c2 (same length, and the earlier
+/// one wins); a candidate equal on all [`WORD`] bytes after one whose match is already
+/// that long is only extended if it also matches the byte where that match stops.
+#[inline(always)]
+fn longest_present(
+    block: &[u8],
+    pos: usize,
+    cands: [usize; CANDIDATES],
+    equal: [usize; CANDIDATES],
+) -> Option<(usize, usize)> {
+    let mut best = (0, 0);
+    consider(block, pos, cands[0], equal[0], &mut best);
+    consider(block, pos, cands[1], equal[1], &mut best);
+    if cands[2] != cands[0] && cands[2] != cands[1] {
+        consider(block, pos, cands[2], equal[2], &mut best);
+    }
+    (best.1 >= MIN_MATCH).then_some(best)
+}
+
+/// Replaces `best` by candidate `cand` of `pos` (equal on `equal` leading bytes, up to
+/// [`WORD`]) if it is present and its match is longer.
+#[inline(always)]
+fn consider(block: &[u8], pos: usize, cand: usize, equal: usize, best: &mut (usize, usize)) {
+    let n = block.len();
+    if cand >= pos || equal < MIN_MATCH {
+        return;
+    }
+    let len = if equal < WORD {
+        equal
+    } else if best.1 >= WORD && (pos + best.1 == n || block[cand + best.1] != block[pos + best.1]) {
+        return;
+    } else {
+        match_len_from(block, pos, cand, WORD)
+    };
+    if len > best.1 {
+        *best = (cand, len);
+    }
 }
 
 /// The greedy parse of a block from its verified candidates and skip pointers.
