@@ -9,6 +9,7 @@
 //!   always be a copy-1 when the offset allows.)
 
 use std::cell::RefCell;
+use std::hint::select_unpredictable;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 
@@ -18,7 +19,7 @@ use super::super::error::{CodecError, Result};
 use super::super::varint;
 use super::hash::{self, BlockIndex, Table, hashed_positions};
 use super::parse::{self, Match};
-use super::{BLOCK_SIZE, NAME, read_u32_le};
+use super::{BLOCK_SIZE, MIN_MATCH, NAME, read_u32_le};
 
 const TAG_LITERAL: u8 = 0b00;
 const TAG_COPY1: u8 = 0b01;
@@ -139,7 +140,8 @@ impl<'a> Writer<'a> {
         let short =
             ((offset >> 8) << 5) | ((len - 4) << 2) | usize::from(TAG_COPY1) | (offset & 0xFF) << 8;
         let long = ((len - 1) << 2) | usize::from(TAG_COPY2) | offset << 8;
-        let (word, keep) = if copy1 { (short, 2) } else { (long, 3) };
+        let word = select_unpredictable(copy1, short, long);
+        let keep = select_unpredictable(copy1, 2, 3);
         self.put((word as u32).to_le_bytes(), keep);
     }
 
@@ -256,7 +258,7 @@ thread_local! {
 /// The elements of one block (`block.len() <= 65536`), the steps fused into two loops:
 /// pass 1 by the sequential rule ([`hash::index_array_into`]), then one scan that
 /// gathers, verifies and extends the candidates of each position it reaches
-/// ([`parse::match_at`]; the last 7 positions by [`parse::best_kept_match`]), emits
+/// ([`parse::match_at`]; the last 15 positions by [`parse::best_kept_match`]), emits
 /// the match and resumes after it. Same bytes as [`compress_block_staged`].
 pub fn compress_block(block: &[u8], workspace: &mut Workspace, out: &mut Vec<u8>) {
     assert!(block.len() <= BLOCK_SIZE);
@@ -277,11 +279,18 @@ fn compress_block_fused<'w>(
         let Workspace { table, index } = workspace;
         hash::index_array_into(block, table, &mut index[..n]);
         let index: &BlockIndex = index;
-        // Positions with 8 bytes left, then the last ones by the general code.
+        // Positions with 16 bytes left, then the last ones by the general code.
         let mut pos = 0usize;
-        while pos + 8 <= n {
+        while pos + parse::REACH <= n {
             match parse::match_at(block, index, pos) {
                 None => pos += 1,
+                // The shortest match (most of them in integer columns) on its own branch:
+                // when predicted, the next position does not wait for the length.
+                Some((cand, MIN_MATCH)) => {
+                    emit_match(&mut w, block, literal_start, pos, cand, MIN_MATCH);
+                    pos += MIN_MATCH;
+                    literal_start = pos;
+                }
                 Some((cand, len)) => {
                     emit_match(&mut w, block, literal_start, pos, cand, len);
                     pos += len;

@@ -16,6 +16,8 @@
 //! - the **parse** starts at `p = next[0]`, takes the match at `p`, and continues at
 //!   `next[p + len]`; everything not covered by a match is literal.
 
+use std::hint::select_unpredictable;
+
 use super::hash::BlockIndex;
 use super::hash::NO_CANDIDATE;
 use super::{BLOCK_SIZE, MIN_MATCH, read_u32_le};
@@ -187,92 +189,146 @@ pub fn best_kept_match(
     (best.1 > 0).then_some(best)
 }
 
-/// Bytes compared at once by [`match_at`]: a candidate equal on all of them is extended.
-const WORD: usize = 8;
+/// Bytes compared with each candidate at once by [`match_at`]: a candidate
+/// equal on all of them is extended.
+pub const REACH: usize = 16;
 
 /// The match at `pos` by the rules above, or `None` if no candidate is kept, for a
-/// position with [`WORD`] bytes left (`pos + 8 <= block.len() <= 65536`), from the
-/// index array of pass 1 ([`BlockIndex`]; final up to `pos + 3`). The same choice as
-/// [`best_kept_match`] of [`candidates`], computed with one 8-byte compare per
-/// candidate: it verifies the candidate (its first 4 bytes) and gives its match length
-/// unless all 8 bytes are equal, so only such candidates are extended.
+/// position with [`REACH`] bytes left (`pos + 16 <= block.len() <= 65536`), from the
+/// index array of pass 1 ([`BlockIndex`]). The same choice as [`best_kept_match`] of
+/// [`candidates`], computed with one 16-byte compare per candidate and no branch: it
+/// verifies the candidate (its first 4 bytes) and gives its match length unless all 16
+/// bytes are equal, so only such candidates are extended.
 #[inline(always)]
 pub fn match_at(block: &[u8], index: &BlockIndex, pos: usize) -> Option<(usize, usize)> {
-    assert!(pos + WORD <= block.len() && block.len() <= BLOCK_SIZE);
+    assert!(pos + REACH <= block.len() && block.len() <= BLOCK_SIZE);
     // SAFETY: `pos + SHIFT < block.len() <= BLOCK_SIZE`, the length of `index`.
     let (first, later) = unsafe { (*index.get_unchecked(pos), *index.get_unchecked(pos + SHIFT)) };
     // Every candidate is below `pos`; a missing one is a value `>= pos`: NO_CANDIDATE,
     // `index[NO_CANDIDATE]` for c2, and for c3 the wrapped difference of NO_CANDIDATE
-    // or of an entry below 3 (all above 65528 >= pos).
+    // or of an entry below 3 (all above 65520 >= pos).
     let cands = [
         usize::from(first),
         usize::from(index[usize::from(first)]),
         usize::from(later.wrapping_sub(SHIFT as u16)),
     ];
-    // SAFETY: `pos + 8 <= block.len()`.
-    let here = unsafe { load_u64(block, pos) };
-    // Leading bytes equal to `pos`'s, 0..=8, 0 for a missing candidate (a candidate is
-    // kept on 4 or more).
+    // SAFETY: `pos + 16 <= block.len()`.
+    let here = unsafe { bytes16::load(block, pos) };
+    // Leading bytes equal to `pos`'s, 0..=16, 0 for a missing candidate (a candidate is
+    // kept on 4 or more). (The conditions here are data: `select_unpredictable` keeps
+    // them branch-free.)
     let equal = cands.map(|cand| {
         let present = cand < pos;
-        // SAFETY: 8 bytes at `cand < pos`, or at `pos` itself for a missing candidate.
-        let there = unsafe { load_u64(block, if present { cand } else { pos }) };
-        let equal = ((here ^ there).trailing_zeros() / 8) as usize;
-        if present { equal } else { 0 }
+        // SAFETY: 16 bytes at `cand < pos`, or at `pos` itself for a missing candidate.
+        let there = unsafe { bytes16::load(block, select_unpredictable(present, cand, pos)) };
+        select_unpredictable(present, bytes16::equal_prefix(here, there), 0)
     });
     // The first of the longest: a later candidate replaces only with more equal bytes.
     let (mut cand, mut len) = (cands[0], equal[0]);
-    if equal[1] > len {
-        (cand, len) = (cands[1], equal[1]);
-    }
-    if equal[2] > len {
-        (cand, len) = (cands[2], equal[2]);
+    for k in 1..CANDIDATES {
+        let longer = equal[k] > len;
+        cand = select_unpredictable(longer, cands[k], cand);
+        len = select_unpredictable(longer, equal[k], len);
     }
     if len < MIN_MATCH {
         None
-    } else if len < WORD {
+    } else if len < REACH {
         Some((cand, len))
     } else {
-        longest_present(block, pos, cands, equal)
+        Some(longest_extended(block, pos, cands, equal))
     }
 }
 
-/// The match at `pos` from candidates of which at least one is equal on all [`WORD`]
-/// bytes (`equal`; 0 for a missing one, `>= pos`): the first of the longest present
-/// ones. c3 is skipped when it equals c1 or c2 (same length, and the earlier
-/// one wins); a candidate equal on all [`WORD`] bytes after one whose match is already
-/// that long is only extended if it also matches the byte where that match stops.
+/// 16 bytes of a block compared at once: with SSE2 (every x86-64 CPU) one byte compare
+/// and a mask, elsewhere two 8-byte XORs ([`bytes16_portable`]).
+#[cfg(target_arch = "x86_64")]
+mod bytes16 {
+    use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8};
+
+    #[derive(Clone, Copy)]
+    pub struct Bytes16(__m128i);
+
+    /// The 16 bytes at `at`.
+    ///
+    /// # Safety
+    /// `at + 16 <= block.len()`.
+    #[inline(always)]
+    pub unsafe fn load(block: &[u8], at: usize) -> Bytes16 {
+        debug_assert!(at + 16 <= block.len());
+        // SAFETY: the caller guarantees 16 bytes at `at`; the load may be unaligned.
+        Bytes16(unsafe { _mm_loadu_si128(block.as_ptr().add(at).cast()) })
+    }
+
+    /// How many leading bytes of `a` and `b` are equal (0..=16).
+    #[inline(always)]
+    pub fn equal_prefix(a: Bytes16, b: Bytes16) -> usize {
+        // Bit i set where byte i is equal; the bits above 15 of the complement are set.
+        // SAFETY: SSE2 is part of the x86-64 baseline.
+        let equal = unsafe { _mm_movemask_epi8(_mm_cmpeq_epi8(a.0, b.0)) } as u32;
+        (!equal).trailing_zeros() as usize
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+use bytes16_portable as bytes16;
+
+/// [`bytes16`] on two 8-byte words (used where SSE2 is not available; tested against it).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+mod bytes16_portable {
+    #[derive(Clone, Copy)]
+    pub struct Bytes16([u64; 2]);
+
+    /// The 16 bytes at `at`.
+    ///
+    /// # Safety
+    /// `at + 16 <= block.len()`.
+    #[inline(always)]
+    pub unsafe fn load(block: &[u8], at: usize) -> Bytes16 {
+        // SAFETY: the caller guarantees 16 bytes at `at`.
+        Bytes16(unsafe { [super::load_u64(block, at), super::load_u64(block, at + 8)] })
+    }
+
+    /// How many leading bytes of `a` and `b` are equal (0..=16).
+    #[inline(always)]
+    pub fn equal_prefix(a: Bytes16, b: Bytes16) -> usize {
+        let low = ((a.0[0] ^ b.0[0]).trailing_zeros() / 8) as usize;
+        let high = ((a.0[1] ^ b.0[1]).trailing_zeros() / 8) as usize;
+        low + std::hint::select_unpredictable(low == 8, high, 0)
+    }
+}
+
+/// The first of the longest matches among the candidates equal on all [`REACH`] bytes
+/// (at least one; the others cannot be longer). c3 is skipped when it equals c1 or c2
+/// (same length, and the earlier one wins); a candidate after one whose match is
+/// already that long is only extended if it also matches the byte where that match
+/// stops.
 #[inline(always)]
-fn longest_present(
+fn longest_extended(
     block: &[u8],
     pos: usize,
     cands: [usize; CANDIDATES],
     equal: [usize; CANDIDATES],
-) -> Option<(usize, usize)> {
+) -> (usize, usize) {
     let mut best = (0, 0);
     consider(block, pos, cands[0], equal[0], &mut best);
     consider(block, pos, cands[1], equal[1], &mut best);
     if cands[2] != cands[0] && cands[2] != cands[1] {
         consider(block, pos, cands[2], equal[2], &mut best);
     }
-    (best.1 >= MIN_MATCH).then_some(best)
+    best
 }
 
-/// Replaces `best` by candidate `cand` of `pos` (equal on `equal` leading bytes, up to
-/// [`WORD`]) if it is present and its match is longer.
+/// Replaces `best` by candidate `cand` of `pos` if it is equal on all [`REACH`] bytes
+/// (`equal`) and its match is longer.
 #[inline(always)]
 fn consider(block: &[u8], pos: usize, cand: usize, equal: usize, best: &mut (usize, usize)) {
     let n = block.len();
-    if cand >= pos || equal < MIN_MATCH {
+    if equal < REACH
+        || (best.1 > 0 && (pos + best.1 == n || block[cand + best.1] != block[pos + best.1]))
+    {
         return;
     }
-    let len = if equal < WORD {
-        equal
-    } else if best.1 >= WORD && (pos + best.1 == n || block[cand + best.1] != block[pos + best.1]) {
-        return;
-    } else {
-        match_len_from(block, pos, cand, WORD)
-    };
+    let len = match_len_from(block, pos, cand, REACH);
     if len > best.1 {
         *best = (cand, len);
     }
@@ -307,6 +363,29 @@ mod tests {
         let kept = [none, [0; CANDIDATES], none, none, second, none];
         assert_eq!(skip_pointers(&kept), vec![1, 1, 4, 4, 4, 6, 6]);
         assert_eq!(skip_pointers(&[]), vec![0]);
+    }
+
+    #[test]
+    fn bytes16_equals_portable() {
+        let block: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 13 / 5) as u8).collect();
+        for a in (0..block.len() - 16).step_by(7) {
+            for b in (a % 61..block.len() - 16).step_by(13) {
+                // SAFETY: 16 bytes at `a` and `b`.
+                let (wide, portable) = unsafe {
+                    (
+                        bytes16::equal_prefix(bytes16::load(&block, a), bytes16::load(&block, b)),
+                        bytes16_portable::equal_prefix(
+                            bytes16_portable::load(&block, a),
+                            bytes16_portable::load(&block, b),
+                        ),
+                    )
+                };
+                let expected = (0..16)
+                    .take_while(|&i| block[a + i] == block[b + i])
+                    .count();
+                assert_eq!((wide, portable), (expected, expected), "{a} {b}");
+            }
+        }
     }
 
     #[test]
