@@ -122,11 +122,12 @@ pub fn index_array_sequential(block: &[u8]) -> Vec<u16> {
 
 /// The sequential rule into `index` (`index.len() == block.len()`), with `table` as the
 /// hash table (reset first): the fused compressor's pass 1. Each position is looked up
-/// and then written (or, by [`inserts`], sent to the sink entry without a branch), four
-/// windows per 8-byte load.
+/// and then written (or, by [`inserts`], sent to the sink entry without a branch),
+/// eight positions at a time from the 11 bytes their windows span (fixed-size arrays,
+/// so no bounds checks in the loop).
 pub fn index_array_into(block: &[u8], table: &mut Table, index: &mut [u16]) {
     let n = block.len();
-    debug_assert!(n <= super::BLOCK_SIZE && index.len() == n);
+    assert!(n <= super::BLOCK_SIZE && index.len() == n);
     table.fill(NO_CANDIDATE);
     let hashed = hashed_positions(n);
     index[hashed..].fill(NO_CANDIDATE);
@@ -135,26 +136,23 @@ pub fn index_array_into(block: &[u8], table: &mut Table, index: &mut [u16]) {
     }
     // The window before position 0 counts as different from it.
     let mut prev_word = !read_u32_le(block, 0);
-    let mut insert = |p: usize, word: u32, prev_word: u32| {
+    let mut insert = |entry: &mut u16, p: usize, word: u32| {
         let h = hash(word);
-        index[p] = table[h];
+        *entry = table[h];
         table[if word != prev_word { h } else { SINK }] = p as u16;
-    };
-    let mut p = 0;
-    while p + 8 <= n && p + 4 <= hashed {
-        let x = super::read_u64_le(block, p);
-        for k in 0..4 {
-            let word = (x >> (8 * k)) as u32;
-            insert(p + k, word, prev_word);
-            prev_word = word;
-        }
-        p += 4;
-    }
-    while p < hashed {
-        let word = read_u32_le(block, p);
-        insert(p, word, prev_word);
         prev_word = word;
-        p += 1;
+    };
+    let groups = hashed / 8;
+    for (g, entries) in index[..groups * 8].chunks_exact_mut(8).enumerate() {
+        let start = g * 8;
+        let bytes: &[u8; 11] = block[start..start + 11].try_into().expect("11 bytes");
+        for (k, entry) in entries.iter_mut().enumerate() {
+            let word = u32::from_le_bytes(bytes[k..k + 4].try_into().expect("4 bytes"));
+            insert(entry, start + k, word);
+        }
+    }
+    for (p, entry) in index[..hashed].iter_mut().enumerate().skip(groups * 8) {
+        insert(entry, p, read_u32_le(block, p));
     }
 }
 

@@ -20,7 +20,7 @@ use std::hint::select_unpredictable;
 
 use super::hash::BlockIndex;
 use super::hash::NO_CANDIDATE;
-use super::{BLOCK_SIZE, MIN_MATCH, read_u32_le};
+use super::{BLOCK_SIZE, MIN_MATCH, read_u32_le, read_u64_le};
 
 /// One match of the parse: `len` bytes at block position `pos` repeat those `offset`
 /// bytes earlier.
@@ -112,16 +112,28 @@ pub fn match_len(block: &[u8], pos: usize, cand: usize) -> usize {
 }
 
 /// Length of the common prefix of `block[pos..]` and `block[cand..]` (`cand < pos`),
-/// given that the first `known` bytes are equal: 8 bytes per step while 8 remain
-/// (XOR, then the lowest differing byte), then byte by byte.
+/// given that the first `known` bytes are equal: 16 bytes per step while 16 remain
+/// ([`bytes16`]), then 8 (XOR, then the lowest differing byte), then byte by byte.
 #[inline(always)]
 fn match_len_from(block: &[u8], pos: usize, cand: usize, known: usize) -> usize {
     let n = block.len();
     assert!(cand < pos && pos + known <= n);
     let mut len = known;
-    while pos + len + 8 <= n {
-        // SAFETY: `cand + len + 8 < pos + len + 8 <= n`.
-        let diff = unsafe { load_u64(block, pos + len) ^ load_u64(block, cand + len) };
+    while pos + len + 16 <= n {
+        // SAFETY: `cand + len + 16 < pos + len + 16 <= n`.
+        let equal = unsafe {
+            bytes16::equal_prefix(
+                bytes16::load(block, pos + len),
+                bytes16::load(block, cand + len),
+            )
+        };
+        len += equal;
+        if equal < 16 {
+            return len;
+        }
+    }
+    if pos + len + 8 <= n {
+        let diff = read_u64_le(block, pos + len) ^ read_u64_le(block, cand + len);
         if diff != 0 {
             return len + (diff.trailing_zeros() / 8) as usize;
         }
@@ -131,17 +143,6 @@ fn match_len_from(block: &[u8], pos: usize, cand: usize, known: usize) -> usize 
         len += 1;
     }
     len
-}
-
-/// The 8 bytes at `at` as a little-endian word, without a bounds check.
-///
-/// # Safety
-/// `at + 8 <= block.len()`.
-#[inline(always)]
-unsafe fn load_u64(block: &[u8], at: usize) -> u64 {
-    debug_assert!(at + 8 <= block.len());
-    // SAFETY: the caller guarantees 8 bytes at `at`; the read may be unaligned.
-    u64::from_le(unsafe { block.as_ptr().add(at).cast::<u64>().read_unaligned() })
 }
 
 /// The match at `pos` from its kept candidates (at least one): the candidate with the
@@ -278,14 +279,11 @@ mod bytes16_portable {
     #[derive(Clone, Copy)]
     pub struct Bytes16([u64; 2]);
 
-    /// The 16 bytes at `at`.
-    ///
-    /// # Safety
-    /// `at + 16 <= block.len()`.
+    /// The 16 bytes at `at` (`at + 16 <= block.len()`; unsafe like [`super::bytes16`]'s).
     #[inline(always)]
     pub unsafe fn load(block: &[u8], at: usize) -> Bytes16 {
-        // SAFETY: the caller guarantees 16 bytes at `at`.
-        Bytes16(unsafe { [super::load_u64(block, at), super::load_u64(block, at + 8)] })
+        use super::super::read_u64_le;
+        Bytes16([read_u64_le(block, at), read_u64_le(block, at + 8)])
     }
 
     /// How many leading bytes of `a` and `b` are equal (0..=16).
