@@ -350,15 +350,18 @@ pub fn compress_raw(input: &[u8]) -> Result<Vec<u8>> {
         claimed: input.len() as u64,
         limit: u64::from(u32::MAX),
     })?;
-    let mut out = Vec::new();
-    varint::write_u64(&mut out, u64::from(len));
     let compress = |block: &[u8], out: &mut Vec<u8>| {
         WORKSPACE.with_borrow_mut(|workspace| compress_block(block, workspace, out))
     };
     if input.len() <= BLOCK_SIZE {
+        // One allocation: the varint (at most 5 bytes) and the block's room.
+        let mut out = Vec::with_capacity(5 + max_compressed_len(input.len()) + SLACK);
+        varint::write_u64(&mut out, u64::from(len));
         compress(input, &mut out);
         return Ok(out);
     }
+    let mut out = Vec::new();
+    varint::write_u64(&mut out, u64::from(len));
     let blocks: Vec<Vec<u8>> = input
         .par_chunks(BLOCK_SIZE)
         .map(|block| {
