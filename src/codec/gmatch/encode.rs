@@ -234,7 +234,7 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// An empty workspace (160 KiB).
+    /// An empty workspace (160 KiB, of which a block touches what its length needs).
     pub fn new() -> Self {
         Workspace {
             table: hash::new_table(),

@@ -34,17 +34,21 @@ pub type Table = [u16; TABLE_SIZE + 1];
 /// Index of the write-only sink entry of a [`Table`].
 pub const SINK: usize = TABLE_SIZE;
 
-/// The index array of a block at its largest, as the fused compressor keeps it. The
-/// entry at position [`NO_CANDIDATE`] (never a hashed position) stays [`NO_CANDIDATE`],
-/// so `index[index[p]]` is [`NO_CANDIDATE`] when `index[p]` is.
+/// The index array of a block at its largest, as the fused compressor keeps it: pass 1
+/// writes the entries of a block's positions before they are read, and the entry at
+/// position [`NO_CANDIDATE`] (never a hashed position) stays [`NO_CANDIDATE`], so
+/// `index[index[p]]` is [`NO_CANDIDATE`] when `index[p]` is.
 pub type BlockIndex = [u16; super::BLOCK_SIZE];
 
-/// A fresh index array, every entry [`NO_CANDIDATE`].
+/// A fresh index array: zeros (pages the allocator need not touch until pass 1 writes
+/// them), and [`NO_CANDIDATE`] at position [`NO_CANDIDATE`].
 pub fn new_index() -> Box<BlockIndex> {
-    vec![NO_CANDIDATE; super::BLOCK_SIZE]
+    let mut index: Box<BlockIndex> = vec![0; super::BLOCK_SIZE]
         .into_boxed_slice()
         .try_into()
-        .expect("BLOCK_SIZE entries")
+        .expect("BLOCK_SIZE entries");
+    index[usize::from(NO_CANDIDATE)] = NO_CANDIDATE;
+    index
 }
 
 /// A fresh, empty table.
