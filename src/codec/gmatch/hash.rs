@@ -34,6 +34,23 @@ pub type Table = [u16; TABLE_SIZE + 1];
 /// Index of the write-only sink entry of a [`Table`].
 pub const SINK: usize = TABLE_SIZE;
 
+/// The index array of a block at its largest, as the fused compressor keeps it: pass 1
+/// writes the entries of a block's positions before they are read, and the entry at
+/// position [`NO_CANDIDATE`] (never a hashed position) stays [`NO_CANDIDATE`], so
+/// `index[index[p]]` is [`NO_CANDIDATE`] when `index[p]` is.
+pub type BlockIndex = [u16; super::BLOCK_SIZE];
+
+/// A fresh index array: zeros (pages the allocator need not touch until pass 1 writes
+/// them), and [`NO_CANDIDATE`] at position [`NO_CANDIDATE`].
+pub fn new_index() -> Box<BlockIndex> {
+    let mut index: Box<BlockIndex> = vec![0; super::BLOCK_SIZE]
+        .into_boxed_slice()
+        .try_into()
+        .expect("BLOCK_SIZE entries");
+    index[usize::from(NO_CANDIDATE)] = NO_CANDIDATE;
+    index
+}
+
 /// A fresh, empty table.
 pub fn new_table() -> Box<Table> {
     Box::new([NO_CANDIDATE; TABLE_SIZE + 1])
@@ -109,11 +126,12 @@ pub fn index_array_sequential(block: &[u8]) -> Vec<u16> {
 
 /// The sequential rule into `index` (`index.len() == block.len()`), with `table` as the
 /// hash table (reset first): the fused compressor's pass 1. Each position is looked up
-/// and then written (or, by [`inserts`], sent to the sink entry without a branch), four
-/// windows per 8-byte load.
+/// and then written (or, by [`inserts`], sent to the sink entry without a branch),
+/// eight positions at a time from the 11 bytes their windows span (fixed-size arrays,
+/// so no bounds checks in the loop).
 pub fn index_array_into(block: &[u8], table: &mut Table, index: &mut [u16]) {
     let n = block.len();
-    debug_assert!(n <= super::BLOCK_SIZE && index.len() == n);
+    assert!(n <= super::BLOCK_SIZE && index.len() == n);
     table.fill(NO_CANDIDATE);
     let hashed = hashed_positions(n);
     index[hashed..].fill(NO_CANDIDATE);
@@ -122,26 +140,23 @@ pub fn index_array_into(block: &[u8], table: &mut Table, index: &mut [u16]) {
     }
     // The window before position 0 counts as different from it.
     let mut prev_word = !read_u32_le(block, 0);
-    let mut insert = |p: usize, word: u32, prev_word: u32| {
+    let mut insert = |entry: &mut u16, p: usize, word: u32| {
         let h = hash(word);
-        index[p] = table[h];
+        *entry = table[h];
         table[if word != prev_word { h } else { SINK }] = p as u16;
-    };
-    let mut p = 0;
-    while p + 8 <= n && p + 4 <= hashed {
-        let x = super::read_u64_le(block, p);
-        for k in 0..4 {
-            let word = (x >> (8 * k)) as u32;
-            insert(p + k, word, prev_word);
-            prev_word = word;
-        }
-        p += 4;
-    }
-    while p < hashed {
-        let word = read_u32_le(block, p);
-        insert(p, word, prev_word);
         prev_word = word;
-        p += 1;
+    };
+    let groups = hashed / 8;
+    for (g, entries) in index[..groups * 8].chunks_exact_mut(8).enumerate() {
+        let start = g * 8;
+        let bytes: &[u8; 11] = block[start..start + 11].try_into().expect("11 bytes");
+        for (k, entry) in entries.iter_mut().enumerate() {
+            let word = u32::from_le_bytes(bytes[k..k + 4].try_into().expect("4 bytes"));
+            insert(entry, start + k, word);
+        }
+    }
+    for (p, entry) in index[..hashed].iter_mut().enumerate().skip(groups * 8) {
+        insert(entry, p, read_u32_le(block, p));
     }
 }
 

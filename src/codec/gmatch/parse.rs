@@ -16,8 +16,11 @@
 //! - the **parse** starts at `p = next[0]`, takes the match at `p`, and continues at
 //!   `next[p + len]`; everything not covered by a match is literal.
 
+use std::hint::select_unpredictable;
+
+use super::hash::BlockIndex;
 use super::hash::NO_CANDIDATE;
-use super::{MIN_MATCH, read_u32_le, read_u64_le};
+use super::{BLOCK_SIZE, MIN_MATCH, read_u32_le, read_u64_le};
 
 /// One match of the parse: `len` bytes at block position `pos` repeat those `offset`
 /// bytes earlier.
@@ -105,16 +108,38 @@ pub fn skip_pointers(kept: &[Candidates]) -> Vec<u32> {
 /// given that the first [`MIN_MATCH`] bytes are known to be equal.
 #[inline(always)]
 pub fn match_len(block: &[u8], pos: usize, cand: usize) -> usize {
-    debug_assert!(cand < pos && pos + MIN_MATCH <= block.len());
-    let mut len = MIN_MATCH;
-    while pos + len + 8 <= block.len() {
+    match_len_from(block, pos, cand, MIN_MATCH)
+}
+
+/// Length of the common prefix of `block[pos..]` and `block[cand..]` (`cand < pos`),
+/// given that the first `known` bytes are equal: 16 bytes per step while 16 remain
+/// ([`bytes16`]), then 8 (XOR, then the lowest differing byte), then byte by byte.
+#[inline(always)]
+fn match_len_from(block: &[u8], pos: usize, cand: usize, known: usize) -> usize {
+    let n = block.len();
+    assert!(cand < pos && pos + known <= n);
+    let mut len = known;
+    while pos + len + 16 <= n {
+        // SAFETY: `cand + len + 16 < pos + len + 16 <= n`.
+        let equal = unsafe {
+            bytes16::equal_prefix(
+                bytes16::load(block, pos + len),
+                bytes16::load(block, cand + len),
+            )
+        };
+        len += equal;
+        if equal < 16 {
+            return len;
+        }
+    }
+    if pos + len + 8 <= n {
         let diff = read_u64_le(block, pos + len) ^ read_u64_le(block, cand + len);
         if diff != 0 {
             return len + (diff.trailing_zeros() / 8) as usize;
         }
         len += 8;
     }
-    while pos + len < block.len() && block[pos + len] == block[cand + len] {
+    while pos + len < n && block[pos + len] == block[cand + len] {
         len += 1;
     }
     len
@@ -165,6 +190,148 @@ pub fn best_kept_match(
     (best.1 > 0).then_some(best)
 }
 
+/// Bytes compared with each candidate at once by [`match_at`]: a candidate
+/// equal on all of them is extended.
+pub const REACH: usize = 16;
+
+/// The match at `pos` by the rules above, or `None` if no candidate is kept, for a
+/// position with [`REACH`] bytes left (`pos + 16 <= block.len() <= 65536`), from the
+/// index array of pass 1 ([`BlockIndex`]). The same choice as [`best_kept_match`] of
+/// [`candidates`], computed with one 16-byte compare per candidate and no branch: it
+/// verifies the candidate (its first 4 bytes) and gives its match length unless all 16
+/// bytes are equal, so only such candidates are extended.
+#[inline(always)]
+pub fn match_at(block: &[u8], index: &BlockIndex, pos: usize) -> Option<(usize, usize)> {
+    assert!(pos + REACH <= block.len() && block.len() <= BLOCK_SIZE);
+    // SAFETY: `pos + SHIFT < block.len() <= BLOCK_SIZE`, the length of `index`.
+    let (first, later) = unsafe { (*index.get_unchecked(pos), *index.get_unchecked(pos + SHIFT)) };
+    // Every candidate is below `pos`; a missing one is a value `>= pos`: NO_CANDIDATE,
+    // `index[NO_CANDIDATE]` for c2, and for c3 the wrapped difference of NO_CANDIDATE
+    // or of an entry below 3 (all above 65520 >= pos).
+    let cands = [
+        usize::from(first),
+        usize::from(index[usize::from(first)]),
+        usize::from(later.wrapping_sub(SHIFT as u16)),
+    ];
+    // SAFETY: `pos + 16 <= block.len()`.
+    let here = unsafe { bytes16::load(block, pos) };
+    // Leading bytes equal to `pos`'s, 0..=16, 0 for a missing candidate (a candidate is
+    // kept on 4 or more). (The conditions here are data: `select_unpredictable` keeps
+    // them branch-free.)
+    let equal = cands.map(|cand| {
+        let present = cand < pos;
+        // SAFETY: 16 bytes at `cand < pos`, or at `pos` itself for a missing candidate.
+        let there = unsafe { bytes16::load(block, select_unpredictable(present, cand, pos)) };
+        select_unpredictable(present, bytes16::equal_prefix(here, there), 0)
+    });
+    // The first of the longest: a later candidate replaces only with more equal bytes.
+    let (mut cand, mut len) = (cands[0], equal[0]);
+    for k in 1..CANDIDATES {
+        let longer = equal[k] > len;
+        cand = select_unpredictable(longer, cands[k], cand);
+        len = select_unpredictable(longer, equal[k], len);
+    }
+    if len < MIN_MATCH {
+        None
+    } else if len < REACH {
+        Some((cand, len))
+    } else {
+        Some(longest_extended(block, pos, cands, equal))
+    }
+}
+
+/// 16 bytes of a block compared at once: with SSE2 (every x86-64 CPU) one byte compare
+/// and a mask, elsewhere two 8-byte XORs ([`bytes16_portable`]).
+#[cfg(target_arch = "x86_64")]
+mod bytes16 {
+    use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8};
+
+    #[derive(Clone, Copy)]
+    pub struct Bytes16(__m128i);
+
+    /// The 16 bytes at `at`.
+    ///
+    /// # Safety
+    /// `at + 16 <= block.len()`.
+    #[inline(always)]
+    pub unsafe fn load(block: &[u8], at: usize) -> Bytes16 {
+        debug_assert!(at + 16 <= block.len());
+        // SAFETY: the caller guarantees 16 bytes at `at`; the load may be unaligned.
+        Bytes16(unsafe { _mm_loadu_si128(block.as_ptr().add(at).cast()) })
+    }
+
+    /// How many leading bytes of `a` and `b` are equal (0..=16).
+    #[inline(always)]
+    pub fn equal_prefix(a: Bytes16, b: Bytes16) -> usize {
+        // Bit i set where byte i is equal; the bits above 15 of the complement are set.
+        // SAFETY: SSE2 is part of the x86-64 baseline.
+        let equal = unsafe { _mm_movemask_epi8(_mm_cmpeq_epi8(a.0, b.0)) } as u32;
+        (!equal).trailing_zeros() as usize
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+use bytes16_portable as bytes16;
+
+/// [`bytes16`] on two 8-byte words (used where SSE2 is not available; tested against it).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+mod bytes16_portable {
+    #[derive(Clone, Copy)]
+    pub struct Bytes16([u64; 2]);
+
+    /// The 16 bytes at `at` (`at + 16 <= block.len()`; unsafe like [`super::bytes16`]'s).
+    #[inline(always)]
+    pub unsafe fn load(block: &[u8], at: usize) -> Bytes16 {
+        use super::super::read_u64_le;
+        Bytes16([read_u64_le(block, at), read_u64_le(block, at + 8)])
+    }
+
+    /// How many leading bytes of `a` and `b` are equal (0..=16).
+    #[inline(always)]
+    pub fn equal_prefix(a: Bytes16, b: Bytes16) -> usize {
+        let low = ((a.0[0] ^ b.0[0]).trailing_zeros() / 8) as usize;
+        let high = ((a.0[1] ^ b.0[1]).trailing_zeros() / 8) as usize;
+        low + std::hint::select_unpredictable(low == 8, high, 0)
+    }
+}
+
+/// The first of the longest matches among the candidates equal on all [`REACH`] bytes
+/// (at least one; the others cannot be longer). c3 is skipped when it equals c1 or c2
+/// (same length, and the earlier one wins); a candidate after one whose match is
+/// already that long is only extended if it also matches the byte where that match
+/// stops.
+#[inline(always)]
+fn longest_extended(
+    block: &[u8],
+    pos: usize,
+    cands: [usize; CANDIDATES],
+    equal: [usize; CANDIDATES],
+) -> (usize, usize) {
+    let mut best = (0, 0);
+    consider(block, pos, cands[0], equal[0], &mut best);
+    consider(block, pos, cands[1], equal[1], &mut best);
+    if cands[2] != cands[0] && cands[2] != cands[1] {
+        consider(block, pos, cands[2], equal[2], &mut best);
+    }
+    best
+}
+
+/// Replaces `best` by candidate `cand` of `pos` if it is equal on all [`REACH`] bytes
+/// (`equal`) and its match is longer.
+#[inline(always)]
+fn consider(block: &[u8], pos: usize, cand: usize, equal: usize, best: &mut (usize, usize)) {
+    let n = block.len();
+    if equal < REACH
+        || (best.1 > 0 && (pos + best.1 == n || block[cand + best.1] != block[pos + best.1]))
+    {
+        return;
+    }
+    let len = match_len_from(block, pos, cand, REACH);
+    if len > best.1 {
+        *best = (cand, len);
+    }
+}
+
 /// The greedy parse of a block from its verified candidates and skip pointers.
 pub fn greedy_parse(block: &[u8], kept: &[Candidates], next: &[u32]) -> Vec<Match> {
     let n = block.len();
@@ -194,6 +361,29 @@ mod tests {
         let kept = [none, [0; CANDIDATES], none, none, second, none];
         assert_eq!(skip_pointers(&kept), vec![1, 1, 4, 4, 4, 6, 6]);
         assert_eq!(skip_pointers(&[]), vec![0]);
+    }
+
+    #[test]
+    fn bytes16_equals_portable() {
+        let block: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 13 / 5) as u8).collect();
+        for a in (0..block.len() - 16).step_by(7) {
+            for b in (a % 61..block.len() - 16).step_by(13) {
+                // SAFETY: 16 bytes at `a` and `b`.
+                let (wide, portable) = unsafe {
+                    (
+                        bytes16::equal_prefix(bytes16::load(&block, a), bytes16::load(&block, b)),
+                        bytes16_portable::equal_prefix(
+                            bytes16_portable::load(&block, a),
+                            bytes16_portable::load(&block, b),
+                        ),
+                    )
+                };
+                let expected = (0..16)
+                    .take_while(|&i| block[a + i] == block[b + i])
+                    .count();
+                assert_eq!((wide, portable), (expected, expected), "{a} {b}");
+            }
+        }
     }
 
     #[test]

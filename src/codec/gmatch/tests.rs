@@ -247,6 +247,149 @@ fn staged_pipeline_equals_fused_compressor() {
     }
 }
 
+/// i32 LE days in a range of about 2500 (TPC-H `l_shipdate`): short matches, offsets of
+/// all sizes.
+fn dates(rows: usize, seed: u64) -> Vec<u8> {
+    random_bytes(rows * 2, seed, 256)
+        .chunks(2)
+        .flat_map(|pair| {
+            (8000 + i32::from(u16::from_le_bytes([pair[0], pair[1]]) % 2526)).to_le_bytes()
+        })
+        .collect()
+}
+
+/// i64 LE keys, ascending with gaps, each repeated 1 to 7 times (TPC-H `l_orderkey`):
+/// matches with an offset of 8 bytes inside each repeat.
+fn repeated_keys(rows: usize, seed: u64) -> Vec<u8> {
+    let repeats = random_bytes(rows, seed, 7);
+    let mut out = Vec::with_capacity(rows * 8 + 56);
+    let mut key = 1u64;
+    for &r in &repeats {
+        for _ in 0..=r {
+            out.extend_from_slice(&key.to_le_bytes());
+        }
+        key += 1 + u64::from(r % 3) * 29;
+        if out.len() >= rows * 8 {
+            break;
+        }
+    }
+    out.truncate(rows * 8);
+    out
+}
+
+/// A pattern of `period` random bytes repeated, with a changed byte every so often:
+/// long matches with short offsets, runs when the period is 1.
+fn periodic(len: usize, period: usize, seed: u64) -> Vec<u8> {
+    let pattern = random_bytes(period, seed, 256);
+    let noise = random_bytes(len, seed + 1, 256);
+    (0..len)
+        .map(|i| {
+            if noise[i] < 3 {
+                noise[i]
+            } else {
+                pattern[i % period]
+            }
+        })
+        .collect()
+}
+
+/// Random bytes with copies of earlier stretches at offsets from 1 to 65535 and lengths
+/// from 4 to 300 (copy-1 and copy-2 limits, matches over 64 and 68 bytes).
+fn copies(len: usize, seed: u64) -> Vec<u8> {
+    let choices = random_bytes(len, seed, 256);
+    let mut out = random_bytes(16, seed + 1, 256);
+    let mut k = 0;
+    while out.len() < len {
+        let pick = |i: usize| usize::from(choices[(k + i) % choices.len()]);
+        let copy_len = [4, 5, 11, 12, 60, 64, 65, 67, 68, 131, 300][pick(0) % 11];
+        let offset = match pick(1) % 4 {
+            0 => 1 + pick(2) % 8,
+            1 => 2040 + pick(2) % 16,
+            2 => 1 + pick(2) * 256 + pick(3),
+            _ => 1 + (pick(2) * 256 + pick(3)) % out.len(),
+        }
+        .min(out.len());
+        let from = out.len() - offset;
+        for i in 0..copy_len {
+            out.push(out[from + i]);
+        }
+        out.extend_from_slice(&random_bytes(pick(4) % 6, (seed << 8) + k as u64, 256));
+        k += 5;
+    }
+    out.truncate(len);
+    out
+}
+
+/// Inputs for the fused = staged checks: every length up to 80 and lengths at the block
+/// edges, over random bytes, runs, text, integer columns and periodic patterns.
+fn varied_inputs() -> Vec<Vec<u8>> {
+    let generators: [&dyn Fn(usize, u64) -> Vec<u8>; 12] = [
+        &|len, seed| random_bytes(len, seed, 256),
+        &|len, seed| random_bytes(len, seed, 2),
+        &|len, _| vec![0; len],
+        &|len, seed| text_bytes(len, seed),
+        &|len, seed| line_numbers(len / 4 + 1, seed)[..len].to_vec(),
+        &|len, seed| dates(len / 4 + 1, seed)[..len].to_vec(),
+        &|len, seed| repeated_keys(len / 8 + 1, seed)[..len].to_vec(),
+        &|len, seed| keys(len / 8 + 1, seed, 5000)[..len].to_vec(),
+        &|len, seed| periodic(len, 1 + seed as usize % 13, seed),
+        &|len, seed| periodic(len, 8, seed),
+        &|len, seed| copies(len, seed),
+        &|len, _| sparse_keys(len as u64 / 8 + 1)[..len].to_vec(),
+    ];
+    let mut inputs = Vec::new();
+    for (g, generate) in generators.iter().enumerate() {
+        let seed = 100 + g as u64;
+        for len in [65536, 65535, 40_000, 5000, 1000, 100] {
+            inputs.push(generate(len, seed + len as u64));
+        }
+        for len in (0..=80).rev() {
+            inputs.push(generate(len, seed + len as u64));
+        }
+    }
+    inputs
+}
+
+#[test]
+fn fused_equals_staged_on_varied_blocks() {
+    // One workspace for all, larger blocks first: what a block leaves in the workspace
+    // must not change the next one's bytes.
+    let mut workspace = encode::Workspace::new();
+    for input in varied_inputs() {
+        let (mut fused, mut staged) = (Vec::new(), Vec::new());
+        encode::compress_block(&input, &mut workspace, &mut fused);
+        encode::compress_block_staged(&input, &mut staged);
+        assert_eq!(fused, staged, "block of {} bytes", input.len());
+        let mut raw = Vec::new();
+        varint::write_u64(&mut raw, input.len() as u64);
+        raw.extend_from_slice(&staged);
+        assert_eq!(compress_raw(&input).unwrap(), raw);
+    }
+}
+
+#[test]
+fn fused_equals_staged_across_blocks() {
+    for input in [
+        repeated_keys(3 * 8192 + 3, 7),
+        dates(2 * 16384 + 1, 8),
+        copies(65537, 9),
+        periodic(3 * 65536 + 5, 8, 10),
+    ] {
+        let mut staged = Vec::new();
+        varint::write_u64(&mut staged, input.len() as u64);
+        for block in input.chunks(BLOCK_SIZE) {
+            encode::compress_block_staged(block, &mut staged);
+        }
+        assert_eq!(
+            compress_raw(&input).unwrap(),
+            staged,
+            "{} bytes",
+            input.len()
+        );
+        assert_eq!(decompress_raw(&staged).unwrap(), input);
+    }
+}
+
 #[test]
 fn output_does_not_depend_on_thread_count() {
     let input = text_bytes(5 * 65536 + 123, 11);
