@@ -33,8 +33,10 @@ pub mod column;
 pub mod datafusion;
 mod error;
 pub mod gpu;
+pub mod memory;
+pub mod panics;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod tpch;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, report};

@@ -19,6 +19,9 @@ pub enum CodecError {
         claimed: u64,
         limit: u64,
     },
+    /// Memory for the output could not be had (a fallible allocation failed).
+    #[error("{codec}: no memory for {bytes} bytes of output")]
+    OutOfMemory { codec: &'static str, bytes: u64 },
     /// A checksum over decoded data did not match.
     #[error("{codec} checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     Checksum {
