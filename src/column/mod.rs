@@ -50,6 +50,7 @@
 mod auto;
 mod bytes;
 mod container;
+mod layout;
 pub mod plain;
 mod types;
 
