@@ -19,11 +19,12 @@
 mod format;
 mod input;
 mod output;
+mod safe_file;
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -34,6 +35,7 @@ use crate::{Error, Result};
 pub use format::{ArchiveReader, ArchiveWriter, Source};
 pub use input::{InputKind, RawType};
 pub use output::OutputKind;
+pub use safe_file::write_atomically;
 
 /// Rows per batch read from Arrow IPC and Parquet files.
 pub const BATCH_ROWS: usize = 1 << 20;
@@ -61,25 +63,6 @@ impl Summary {
 /// Progress after each batch: plain bytes handled so far.
 pub type Progress<'a> = &'a mut dyn FnMut(u64);
 
-/// Writes to `path.partial` and renames on success, so a failure never leaves a
-/// half-written file under the name asked for.
-fn write_atomically<T>(path: &Path, write: impl FnOnce(File) -> Result<T>) -> Result<T> {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".partial");
-    let partial = PathBuf::from(partial);
-    let result = File::create(&partial).map_err(Error::from).and_then(write);
-    match result {
-        Ok(value) => {
-            std::fs::rename(&partial, path)?;
-            Ok(value)
-        }
-        Err(error) => {
-            let _ = std::fs::remove_file(&partial);
-            Err(error)
-        }
-    }
-}
-
 /// Compresses a file into an archive, batch by batch, on `backend` (resolved once, before
 /// anything is read or written: `Backend::Gpu` without a usable GPU is an error).
 pub fn compress_file(
@@ -91,7 +74,7 @@ pub fn compress_file(
     progress: Progress<'_>,
 ) -> Result<Summary> {
     let placement = Placement::new(backend)?;
-    let source = input::open(input, kind, BATCH_BYTES, BATCH_ROWS)?;
+    let source = input::open(input, kind, BATCH_BYTES, BATCH_ROWS).map_err(read_error(input))?;
     let archive_source = match kind {
         InputKind::Raw(raw) => Source::Raw(raw),
         InputKind::ArrowIpc => Source::ArrowIpc,
@@ -99,11 +82,11 @@ pub fn compress_file(
         InputKind::Parquet => Source::Parquet,
     };
     let mut summary = Summary::default();
-    write_atomically(output, |file| {
+    write_atomically(output, true, |file| {
         let mut writer =
             ArchiveWriter::new(BufWriter::new(file), source.schema.clone(), archive_source)?;
         for batch in source.batches {
-            let batch = batch?;
+            let batch = batch.map_err(read_error(input))?;
             let columns = writer.write_batch_on(&batch, codec, placement)?;
             summary.batches += 1;
             summary.rows += batch.num_rows() as u64;
@@ -119,8 +102,31 @@ pub fn compress_file(
             .map_err(|e| Error::Io(e.into_error()))?;
         Ok(())
     })?;
-    summary.archive_bytes = std::fs::metadata(output)?.len();
+    summary.archive_bytes = std::fs::metadata(output)
+        .map_err(Error::file("read the metadata of", output))?
+        .len();
     Ok(summary)
+}
+
+/// For `map_err` on reads of `path`: an I/O error without a path gets this one.
+fn read_error(path: &Path) -> impl Fn(Error) -> Error + '_ {
+    move |error| match error {
+        Error::Io(source) => Error::File {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        },
+        other => other,
+    }
+}
+
+/// Opens an archive for reading, refusing it as soon as a batch would bring the decoded
+/// bytes over `max_output`.
+fn open_archive(path: &Path, max_output: u64) -> Result<ArchiveReader<BufReader<File>>> {
+    let file = File::open(path).map_err(Error::file("open", path))?;
+    Ok(ArchiveReader::new(BufReader::new(file))
+        .map_err(read_error(path))?
+        .with_max_output(max_output))
 }
 
 /// Decompresses an archive into a file of `to` (by default what it was made from), on
@@ -132,16 +138,32 @@ pub fn decompress_file(
     backend: Backend,
     progress: Progress<'_>,
 ) -> Result<Summary> {
+    decompress_file_with_limit(input, output, to, backend, u64::MAX, progress)
+}
+
+/// [`decompress_file`] refusing, before decoding it, a batch that would bring the decoded
+/// bytes (what the column containers claim) over `max_output`. Memory stays that of one
+/// batch: each is written out before the next is read.
+pub fn decompress_file_with_limit(
+    input: &Path,
+    output: &Path,
+    to: Option<OutputKind>,
+    backend: Backend,
+    max_output: u64,
+    progress: Progress<'_>,
+) -> Result<Summary> {
     let placement = Placement::new(backend)?;
-    let mut reader = ArchiveReader::new(BufReader::new(File::open(input)?))?;
+    let mut reader = open_archive(input, max_output)?;
     let kind = to.unwrap_or_else(|| OutputKind::for_source(reader.source()));
     let mut summary = Summary {
-        archive_bytes: std::fs::metadata(input)?.len(),
+        archive_bytes: std::fs::metadata(input)
+            .map_err(Error::file("read the metadata of", input))?
+            .len(),
         ..Default::default()
     };
-    write_atomically(output, |file| {
+    write_atomically(output, true, |file| {
         let mut sink = output::sink(kind, BufWriter::new(file), reader.schema())?;
-        while let Some(batch) = reader.next_batch_on(placement)? {
+        while let Some(batch) = reader.next_batch_on(placement).map_err(read_error(input))? {
             sink.write(&batch)?;
             summary.batches += 1;
             summary.rows += batch.num_rows() as u64;
@@ -174,11 +196,42 @@ pub struct ArchiveInfo {
     pub rows: u64,
     pub archive_bytes: u64,
     pub columns: Vec<ColumnInfo>,
+    /// Whether every part was decoded and checked ([`info_verified`]).
+    pub verified: bool,
+    /// What was checked, and what was not.
+    pub checked: Vec<&'static str>,
+    pub not_checked: Vec<&'static str>,
 }
 
-/// Reads an archive's structure (every container is checked, nothing is decompressed).
+/// What reading an archive's structure checks.
+pub const STRUCTURE_CHECKS: [&str; 3] = [
+    "the archive's CRC-32C over its header, every batch and the end record (source kind, flags, batch order)",
+    "every column container's CRC-32C and structure: field and type, rows, part lengths",
+    "every codec stream's header and size table or directory against its bytes and the part's length",
+];
+/// What decoding every part checks besides.
+pub const DECODE_CHECKS: [&str; 3] = [
+    "every part decoded and its xxh3-64 compared",
+    "the codecs' own checksums: bwt block CRC-32C, Snappy framed chunk CRC-32C",
+    "every column rebuilt as an Arrow array (offsets, UTF-8, dictionary keys validated)",
+];
+
+/// Reads an archive's structure: every CRC over the archive and its containers and
+/// every stream header is checked; nothing is decoded ([`ArchiveInfo::not_checked`]
+/// says what that leaves out).
 pub fn info(path: &Path) -> Result<ArchiveInfo> {
-    let mut reader = ArchiveReader::new(BufReader::new(File::open(path)?))?;
+    info_with(path, false, u64::MAX)
+}
+
+/// [`info`], and every part decoded with every checksum checked (what `colzip info
+/// --verify` does), refusing batches that would decode to more than `max_output` bytes
+/// in all. Memory stays that of one batch.
+pub fn info_verified(path: &Path, max_output: u64) -> Result<ArchiveInfo> {
+    info_with(path, true, max_output)
+}
+
+fn info_with(path: &Path, verify: bool, max_output: u64) -> Result<ArchiveInfo> {
+    let mut reader = open_archive(path, max_output)?;
     let schema = reader.schema();
     let mut columns: Vec<ColumnInfo> = schema
         .fields()
@@ -194,10 +247,22 @@ pub fn info(path: &Path) -> Result<ArchiveInfo> {
         })
         .collect();
     let (mut batches, mut rows) = (0, 0);
-    while let Some((batch_rows, compressed)) = reader.next_compressed()? {
+    while let Some((batch_rows, compressed)) = reader.next_compressed().map_err(read_error(path))? {
         batches += 1;
         rows += batch_rows as u64;
         for (info, column) in columns.iter_mut().zip(&compressed) {
+            if verify {
+                // Decoding checks each part's xxh3 and the codecs' CRCs; the array is
+                // validated as it is built. Parts decode on the CPU.
+                let at = || format!("batch {}, column '{}'", batches - 1, info.name);
+                crate::column::decompress(column).map_err(|e| match e {
+                    Error::Format(m) => Error::Format(format!("{}: {m}", at())),
+                    Error::Checksum { what } => Error::Checksum {
+                        what: format!("{}, {what}", at()),
+                    },
+                    other => other,
+                })?;
+            }
             info.rows += column.len() as u64;
             info.plain_bytes += column.plain_bytes() as u64;
             info.compressed_bytes += column.compressed_bytes() as u64;
@@ -212,11 +277,23 @@ pub fn info(path: &Path) -> Result<ArchiveInfo> {
     for info in &mut columns {
         info.ratio = info.plain_bytes as f64 / info.compressed_bytes.max(1) as f64;
     }
+    let mut checked = STRUCTURE_CHECKS.to_vec();
+    let mut not_checked = Vec::new();
+    if verify {
+        checked.extend(DECODE_CHECKS);
+    } else {
+        not_checked.extend(DECODE_CHECKS);
+    }
     Ok(ArchiveInfo {
         source: reader.source().name(),
         batches,
         rows,
-        archive_bytes: std::fs::metadata(path)?.len(),
+        archive_bytes: std::fs::metadata(path)
+            .map_err(Error::file("read the metadata of", path))?
+            .len(),
         columns,
+        verified: verify,
+        checked,
+        not_checked,
     })
 }
