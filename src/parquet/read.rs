@@ -51,7 +51,7 @@ use parquet::arrow::arrow_reader::RowGroups;
 use parquet::arrow::{FieldLevels, ProjectionMask, parquet_to_arrow_field_levels};
 use parquet::basic::Compression;
 use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
-use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData};
+use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use parquet::file::reader::ChunkReader;
 
 use super::pages;
@@ -151,7 +151,7 @@ impl<R: ChunkReader + 'static> ParquetReader<R> {
             Some(placement) => placement,
             None => Placement::new(Backend::from_env()?)?,
         };
-        let metadata = ParquetMetaDataReader::new().parse_and_finish(&reader)?;
+        let metadata = super::footer::read_metadata(&reader)?;
         let file = metadata.file_metadata();
         let descr = file.schema_descr();
         let full = parquet::arrow::parquet_to_arrow_schema(descr, file.key_value_metadata())?;
