@@ -103,10 +103,25 @@ pub async fn execute(
     Ok((schema, batches))
 }
 
+/// [`run_sql_unguarded`] with a panic (a bug) turned into [`Error::Panic`], so that one
+/// statement cannot end the shell.
+pub async fn run_sql(
+    ctx: &SessionContext,
+    sql: &str,
+    format: OutputFormat,
+    out: &mut dyn Write,
+) -> Result<usize> {
+    use futures::FutureExt;
+    std::panic::AssertUnwindSafe(run_sql_unguarded(ctx, sql, format, out))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|payload| Err(crate::panics::error(payload)))
+}
+
 /// Runs the statements of `sql` in order, printing each result to `out` (CSV results
 /// separated by an empty line); stops at the first error. Returns the number of
 /// statements run.
-pub async fn run_sql(
+async fn run_sql_unguarded(
     ctx: &SessionContext,
     sql: &str,
     format: OutputFormat,
@@ -226,7 +241,7 @@ pub async fn interactive(
         end.push(&line);
         if end.at_end() {
             if let Err(error) = run_sql(ctx, &pending, format, out).await {
-                writeln!(errors, "error: {error}")?;
+                writeln!(errors, "error: {}", error.report())?;
                 failed += 1;
             }
             pending.clear();
@@ -237,7 +252,7 @@ pub async fn interactive(
     if !pending.trim().is_empty()
         && let Err(error) = run_sql(ctx, &pending, format, out).await
     {
-        writeln!(errors, "error: {error}")?;
+        writeln!(errors, "error: {}", error.report())?;
         failed += 1;
     }
     Ok(failed)
