@@ -345,12 +345,16 @@ impl Target for Bwt {
     fn run(&self, case: &Case, i: usize, meter: &mut Meter) -> Result<Verdict, String> {
         let input = case.bytes.as_slice();
         let limit = self.limit(i);
+        let original = &self.originals[i];
         match meter.measure(|| bwt::decompress_with_limit(input, limit))? {
-            Ok(out) if out == self.originals[i] => Ok(Verdict::Decoded),
-            // A splice that made another seed's stream whole.
+            Ok(out) if out == *original => Ok(Verdict::Decoded),
+            // Blocks carry CRCs, the header does not: a mutation that rewrote the header
+            // into a valid stream of fewer blocks (of none, say) decodes to those blocks,
+            // and a splice may make another seed's stream whole.
             Ok(out)
-                if (0..self.seeds.len())
-                    .any(|j| self.seeds[j] == input && self.originals[j] == out) =>
+                if (out.len() % bwt::MIN_BLOCK_SIZE as usize == 0
+                    && original.starts_with(&out))
+                    || self.originals.contains(&out) =>
             {
                 Ok(Verdict::Decoded)
             }
@@ -413,6 +417,14 @@ fn declared(node: &CompressedNode) -> Declaration {
     out
 }
 
+/// Where `needle` (a part's stream, not empty) first occurs in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 /// Recomputes a container's trailing CRC-32C (a forgery that reaches the parsers).
 fn fix_container_crc(bytes: &mut [u8]) {
     if bytes.len() >= 4 {
@@ -437,6 +449,26 @@ impl Target for Container {
         self.seeds.len()
     }
     fn input(&self, rng: &mut Rng, i: usize) -> Case {
+        let seed = &self.seeds[i];
+        let parts = self.columns[i].root().all_parts();
+        if !parts.is_empty() && rng.chance(3) {
+            // Inside one part's codec stream only, its length kept and the CRC recomputed:
+            // the container parses, the codec decodes, the part's xxh3 must catch the rest.
+            let part = parts[rng.below(parts.len())];
+            if let Some(at) = find(seed, &part.bytes) {
+                let mut stream = part.bytes.clone();
+                mutate(rng, &mut stream, &[]);
+                stream.resize(part.bytes.len(), 0);
+                let mut bytes = seed.clone();
+                bytes[at..at + stream.len()].copy_from_slice(&stream);
+                fix_container_crc(&mut bytes);
+                return Case {
+                    bytes,
+                    forged: true,
+                    must_refuse: false,
+                };
+            }
+        }
         let mut bytes = byte_input(&self.seeds, rng, i);
         let forged = rng.chance(2);
         if forged {
