@@ -103,8 +103,10 @@ pub async fn execute(
     Ok((schema, batches))
 }
 
-/// [`run_sql_unguarded`] with a panic (a bug) turned into [`Error::Panic`], so that one
-/// statement cannot end the shell.
+/// Runs the statements of `sql` in order, printing each result to `out` (CSV results
+/// separated by an empty line); stops at the first error. Returns the number of
+/// statements run. A panic (a bug) comes back as [`Error::Panic`], so that one statement
+/// cannot end the shell.
 pub async fn run_sql(
     ctx: &SessionContext,
     sql: &str,
@@ -118,9 +120,7 @@ pub async fn run_sql(
         .unwrap_or_else(|payload| Err(crate::panics::error(payload)))
 }
 
-/// Runs the statements of `sql` in order, printing each result to `out` (CSV results
-/// separated by an empty line); stops at the first error. Returns the number of
-/// statements run.
+/// [`run_sql`] without the panic guard.
 async fn run_sql_unguarded(
     ctx: &SessionContext,
     sql: &str,
