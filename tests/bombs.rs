@@ -185,4 +185,42 @@ fn bombs_fail_without_allocating_their_claims() {
         used < 4 * archive.len() + MIB,
         "refused archive used {used} bytes"
     );
+
+    // A valid archive of 8 batches of 8 MiB decodes to a file with the memory of about
+    // one batch: issue 13's target is 2x the largest block plus the output written.
+    let schema = RawType::Int32.schema();
+    let mut writer =
+        ArchiveWriter::new(Vec::new(), schema.clone(), Source::Raw(RawType::Int32)).unwrap();
+    let batch_bytes = 8 * MIB;
+    let mut largest_compressed = 0;
+    for b in 0..8 {
+        let values = arrow::array::Int32Array::from_iter_values(
+            (0..(batch_bytes / 4) as i32).map(|i| i / 16 + b),
+        );
+        let batch =
+            arrow::array::RecordBatch::try_new(schema.clone(), vec![std::sync::Arc::new(values)])
+                .unwrap();
+        let columns = writer
+            .write_batch(&batch, &"lzss".parse::<CodecChoice>().unwrap())
+            .unwrap();
+        largest_compressed = largest_compressed.max(columns[0].compressed_bytes());
+    }
+    let archive = writer.finish(false).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("batches.czip");
+    std::fs::write(&path, &archive).unwrap();
+    drop(archive);
+    let out = dir.path().join("batches.out");
+    let (result, used) = peak(|| {
+        colzip::archive::decompress_file(&path, &out, None, colzip::gpu::Backend::Cpu, &mut |_| {})
+    });
+    result.unwrap();
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().len(),
+        8 * batch_bytes as u64
+    );
+    assert!(
+        used <= 2 * (batch_bytes + largest_compressed) + MIB,
+        "decoding 8 batches of {batch_bytes} bytes ({largest_compressed} compressed) used {used}"
+    );
 }
