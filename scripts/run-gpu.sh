@@ -1,13 +1,64 @@
 #!/usr/bin/env bash
 # Runs on the device machine: every GPU test binary in .gpu/ with COLZIP_REQUIRE_GPU=1
 # (a missing GPU fails instead of skipping), logs under $OUT when set.
+#
+# --sanitize: runs them under NVIDIA compute-sanitizer instead, and fails on any error it
+# reports: memcheck for every binary (encoders, decoders, corrupt streams; both lzss
+# matchers), and racecheck for every binary too, since every kernel uses shared memory
+# (kernels/README.md). $COMPUTE_SANITIZER names the tool when it is not on the PATH or
+# in /usr/local/cuda/bin; SANITIZE_TOOLS (default "memcheck racecheck") picks the tools.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/colzip-gpu}
 mkdir -p "$out"
 export COLZIP_REQUIRE_GPU=1
+sanitize=0
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize) sanitize=1 ;;
+    *) echo "usage: scripts/run-gpu.sh [--sanitize]" >&2; exit 2 ;;
+  esac
+done
 status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+
+if [ "$sanitize" = 1 ]; then
+  sanitizer=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)}
+  if [ -z "$sanitizer" ] || [ ! -x "$sanitizer" ]; then
+    echo "run-gpu: compute-sanitizer not found (set COMPUTE_SANITIZER)" >&2
+    exit 1
+  fi
+  "$sanitizer" --version | tail -1
+  # Runs "$@" under one sanitizer tool; fails when the tool reports any error (its exit
+  # code) or the program fails, and when the summary line counts errors.
+  run_tool() {
+    local tool=$1 log=$2
+    shift 2
+    local extra=()
+    [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+    echo "== $tool: $*"
+    "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 86 --print-limit 50 "$@" >"$log" 2>&1
+    local rc=$?
+    tail -3 "$log"
+    if [ $rc -ne 0 ] || grep -Eq "ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]" "$log"; then
+      echo "run-gpu: $tool FAILED ($rc) for $* (log $log)"
+      return 1
+    fi
+  }
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
+    run_tool "$tool" "$out/gpu.$tool.log" .gpu/colzip gpu --format json || status=1
+    for test in .gpu/gpu_*; do
+      name=$(basename "$test")
+      run_tool "$tool" "$out/$name.$tool.log" "$test" --test-threads=1 || status=1
+    done
+    for matcher in ballot chains; do
+      COLZIP_LZSS_MATCHER=$matcher run_tool "$tool" "$out/gpu_lzss.$matcher.$tool.log" \
+        .gpu/gpu_lzss --test-threads=1 || status=1
+    done
+  done
+  exit $status
+fi
+
 .gpu/colzip gpu --format json | tee "$out/gpu.json" || status=1
 for test in .gpu/gpu_*; do
   echo "== $test"

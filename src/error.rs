@@ -22,6 +22,23 @@ pub enum Error {
     /// The uncompressed data's checksum does not match the one stored.
     #[error("checksum mismatch in {what}: the data is corrupt")]
     Checksum { what: String },
+    /// Decoding would produce more than the caller allows (e.g. `--max-output`).
+    #[error("{what} claims {claimed} bytes of output, more than the limit of {limit}")]
+    TooLarge {
+        what: String,
+        claimed: u64,
+        limit: u64,
+    },
+    /// An I/O error on a file, with what was being done and the file's path.
+    #[error("cannot {action} {}: {source}", path.display())]
+    File {
+        action: &'static str,
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// A panic caught at the edge (a bug: every input should give an error instead).
+    #[error("internal error (a bug in colzip, please report it): {0}")]
+    Panic(String),
     /// No usable GPU, or a CUDA/NVRTC failure.
     #[error("GPU: {0}")]
     Gpu(#[from] crate::gpu::GpuError),
@@ -68,6 +85,41 @@ impl Error {
     pub fn format(message: impl Into<String>) -> Self {
         Error::Format(message.into())
     }
+
+    /// The message for a terminal: its first line, and any further lines (DataFusion's
+    /// and Arrow's errors may have several) indented under it, so a multi-line error
+    /// reads as one block.
+    pub fn report(&self) -> String {
+        report(&self.to_string())
+    }
+
+    /// For `map_err`: an I/O error while doing `action` ("open", "write", …) on `path`.
+    pub fn file(
+        action: &'static str,
+        path: impl Into<std::path::PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| Error::File {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
+/// `message` as one block: the first non-empty line, then the others indented by two
+/// spaces (blank lines dropped).
+pub fn report(message: &str) -> String {
+    let mut lines = message
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty());
+    let mut out = lines.next().unwrap_or("").trim().to_string();
+    for line in lines {
+        out.push_str("\n  ");
+        out.push_str(line.trim_start());
+    }
+    out
 }
 
 /// Result of colzip operations.

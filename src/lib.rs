@@ -33,9 +33,11 @@ pub mod column;
 pub mod datafusion;
 mod error;
 pub mod gpu;
+pub mod memory;
+pub mod panics;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod tpch;
 pub mod trace;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, report};

@@ -1,13 +1,20 @@
 //! The `.czip` archive: many columns of many batches, written and read as streams.
 //!
 //! ```text
-//! magic "CZIP" | version u8 (1) | source u8 (0 raw, 1 Arrow IPC, 2 Parquet) | raw type u8
-//! | schema length varint | schema (field count varint, fields as in the column container)
-//! batch* := 0x01 | rows varint | per column: container length varint | column container
-//! end    := 0x00 | flags u8 (bit 0: a utf8-lines file ended with '\n') | batch count varint
+//! header := magic "CZIP" | version u8 (2) | source u8 (0 raw, 1 Arrow IPC, 2 Parquet)
+//!           | raw type u8 (0 unless raw) | schema length varint
+//!           | schema (field count varint, fields as in the column container) | crc u32
+//! batch  := 0x01 | rows varint | per column: container length varint | column container | crc u32
+//! end    := 0x00 | flags u8 | batch count varint | crc u32
 //! ```
-//! Each column container checks itself (CRC-32C over its bytes, xxh3 of every part), and
-//! the end record proves the archive was not cut short.
+//! Every `crc` is the CRC-32C of **all the archive's bytes before it but the earlier
+//! CRCs**, so the header, the source kind, the flags, the order of the batches and the end
+//! record's place after exactly these batches are all covered: a changed byte, a
+//! reordered or repeated batch, or an end record from another archive fails the next
+//! CRC. (The CRC fields stay out of the hash: CRC-32C over a message followed by its own
+//! CRC is a constant, which would restart the chain at every record.) The only flag (bit 0 of `flags`: the file ended with `\n`) exists for
+//! `utf8-lines` archives; elsewhere, and for any other bit, the flags must be 0. Each
+//! column container checks itself besides (CRC-32C over its bytes, xxh3 of every part).
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -21,7 +28,14 @@ use crate::column::{self, CodecChoice, CompressedColumn};
 use crate::{Error, Result};
 
 pub const MAGIC: &[u8; 4] = b"CZIP";
-pub const VERSION: u8 = 1;
+/// The archive version this build writes and reads. Version 1 (colzip up to commit
+/// 56f86d5) had no CRCs over its header, flags and batch order; it is refused by name.
+pub const VERSION: u8 = 2;
+
+const BATCH: u8 = 1;
+const END: u8 = 0;
+/// End-record flag: a `utf8-lines` file ended with `\n`.
+const FLAG_TRAILING_NEWLINE: u8 = 1;
 
 /// What the archived data was before it was compressed (and what it becomes again).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +52,53 @@ impl Source {
             Source::ArrowIpc => "Arrow IPC".into(),
             Source::Parquet => "Parquet".into(),
         }
+    }
+
+    /// A raw file becomes exactly one column of [`RawType::schema`]; other sources take
+    /// any schema.
+    fn check_schema(self, schema: &Schema) -> Result<()> {
+        match self {
+            Source::Raw(raw) if schema != raw.schema().as_ref() => Err(Error::format(format!(
+                "a raw {} archive holds one column '{}' of {}, not this schema",
+                raw.name(),
+                raw.schema().field(0).name(),
+                raw.data_type()
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A writer that keeps the CRC-32C of everything written through it.
+struct Crc<W> {
+    inner: W,
+    crc: u32,
+}
+
+impl<W: Write> Write for Crc<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(bytes)?;
+        self.crc = crc32c::crc32c_append(self.crc, &bytes[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Crc<W> {
+    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        self.write_all(bytes)?;
+        Ok(())
+    }
+
+    /// Writes the CRC of everything written before it but the earlier CRCs. (Were the CRC
+    /// fields hashed too, the running CRC would restart at a constant after each one, CRC's
+    /// residue property, and records could be reordered undetected.)
+    fn write_crc(&mut self) -> Result<()> {
+        self.inner.write_all(&self.crc.to_le_bytes())?;
+        Ok(())
     }
 }
 
@@ -63,14 +124,16 @@ pub fn compress_batch(
 
 /// Writes an archive batch by batch.
 pub struct ArchiveWriter<W: Write> {
-    out: W,
+    out: Crc<W>,
     schema: SchemaRef,
+    source: Source,
     batches: u64,
 }
 
 impl<W: Write> ArchiveWriter<W> {
     /// Writes the header.
-    pub fn new(mut out: W, schema: SchemaRef, source: Source) -> Result<Self> {
+    pub fn new(out: W, schema: SchemaRef, source: Source) -> Result<Self> {
+        source.check_schema(&schema)?;
         let mut header = Vec::new();
         header.extend_from_slice(MAGIC);
         header.push(VERSION);
@@ -87,10 +150,13 @@ impl<W: Write> ArchiveWriter<W> {
         }
         varint::write_u64(&mut header, fields.len() as u64);
         header.extend_from_slice(&fields);
-        out.write_all(&header)?;
+        let mut out = Crc { inner: out, crc: 0 };
+        out.put(&header)?;
+        out.write_crc()?;
         Ok(ArchiveWriter {
             out,
             schema,
+            source,
             batches: 0,
         })
     }
@@ -121,64 +187,116 @@ impl<W: Write> ArchiveWriter<W> {
         if columns.len() != self.schema.fields().len() {
             return Err(Error::format("a batch's columns differ from the archive's"));
         }
-        let mut record = vec![1u8];
+        let mut record = vec![BATCH];
         varint::write_u64(&mut record, rows as u64);
-        self.out.write_all(&record)?;
+        self.out.put(&record)?;
         for compressed in columns {
             let mut len = Vec::new();
             varint::write_u64(&mut len, compressed.encoded_len()? as u64);
-            self.out.write_all(&len)?;
+            self.out.put(&len)?;
+            // Straight from the parts' buffers, the CRC accumulated on the way.
             compressed.write_to(&mut self.out)?;
         }
+        self.out.write_crc()?;
         self.batches += 1;
         Ok(())
     }
 
-    /// Writes the end record and returns the writer.
+    /// Writes the end record and returns the writer. `trailing_newline` (the file ended
+    /// with `\n`) is recorded for `utf8-lines` archives, and must be false for others.
     pub fn finish(mut self, trailing_newline: bool) -> Result<W> {
-        let mut end = vec![0u8, u8::from(trailing_newline)];
+        let flags = match (trailing_newline, self.source) {
+            (true, Source::Raw(RawType::Utf8Lines)) => FLAG_TRAILING_NEWLINE,
+            (true, other) => {
+                return Err(Error::format(format!(
+                    "a trailing newline means nothing in a {} archive (utf8-lines only)",
+                    other.name()
+                )));
+            }
+            (false, _) => 0,
+        };
+        let mut end = vec![END, flags];
         varint::write_u64(&mut end, self.batches);
-        self.out.write_all(&end)?;
-        self.out.flush()?;
-        Ok(self.out)
+        self.out.put(&end)?;
+        self.out.write_crc()?;
+        self.out.inner.flush()?;
+        Ok(self.out.inner)
+    }
+}
+
+/// A reader that keeps the CRC-32C of everything read through it, and the count.
+struct CrcReader<R> {
+    inner: R,
+    crc: u32,
+    read: u64,
+}
+
+impl<R: Read> Read for CrcReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: Read> CrcReader<R> {
+    /// Reads a stored CRC (not hashed itself: see `Crc::write_crc`) and checks it against
+    /// the bytes read before it.
+    fn check_crc(&mut self, what: impl Fn() -> String) -> Result<()> {
+        let computed = self.crc;
+        let mut stored = [0u8; 4];
+        self.inner
+            .read_exact(&mut stored)
+            .map_err(|_| Error::format(format!("archive truncated in the CRC of {}", what())))?;
+        self.read += 4;
+        if u32::from_le_bytes(stored) != computed {
+            return Err(Error::Checksum { what: what() });
+        }
+        Ok(())
     }
 }
 
 /// Reads an archive batch by batch.
 pub struct ArchiveReader<R: Read> {
-    input: R,
+    input: CrcReader<R>,
     schema: SchemaRef,
     source: Source,
     batches: u64,
     trailing_newline: Option<bool>,
+    /// Decoded bytes the batches read so far claim, and the most they may claim.
+    claimed: u64,
+    max_output: u64,
+    /// The input's length, when known (a file): what bounds a container's length.
+    input_len: Option<u64>,
 }
 
-fn read_exact_vec(input: &mut impl Read, len: u64, what: &str) -> Result<Vec<u8>> {
-    // Up to 256 MiB: one zeroed buffer (mapped lazily, in huge pages, so a corrupt length
-    // costs address space, not memory) read in one go.
-    if len <= 256 << 20 {
-        let mut buf = crate::gpu::zeroed(len as usize);
+/// Reads `len` bytes. With `left`, the bytes the input has left (a file's size), a length
+/// within them is read into one buffer of that size in one go (it cannot claim more than
+/// the input holds); otherwise the buffer grows with the data actually read, so a corrupt
+/// length cannot force a large allocation.
+fn read_exact_vec(
+    input: &mut impl Read,
+    len: u64,
+    left: Option<u64>,
+    what: &str,
+) -> Result<Vec<u8>> {
+    let truncated = || Error::format(format!("archive truncated inside {what}"));
+    if let Some(left) = left {
+        if len > left {
+            return Err(truncated());
+        }
+        let mut buf = crate::gpu::try_zeroed(len as usize).ok_or_else(truncated)?;
         input.read_exact(&mut buf).map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => {
-                Error::format(format!("archive truncated inside {what}"))
-            }
+            std::io::ErrorKind::UnexpectedEof => truncated(),
             _ => Error::Io(e),
         })?;
         return Ok(buf);
     }
-    // Larger: room is reserved a bounded piece at a time, so a corrupt length cannot force
-    // a huge allocation, and a real one is read without the copies of a doubling buffer.
-    const PIECE: u64 = 64 << 20;
     let mut buf = Vec::new();
-    let mut left = len;
-    while left > 0 {
-        let piece = left.min(PIECE);
-        buf.reserve_exact(piece as usize);
-        let read = input.take(piece).read_to_end(&mut buf)? as u64;
-        if read < piece {
-            return Err(Error::format(format!("archive truncated inside {what}")));
-        }
-        left -= piece;
+    input.take(len).read_to_end(&mut buf)?;
+    if buf.len() as u64 != len {
+        return Err(truncated());
     }
     Ok(buf)
 }
@@ -199,39 +317,78 @@ fn read_varint(input: &mut impl Read) -> Result<u64> {
 
 impl<R: Read> ArchiveReader<R> {
     /// Reads and checks the header.
-    pub fn new(mut input: R) -> Result<Self> {
+    pub fn new(input: R) -> Result<Self> {
+        let mut input = CrcReader {
+            inner: input,
+            crc: 0,
+            read: 0,
+        };
         let mut head = [0u8; 7];
         input
-            .read_exact(&mut head)
+            .read_exact(&mut head[..5])
             .map_err(|_| Error::format("not a colzip archive (too short)"))?;
         if &head[..4] != MAGIC {
             return Err(Error::format("not a colzip archive (bad magic)"));
         }
         if head[4] != VERSION {
+            let why = if head[4] == 1 {
+                " (version 1, from colzip up to commit 56f86d5, has no CRC over its header, \
+                 flags and batch order; decompress it with that colzip)"
+            } else {
+                ""
+            };
             return Err(Error::format(format!(
-                "archive version {} is not supported (this build reads {VERSION})",
+                "archive version {} is not supported: this build reads version {VERSION}{why}",
                 head[4]
             )));
         }
-        let source = match head[5] {
-            0 => Source::Raw(
-                RawType::from_tag(head[6])
-                    .ok_or_else(|| Error::format("unknown raw type in archive"))?,
+        input
+            .read_exact(&mut head[5..])
+            .map_err(|_| Error::format("archive truncated in its header"))?;
+        let source = match (head[5], head[6]) {
+            (0, raw) => Source::Raw(
+                RawType::from_tag(raw)
+                    .ok_or_else(|| Error::format(format!("unknown raw type {raw} in archive")))?,
             ),
-            1 => Source::ArrowIpc,
-            2 => Source::Parquet,
-            other => return Err(Error::format(format!("unknown archive source {other}"))),
+            (1, 0) => Source::ArrowIpc,
+            (2, 0) => Source::Parquet,
+            (1 | 2, raw) => {
+                return Err(Error::format(format!(
+                    "raw type {raw} given for a source that is not raw"
+                )));
+            }
+            (other, _) => return Err(Error::format(format!("unknown archive source {other}"))),
         };
         let len = read_varint(&mut input)?;
-        let fields = read_exact_vec(&mut input, len, "the schema")?;
+        let fields = read_exact_vec(&mut input, len, None, "the schema")?;
+        input.check_crc(|| "the archive header".into())?;
         let schema = Arc::new(Schema::new(column::read_fields(&fields)?));
+        source.check_schema(&schema)?;
         Ok(ArchiveReader {
             input,
             schema,
             source,
             batches: 0,
             trailing_newline: None,
+            claimed: 0,
+            max_output: u64::MAX,
+            input_len: None,
         })
+    }
+
+    /// Tells the reader how long its input is (a file's size), so containers are read
+    /// into buffers of their stated length at once (a length beyond the input is refused
+    /// as truncation) instead of growing with the data.
+    pub fn with_input_len(mut self, len: u64) -> Self {
+        self.input_len = Some(len);
+        self
+    }
+
+    /// Refuses, before decoding it, a batch that would bring the archive's decoded bytes
+    /// (the plain bytes its column containers claim, summed over the batches) over `max`.
+    pub fn with_max_output(mut self, max: u64) -> Self {
+        self.max_output = max;
+        self
     }
 
     pub fn schema(&self) -> SchemaRef {
@@ -247,7 +404,8 @@ impl<R: Read> ArchiveReader<R> {
         self.trailing_newline
     }
 
-    /// The next batch's compressed columns, or `None` at the end record.
+    /// The next batch's compressed columns, or `None` at the end record. The batch's CRC
+    /// is checked, and its claimed output against the limit, before it is returned.
     pub fn next_compressed(&mut self) -> Result<Option<(usize, Vec<CompressedColumn>)>> {
         if self.trailing_newline.is_some() {
             return Ok(None);
@@ -257,28 +415,55 @@ impl<R: Read> ArchiveReader<R> {
             .read_exact(&mut marker)
             .map_err(|_| Error::format("archive truncated: no end record"))?;
         match marker[0] {
-            0 => {
+            END => {
                 let mut flags = [0u8];
                 self.input
                     .read_exact(&mut flags)
                     .map_err(|_| Error::format("archive truncated in the end record"))?;
                 let count = read_varint(&mut self.input)?;
+                self.input.check_crc(|| "the end record".into())?;
                 if count != self.batches {
                     return Err(Error::format(format!(
                         "end record counts {count} batches, {} read",
                         self.batches
                     )));
                 }
-                self.trailing_newline = Some(flags[0] & 1 != 0);
+                let allowed = match self.source {
+                    Source::Raw(RawType::Utf8Lines) => FLAG_TRAILING_NEWLINE,
+                    _ => 0,
+                };
+                if flags[0] & !allowed != 0 {
+                    return Err(Error::format(format!(
+                        "end record flags {:#04x} mean nothing in a {} archive",
+                        flags[0],
+                        self.source.name()
+                    )));
+                }
+                // Nothing follows the end record: bytes after it (another archive
+                // appended, say) would otherwise be ignored without a word.
+                let mut after = [0u8];
+                if self.input.read(&mut after)? != 0 {
+                    return Err(Error::format("bytes after the archive's end record"));
+                }
+                self.trailing_newline = Some(flags[0] & FLAG_TRAILING_NEWLINE != 0);
                 Ok(None)
             }
-            1 => {
+            BATCH => {
+                let index = self.batches;
                 let rows = usize::try_from(read_varint(&mut self.input)?)
                     .map_err(|_| Error::format("row count too large"))?;
-                let mut columns = Vec::with_capacity(self.schema.fields().len());
-                for field in self.schema.fields() {
+                let mut containers = Vec::with_capacity(self.schema.fields().len());
+                for _ in self.schema.fields() {
                     let len = read_varint(&mut self.input)?;
-                    let bytes = read_exact_vec(&mut self.input, len, "a column")?;
+                    let left = self
+                        .input_len
+                        .map(|total| total.saturating_sub(self.input.read));
+                    containers.push(read_exact_vec(&mut self.input, len, left, "a column")?);
+                }
+                self.input.check_crc(|| format!("archive batch {index}"))?;
+                let mut columns = Vec::with_capacity(containers.len());
+                for (field, bytes) in self.schema.fields().iter().zip(containers) {
+                    // The parts stay slices of the container's buffer.
                     let column =
                         CompressedColumn::from_buffer(arrow::buffer::Buffer::from_vec(bytes))?;
                     if column.field() != field.as_ref() || column.len() != rows {
@@ -288,6 +473,25 @@ impl<R: Read> ArchiveReader<R> {
                         )));
                     }
                     columns.push(column);
+                }
+                let claimed: u64 = columns.iter().map(|c| c.plain_bytes() as u64).sum();
+                // A batch is decoded in memory: one larger than the machine's cannot be.
+                if let Some(memory) = crate::memory::physical_bytes()
+                    && claimed > memory
+                {
+                    return Err(Error::TooLarge {
+                        what: format!("archive batch {index} (in a machine of {memory} bytes)"),
+                        claimed,
+                        limit: memory,
+                    });
+                }
+                self.claimed = self.claimed.saturating_add(claimed);
+                if self.claimed > self.max_output {
+                    return Err(Error::TooLarge {
+                        what: format!("archive batch {index}"),
+                        claimed: self.claimed,
+                        limit: self.max_output,
+                    });
                 }
                 self.batches += 1;
                 Ok(Some((rows, columns)))

@@ -144,8 +144,8 @@ impl InputKind {
     /// Arrow IPC or Parquet by their magic bytes, else a raw file of `raw` values.
     pub fn detect(path: &Path, raw: RawType) -> Result<Self> {
         let mut magic = [0u8; 6];
-        let mut file = File::open(path)?;
-        let read = file.read(&mut magic)?;
+        let mut file = File::open(path).map_err(Error::file("open", path))?;
+        let read = file.read(&mut magic).map_err(Error::file("read", path))?;
         if read >= 6 && &magic == b"ARROW1" {
             return Ok(InputKind::ArrowIpc);
         }
@@ -172,7 +172,7 @@ pub struct Input {
 /// Opens `path` as `kind`, reading batches of about `batch_bytes` of raw data
 /// (`batch_rows` rows for Arrow IPC and Parquet files).
 pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize) -> Result<Input> {
-    let file = File::open(path)?;
+    let file = File::open(path).map_err(Error::file("open", path))?;
     let trailing_newline = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (schema, batches): (
         SchemaRef,
@@ -412,6 +412,17 @@ impl RawReader {
 }
 
 fn primitive<T: ArrowPrimitiveType>(buffer: Buffer, rows: usize) -> ArrayRef {
+    // A `Vec<u8>`'s buffer (an empty one especially: a dangling pointer aligned to 1) need
+    // not be aligned for `T`, which `ScalarBuffer` requires: copy it when it is not.
+    let buffer = if buffer
+        .as_ptr()
+        .align_offset(std::mem::align_of::<T::Native>())
+        == 0
+    {
+        buffer
+    } else {
+        Buffer::from_slice_ref(buffer.as_slice())
+    };
     Arc::new(PrimitiveArray::<T>::new(
         arrow::buffer::ScalarBuffer::new(buffer, 0, rows),
         None,

@@ -19,11 +19,12 @@
 mod format;
 mod input;
 mod output;
+mod safe_file;
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -35,6 +36,7 @@ use crate::{Error, Result};
 pub use format::{ArchiveReader, ArchiveWriter, Source, compress_batch, decompress_batch};
 pub use input::{InputKind, RawType};
 pub use output::OutputKind;
+pub use safe_file::write_atomically;
 
 /// Rows per batch read from Arrow IPC and Parquet files.
 pub const BATCH_ROWS: usize = 1 << 20;
@@ -62,36 +64,11 @@ impl Summary {
 /// Progress after each batch: plain bytes handled so far.
 pub type Progress<'a> = &'a mut dyn FnMut(u64);
 
-/// Writes to `path.partial` and renames on success, so a failure never leaves a
-/// half-written file under the name asked for.
-fn write_atomically<T>(path: &Path, write: impl FnOnce(File) -> Result<T>) -> Result<T> {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".partial");
-    let partial = PathBuf::from(partial);
-    // Read and write: raw outputs are written through a mapping of the file.
-    let result = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&partial)
-        .map_err(Error::from)
-        .and_then(write);
-    match result {
-        Ok(value) => {
-            std::fs::rename(&partial, path)?;
-            Ok(value)
-        }
-        Err(error) => {
-            let _ = std::fs::remove_file(&partial);
-            Err(error)
-        }
-    }
-}
-
-/// Batches in flight between two stages of a file pipeline: one being read while one is
-/// compressed and one written.
-const IN_FLIGHT: usize = 2;
+/// Batches queued between two stages of a file pipeline: none (a hand-over), so at most
+/// one batch is being read, one coded and one written, plus the one each stage holds while
+/// it waits to hand it over. Decoding an archive then holds at most two decoded batches:
+/// issue 13's bound of twice the largest block.
+const IN_FLIGHT: usize = 0;
 
 /// Runs `produce` (reading), `transform` (the codecs) and `consume` (writing) on three
 /// threads joined by bounded queues, so batch n+1 is read and batch n-1 written while
@@ -158,7 +135,7 @@ pub fn compress_file(
     progress: Progress<'_>,
 ) -> Result<Summary> {
     let placement = Placement::new(backend)?;
-    let source = input::open(input, kind, BATCH_BYTES, BATCH_ROWS)?;
+    let source = input::open(input, kind, BATCH_BYTES, BATCH_ROWS).map_err(read_error(input))?;
     let archive_source = match kind {
         InputKind::Raw(raw) => Source::Raw(raw),
         InputKind::ArrowIpc => Source::ArrowIpc,
@@ -169,7 +146,7 @@ pub fn compress_file(
     let trailing_newline = source.trailing_newline.clone();
     let batches = source.batches;
     let mut summary = Summary::default();
-    write_atomically(output, |file| {
+    write_atomically(output, true, |file| {
         let writer = ArchiveWriter::new(
             BufWriter::with_capacity(WRITE_BUFFER, file),
             schema.clone(),
@@ -189,7 +166,7 @@ pub fn compress_file(
                 Ok(())
             },
             |batch: Result<arrow::array::RecordBatch>| {
-                let batch = batch?;
+                let batch = batch.map_err(read_error(input))?;
                 let columns = compress_batch(&schema, &batch, codec, placement)?;
                 summary.batches += 1;
                 summary.rows += batch.num_rows() as u64;
@@ -214,13 +191,41 @@ pub fn compress_file(
             .map_err(|e| Error::Io(e.into_error()))?;
         Ok(())
     })?;
-    summary.archive_bytes = std::fs::metadata(output)?.len();
+    summary.archive_bytes = std::fs::metadata(output)
+        .map_err(Error::file("read the metadata of", output))?
+        .len();
     Ok(summary)
 }
 
 /// Bytes of the buffered writers and readers of archives and outputs (few large system
 /// calls).
 const WRITE_BUFFER: usize = 4 << 20;
+
+/// For `map_err` on reads of `path`: an I/O error without a path gets this one.
+fn read_error(path: &Path) -> impl Fn(Error) -> Error + '_ {
+    move |error| match error {
+        Error::Io(source) => Error::File {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        },
+        other => other,
+    }
+}
+
+/// Opens an archive for reading, refusing it as soon as a batch would bring the decoded
+/// bytes over `max_output`.
+fn open_archive(path: &Path, max_output: u64) -> Result<ArchiveReader<BufReader<File>>> {
+    let file = File::open(path).map_err(Error::file("open", path))?;
+    let len = file
+        .metadata()
+        .map_err(Error::file("read the metadata of", path))?
+        .len();
+    Ok(ArchiveReader::new(BufReader::new(file))
+        .map_err(read_error(path))?
+        .with_input_len(len)
+        .with_max_output(max_output))
+}
 
 /// Decompresses an archive into a file of `to` (by default what it was made from), on
 /// `backend` (resolved once, first). Reading, decompressing and writing overlap as in
@@ -232,21 +237,38 @@ pub fn decompress_file(
     backend: Backend,
     progress: Progress<'_>,
 ) -> Result<Summary> {
+    decompress_file_with_limit(input, output, to, backend, u64::MAX, progress)
+}
+
+/// [`decompress_file`] refusing, before decoding it, a batch that would bring the decoded
+/// bytes (what the column containers claim) over `max_output`. Memory stays that of one
+/// batch: each is written out before the next is read.
+pub fn decompress_file_with_limit(
+    input: &Path,
+    output: &Path,
+    to: Option<OutputKind>,
+    backend: Backend,
+    max_output: u64,
+    progress: Progress<'_>,
+) -> Result<Summary> {
     let placement = Placement::new(backend)?;
-    let mut reader =
-        ArchiveReader::new(BufReader::with_capacity(WRITE_BUFFER, File::open(input)?))?;
+    let mut reader = open_archive(input, max_output)?;
     let kind = to.unwrap_or_else(|| OutputKind::for_source(reader.source()));
     let schema = reader.schema();
     let mut summary = Summary {
-        archive_bytes: std::fs::metadata(input)?.len(),
+        archive_bytes: std::fs::metadata(input)
+            .map_err(Error::file("read the metadata of", input))?
+            .len(),
         ..Default::default()
     };
-    write_atomically(output, |file| {
+    write_atomically(output, true, |file| {
         let sink = output::file_sink(kind, file, schema.clone(), WRITE_BUFFER)?;
         let (sink, trailing) = pipeline(
             |send| {
                 let mut reading = Busy::default();
-                while let Some(batch) = reading.time(|| reader.next_compressed())? {
+                while let Some(batch) =
+                    reading.time(|| reader.next_compressed().map_err(read_error(input)))?
+                {
                     if !send(batch) {
                         break;
                     }
@@ -299,11 +321,42 @@ pub struct ArchiveInfo {
     pub rows: u64,
     pub archive_bytes: u64,
     pub columns: Vec<ColumnInfo>,
+    /// Whether every part was decoded and checked ([`info_verified`]).
+    pub verified: bool,
+    /// What was checked, and what was not.
+    pub checked: Vec<&'static str>,
+    pub not_checked: Vec<&'static str>,
 }
 
-/// Reads an archive's structure (every container is checked, nothing is decompressed).
+/// What reading an archive's structure checks.
+pub const STRUCTURE_CHECKS: [&str; 3] = [
+    "the archive's CRC-32C over its header, every batch and the end record (source kind, flags, batch order)",
+    "every column container's CRC-32C and structure: field and type, rows, part lengths",
+    "every codec stream's header and size table or directory against its bytes and the part's length",
+];
+/// What decoding every part checks besides.
+pub const DECODE_CHECKS: [&str; 3] = [
+    "every part decoded and its xxh3-64 compared",
+    "the codecs' own checksums: bwt block CRC-32C, Snappy framed chunk CRC-32C",
+    "every column rebuilt as an Arrow array (offsets, UTF-8, dictionary keys validated)",
+];
+
+/// Reads an archive's structure: every CRC over the archive and its containers and
+/// every stream header is checked; nothing is decoded ([`ArchiveInfo::not_checked`]
+/// says what that leaves out).
 pub fn info(path: &Path) -> Result<ArchiveInfo> {
-    let mut reader = ArchiveReader::new(BufReader::new(File::open(path)?))?;
+    info_with(path, false, u64::MAX)
+}
+
+/// [`info`], and every part decoded with every checksum checked (what `colzip info
+/// --verify` does), refusing batches that would decode to more than `max_output` bytes
+/// in all. Memory stays that of one batch.
+pub fn info_verified(path: &Path, max_output: u64) -> Result<ArchiveInfo> {
+    info_with(path, true, max_output)
+}
+
+fn info_with(path: &Path, verify: bool, max_output: u64) -> Result<ArchiveInfo> {
+    let mut reader = open_archive(path, max_output)?;
     let schema = reader.schema();
     let mut columns: Vec<ColumnInfo> = schema
         .fields()
@@ -319,10 +372,22 @@ pub fn info(path: &Path) -> Result<ArchiveInfo> {
         })
         .collect();
     let (mut batches, mut rows) = (0, 0);
-    while let Some((batch_rows, compressed)) = reader.next_compressed()? {
+    while let Some((batch_rows, compressed)) = reader.next_compressed().map_err(read_error(path))? {
         batches += 1;
         rows += batch_rows as u64;
         for (info, column) in columns.iter_mut().zip(&compressed) {
+            if verify {
+                // Decoding checks each part's xxh3 and the codecs' CRCs; the array is
+                // validated as it is built. Parts decode on the CPU.
+                let at = || format!("batch {}, column '{}'", batches - 1, info.name);
+                crate::column::decompress(column).map_err(|e| match e {
+                    Error::Format(m) => Error::Format(format!("{}: {m}", at())),
+                    Error::Checksum { what } => Error::Checksum {
+                        what: format!("{}, {what}", at()),
+                    },
+                    other => other,
+                })?;
+            }
             info.rows += column.len() as u64;
             info.plain_bytes += column.plain_bytes() as u64;
             info.compressed_bytes += column.compressed_bytes() as u64;
@@ -337,11 +402,23 @@ pub fn info(path: &Path) -> Result<ArchiveInfo> {
     for info in &mut columns {
         info.ratio = info.plain_bytes as f64 / info.compressed_bytes.max(1) as f64;
     }
+    let mut checked = STRUCTURE_CHECKS.to_vec();
+    let mut not_checked = Vec::new();
+    if verify {
+        checked.extend(DECODE_CHECKS);
+    } else {
+        not_checked.extend(DECODE_CHECKS);
+    }
     Ok(ArchiveInfo {
         source: reader.source().name(),
         batches,
         rows,
-        archive_bytes: std::fs::metadata(path)?.len(),
+        archive_bytes: std::fs::metadata(path)
+            .map_err(Error::file("read the metadata of", path))?
+            .len(),
         columns,
+        verified: verify,
+        checked,
+        not_checked,
     })
 }

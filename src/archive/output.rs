@@ -148,6 +148,7 @@ pub fn sink<W: Write + Send + 'static>(
             Box::new(RawSink {
                 out,
                 first_line: true,
+                lines: schema.field(0).data_type() == &DataType::Utf8,
             })
         }
         OutputKind::ArrowIpc => Box::new(arrow::ipc::writer::FileWriter::try_new(out, &schema)?),
@@ -168,6 +169,8 @@ pub fn sink<W: Write + Send + 'static>(
 struct RawSink<W> {
     out: W,
     first_line: bool,
+    /// Whether the column is lines of text: only they can end with a newline.
+    lines: bool,
 }
 
 impl<W: Write + Send> BatchSink for RawSink<W> {
@@ -198,7 +201,7 @@ impl<W: Write + Send> BatchSink for RawSink<W> {
     }
 
     fn finish(mut self: Box<Self>, trailing_newline: bool) -> Result<()> {
-        if trailing_newline {
+        if trailing_newline && self.lines {
             self.out.write_all(b"\n")?;
         }
         self.out.flush()?;

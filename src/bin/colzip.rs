@@ -87,15 +87,27 @@ enum Command {
         snappy: Option<SnappyArg>,
         #[arg(short, long)]
         force: bool,
+        /// Fail, before decoding, when the output would exceed this many bytes (suffixes
+        /// k, m, g, t: powers of 1024) [default: no limit]
+        #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+        max_output: Option<u64>,
         #[command(flatten)]
         backend: BackendArg,
     },
-    /// Show an archive's columns, codecs and ratios (every checksum of the container is verified).
+    /// Show an archive's columns, codecs and ratios. Checks every CRC of the archive and
+    /// its column containers and every codec stream's header; --verify also decodes every
+    /// part and checks its xxh3-64 and the codecs' CRCs.
     Info {
         input: PathBuf,
         /// table or json
         #[arg(long, default_value = "table")]
         format: String,
+        /// Decode every part and check every checksum the archive holds
+        #[arg(long)]
+        verify: bool,
+        /// With --verify: fail when the archive would decode to more than this many bytes
+        #[arg(long, value_name = "BYTES", value_parser = parse_size, requires = "verify")]
+        max_output: Option<u64>,
     },
     /// Show the GPU colzip would use (or why there is none) and run its self-test kernel.
     Gpu {
@@ -266,15 +278,44 @@ fn sql(args: SqlArgs) -> Result<()> {
 
 fn main() -> ExitCode {
     colzip::trace::line(|| "start".to_string());
-    let result = run(Cli::parse());
+    colzip::panics::install_hook();
+    let cli = Cli::parse();
+    let result = colzip::panics::catch(|| run(cli));
     colzip::trace::line(|| "done".to_string());
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("colzip: error: {error}");
+            let hint = match &error {
+                Error::TooLarge { .. }
+                | Error::Codec(colzip::codec::CodecError::TooLarge { .. }) => {
+                    " (--max-output raises the limit)"
+                }
+                _ => "",
+            };
+            eprintln!("colzip: error: {}{hint}", error.report());
             ExitCode::FAILURE
         }
     }
+}
+
+/// A byte count with an optional binary suffix: `4096`, `64k`, `512m`, `2g`, `1t`
+/// (`kb`, `kib` and so on too).
+fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let lower = text.trim().to_ascii_lowercase();
+    let number = lower.trim_end_matches("ib").trim_end_matches('b');
+    let (digits, shift) = match number.char_indices().last() {
+        Some((i, 'k')) => (&number[..i], 10),
+        Some((i, 'm')) => (&number[..i], 20),
+        Some((i, 'g')) => (&number[..i], 30),
+        Some((i, 't')) => (&number[..i], 40),
+        _ => (number, 0),
+    };
+    digits
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| format!("'{text}' is not a byte count (e.g. 4096, 64k, 512m, 2g)"))
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -304,17 +345,19 @@ fn run(cli: Cli) -> Result<()> {
             });
             check_output(&input, &output, force)?;
             if let Some(snappy) = snappy {
-                let data = std::fs::read(&input)?;
+                let data = std::fs::read(&input).map_err(Error::file("read", &input))?;
                 let codec = Codec::Gmatch(match snappy {
                     SnappyArg::Raw => SnappyFormat::Raw,
                     SnappyArg::Framed => SnappyFormat::Framed,
                 });
                 let stream = codec.compress_one(&placement, &data)?;
-                write_file(&output, &stream)?;
+                archive::write_atomically(&output, true, |mut file| Ok(file.write_all(&stream)?))?;
                 return print_summary(&output, data.len() as u64, stream.len() as u64, format);
             }
             let kind = InputKind::detect(&input, raw_type)?;
-            let size = std::fs::metadata(&input)?.len();
+            let size = std::fs::metadata(&input)
+                .map_err(Error::file("read the metadata of", &input))?
+                .len();
             let bar = bytes_bar(size, "compress");
             let summary =
                 archive::compress_file(&input, &output, kind, &codec, backend, &mut |done| {
@@ -329,6 +372,7 @@ fn run(cli: Cli) -> Result<()> {
             to,
             snappy,
             force,
+            max_output,
             backend: BackendArg { backend },
         } => {
             // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
@@ -338,26 +382,53 @@ fn run(cli: Cli) -> Result<()> {
                 None => strip_extension(&input)?,
             };
             check_output(&input, &output, force)?;
+            let max_output = max_output.unwrap_or(u64::MAX);
             if let Some(snappy) = snappy {
                 // On the CPU: a framed stream states no total length for a GPU decoder to
-                // size its output by (gmatch has no GPU path yet anyway).
-                let stream = std::fs::read(&input)?;
-                let data = match snappy {
-                    SnappyArg::Raw => gmatch::decompress_raw(&stream)?,
-                    SnappyArg::Framed => gmatch::decompress_framed(&stream)?,
-                };
-                return write_file(&output, &data);
+                // size its output by.
+                let stream = std::fs::read(&input).map_err(Error::file("read", &input))?;
+                let limit = usize::try_from(max_output).unwrap_or(usize::MAX);
+                return archive::write_atomically(&output, true, |file| {
+                    let mut out = std::io::BufWriter::new(file);
+                    match snappy {
+                        // At most 2^32 - 1 bytes, and what the elements can produce.
+                        SnappyArg::Raw => {
+                            out.write_all(&gmatch::decompress_raw_with_limit(&stream, limit)?)?
+                        }
+                        // Chunk by chunk: memory stays that of a few MiB of output.
+                        SnappyArg::Framed => {
+                            gmatch::decompress_framed_to(&stream, limit, |bytes| {
+                                out.write_all(bytes).map_err(Error::from)
+                            })?;
+                        }
+                    }
+                    Ok(out.flush()?)
+                });
             }
             let to: Option<OutputKind> = to.map(|t| t.parse()).transpose()?;
             let bar = bytes_bar(0, "decompress");
-            archive::decompress_file(&input, &output, to, backend, &mut |done| {
-                bar.set_position(done)
-            })?;
+            archive::decompress_file_with_limit(
+                &input,
+                &output,
+                to,
+                backend,
+                max_output,
+                &mut |done| bar.set_position(done),
+            )?;
             bar.finish_and_clear();
             Ok(())
         }
-        Command::Info { input, format } => {
-            let info = archive::info(&input)?;
+        Command::Info {
+            input,
+            format,
+            verify,
+            max_output,
+        } => {
+            let info = if verify {
+                archive::info_verified(&input, max_output.unwrap_or(u64::MAX))?
+            } else {
+                archive::info(&input)?
+            };
             match format.parse::<Format>()? {
                 Format::Json => println!(
                     "{}",
@@ -393,6 +464,12 @@ fn run(cli: Cli) -> Result<()> {
                             c.ratio,
                             codecs.join(", ")
                         );
+                    }
+                    for check in &info.checked {
+                        println!("checked: {check}");
+                    }
+                    for check in &info.not_checked {
+                        println!("not checked (use --verify): {check}");
                     }
                 }
             }
@@ -636,20 +713,13 @@ fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
             input.display()
         )));
     }
-    if output.exists() && !force {
+    // `symlink_metadata`: a symlink at the output counts as existing, even a dangling one.
+    if output.symlink_metadata().is_ok() && !force {
         return Err(Error::format(format!(
             "{} exists (use --force to overwrite)",
             output.display()
         )));
     }
-    Ok(())
-}
-
-fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".partial");
-    std::fs::write(&partial, bytes)?;
-    std::fs::rename(&partial, path)?;
     Ok(())
 }
 

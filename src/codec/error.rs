@@ -25,6 +25,9 @@ pub enum CodecError {
     /// corrupt streams are `Corrupt` on the GPU as on the CPU.
     #[error("GPU: {0}")]
     Gpu(#[from] GpuError),
+    /// Memory for the output could not be had (a fallible allocation failed).
+    #[error("{codec}: no memory for {bytes} bytes of output")]
+    OutOfMemory { codec: &'static str, bytes: u64 },
     /// A checksum over decoded data did not match.
     #[error("{codec} checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     Checksum {

@@ -42,3 +42,13 @@ pub fn kernel_builds() -> Vec<(crate::gpu::KernelSource, Vec<crate::gpu::Define>
     builds.extend(lzss::gpu::launch::kernel_builds());
     builds
 }
+
+/// Appends `additional` zero bytes to `out`, an error instead of an abort when memory is
+/// short. Decoders grow their output with this as they decode, never by a claimed size.
+pub(crate) fn grow(out: &mut Vec<u8>, additional: usize, codec: &'static str) -> Result<()> {
+    let bytes = out.len() as u64 + additional as u64;
+    out.try_reserve(additional)
+        .map_err(|_| CodecError::OutOfMemory { codec, bytes })?;
+    out.resize(out.len() + additional, 0);
+    Ok(())
+}

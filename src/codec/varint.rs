@@ -36,11 +36,15 @@ pub fn read_u64(input: &[u8], codec: &'static str) -> Result<(u64, usize)> {
     ))
 }
 
-/// Reads a varint that must fit in 32 bits (Snappy's length preamble).
+/// Reads a varint that must fit in 32 bits and 5 bytes (Snappy's length preamble; the
+/// reference decoder and the `snap` crate refuse longer encodings of small values too).
 pub fn read_u32(input: &[u8], codec: &'static str) -> Result<(u32, usize)> {
     let (value, len) = read_u64(input, codec)?;
     let value =
         u32::try_from(value).map_err(|_| CodecError::corrupt(codec, "varint exceeds 32 bits"))?;
+    if len > 5 {
+        return Err(CodecError::corrupt(codec, "varint longer than 5 bytes"));
+    }
     Ok((value, len))
 }
 
@@ -70,5 +74,11 @@ mod tests {
             .is_err()
         );
         assert!(read_u32(&[0x80, 0x80, 0x80, 0x80, 0x10], "test").is_err());
+        // Found by the fuzz harness: 0 in 6 bytes is refused, as snap does.
+        assert!(read_u32(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x00], "test").is_err());
+        assert_eq!(
+            read_u32(&[0x80, 0x80, 0x80, 0x80, 0x00], "test").unwrap(),
+            (0, 5)
+        );
     }
 }

@@ -19,8 +19,8 @@ use arrow::datatypes::Field;
 
 use super::bytes::Reader;
 use super::plain::PartRole;
-use super::types;
 use super::{CompressedColumn, CompressedNode, CompressedPart};
+use super::{layout, types};
 use crate::codec::{CodecId, varint};
 use crate::{Error, Result};
 
@@ -147,6 +147,12 @@ pub(super) fn read(buffer: Buffer) -> Result<CompressedColumn> {
     if !reader.is_empty() {
         return Err(Error::format("trailing bytes after the column"));
     }
+    // Every length is checked against the type, the rows and the streams before any of
+    // it is trusted for an allocation.
+    layout::check_node(field.data_type(), &root).map_err(|e| match e {
+        Error::Format(m) => Error::format(format!("column '{}': {m}", field.name())),
+        other => other,
+    })?;
     Ok(CompressedColumn { field, root })
 }
 

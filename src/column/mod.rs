@@ -52,6 +52,7 @@ mod auto;
 mod bytes;
 mod checksum;
 mod container;
+mod layout;
 mod parts;
 pub mod plain;
 mod types;

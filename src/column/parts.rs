@@ -157,39 +157,20 @@ pub(super) fn decompress_parts(
     parts: &[&CompressedPart],
     placement: &Placement,
 ) -> Result<Vec<PlainPart>> {
-    // Stored parts are copied (into aligned memory of their own: a slice of a container
-    // need not be aligned for the column's type); the others decode into fresh buffers.
-    let mut outputs: Vec<Vec<u8>> = parts
-        .iter()
-        .map(|p| match p.codec {
-            CodecId::Stored => Ok(p.bytes.to_vec()),
-            _ => crate::gpu::try_zeroed(p.raw_len).ok_or_else(|| {
-                Error::format(format!(
-                    "cannot allocate {} bytes for a {} part",
-                    p.raw_len,
-                    p.role.name()
-                ))
-            }),
-        })
-        .collect::<Result<_>>()?;
+    // Each codec's parts in one call, each into a buffer of its own (stored parts are
+    // copied too: a slice of a container need not be aligned for the column's type).
     let mut groups: BTreeMap<CodecId, Vec<usize>> = BTreeMap::new();
     for (i, part) in parts.iter().enumerate() {
-        if part.codec != CodecId::Stored {
-            groups.entry(part.codec).or_default().push(i);
-        }
+        groups.entry(part.codec).or_default().push(i);
     }
+    let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); parts.len()];
     for (codec, members) in groups {
         let inputs: Vec<&[u8]> = members.iter().map(|&i| &parts[i].bytes[..]).collect();
-        // The members' outputs, as disjoint slices in member order.
-        let mut slices: Vec<&mut [u8]> = Vec::with_capacity(members.len());
-        let mut wanted = members.iter().peekable();
-        for (i, output) in outputs.iter_mut().enumerate() {
-            if wanted.peek() == Some(&&i) {
-                slices.push(output.as_mut_slice());
-                wanted.next();
-            }
+        let lens: Vec<usize> = members.iter().map(|&i| parts[i].raw_len).collect();
+        let decoded = codec.decompress_owned(placement, &inputs, &lens)?;
+        for (&i, bytes) in members.iter().zip(decoded) {
+            outputs[i] = bytes;
         }
-        codec.decompress_into(placement, &inputs, &mut slices)?;
     }
     outputs
         .into_par_iter()

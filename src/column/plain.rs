@@ -14,9 +14,11 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayData, ArrayRef, AsArray, BinaryViewBuilder, OffsetSizeTrait, make_array,
+    Array, ArrayRef, ArrowPrimitiveType, AsArray, BinaryArray, BinaryViewBuilder, BooleanArray,
+    DictionaryArray, FixedSizeBinaryArray, LargeBinaryArray, LargeStringArray, NullArray,
+    OffsetSizeTrait, PrimitiveArray, StringArray,
 };
-use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
+use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::DataType;
 
 use crate::{Error, Result};
@@ -342,18 +344,35 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
         None => None,
     };
     let mut children = children.into_iter();
-    let array = match data_type {
-        DataType::Null => make_array(ArrayData::new_null(data_type, rows)),
+    let array: ArrayRef = match data_type {
+        DataType::Null => {
+            if nulls.is_some() {
+                return Err(Error::format("a Null column with a validity part"));
+            }
+            Arc::new(NullArray::new(rows))
+        }
         DataType::Boolean => {
             let values = parts.take(PartRole::Values)?;
             expect_len("boolean values", values.bytes.len(), rows.div_ceil(8))?;
-            build(data_type, rows, nulls, vec![values.bytes], vec![])?
+            let values = BooleanBuffer::new(values.bytes, 0, rows);
+            // Both are `rows` long (checked above), which is all `new` asserts.
+            Arc::new(BooleanArray::new(values, nulls))
         }
-        DataType::Utf8 | DataType::Binary => {
-            offsets_array::<i32>(data_type, rows, nulls, &mut parts)?
+        DataType::Utf8 => {
+            let (offsets, data) = offsets_and_data::<i32>(data_type, rows, &mut parts)?;
+            Arc::new(StringArray::try_new(offsets, data, nulls)?)
         }
-        DataType::LargeUtf8 | DataType::LargeBinary => {
-            offsets_array::<i64>(data_type, rows, nulls, &mut parts)?
+        DataType::Binary => {
+            let (offsets, data) = offsets_and_data::<i32>(data_type, rows, &mut parts)?;
+            Arc::new(BinaryArray::try_new(offsets, data, nulls)?)
+        }
+        DataType::LargeUtf8 => {
+            let (offsets, data) = offsets_and_data::<i64>(data_type, rows, &mut parts)?;
+            Arc::new(LargeStringArray::try_new(offsets, data, nulls)?)
+        }
+        DataType::LargeBinary => {
+            let (offsets, data) = offsets_and_data::<i64>(data_type, rows, &mut parts)?;
+            Arc::new(LargeBinaryArray::try_new(offsets, data, nulls)?)
         }
         DataType::Utf8View | DataType::BinaryView => {
             view_array(data_type, rows, nulls, &mut parts)?
@@ -361,6 +380,12 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
         DataType::Dictionary(key_type, value_type) => {
             let values = parts.take(PartRole::Values)?;
             let key_width = key_type.primitive_width().unwrap_or(0);
+            if values.width as usize != key_width {
+                return Err(Error::format(format!(
+                    "{key_type} dictionary keys stored {} bytes wide",
+                    values.width
+                )));
+            }
             expect_len(
                 "dictionary keys",
                 values.bytes.len(),
@@ -370,14 +395,7 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
                 .next()
                 .ok_or_else(|| Error::format("dictionary without its values"))?;
             let dictionary = decode(value_type, child)?;
-            let data = ArrayData::builder(data_type.clone())
-                .len(rows)
-                .nulls(nulls)
-                .add_buffer(values.bytes)
-                .add_child_data(dictionary.to_data())
-                .align_buffers(true)
-                .build()?;
-            make_array(data)
+            dictionary_array(key_type, rows, nulls, values.bytes, dictionary)?
         }
         other => {
             let width = fixed_width(other).ok_or_else(|| {
@@ -399,7 +417,7 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
             } else {
                 Buffer::from_vec(widen(&values.bytes, stored, width))
             };
-            build(data_type, rows, nulls, vec![bytes], vec![])?
+            fixed_width_array(other, rows, nulls, bytes)?
         }
     };
     if let Some(extra) = parts.next() {
@@ -426,22 +444,136 @@ fn expect_len(what: &str, actual: usize, expected: usize) -> Result<()> {
     }
 }
 
-fn build(
+/// `bytes` as a buffer aligned for `T` (a decoded `Vec<u8>`, an empty one especially,
+/// need not be; Arrow's typed buffers require it).
+fn aligned<T>(buffer: Buffer) -> Buffer {
+    if buffer.as_ptr().align_offset(std::mem::align_of::<T>()) == 0 {
+        buffer
+    } else {
+        Buffer::from_slice_ref(buffer.as_slice())
+    }
+}
+
+/// A primitive array of `rows` values from `bytes` (exactly `rows` values long, checked
+/// by the caller).
+fn primitive<T: ArrowPrimitiveType>(
+    rows: usize,
+    nulls: Option<NullBuffer>,
+    bytes: Buffer,
+) -> Result<PrimitiveArray<T>> {
+    if bytes.len() != rows.saturating_mul(std::mem::size_of::<T::Native>()) {
+        return Err(Error::format(format!(
+            "{} values: {} bytes for {rows} rows",
+            T::DATA_TYPE,
+            bytes.len()
+        )));
+    }
+    let values = ScalarBuffer::<T::Native>::new(aligned::<T::Native>(bytes), 0, rows);
+    Ok(PrimitiveArray::<T>::try_new(values, nulls)?)
+}
+
+/// The array of a fixed-width type (its values `rows × width` bytes, checked).
+fn fixed_width_array(
     data_type: &DataType,
     rows: usize,
     nulls: Option<NullBuffer>,
-    buffers: Vec<Buffer>,
-    children: Vec<ArrayData>,
+    bytes: Buffer,
 ) -> Result<ArrayRef> {
-    let data = ArrayData::builder(data_type.clone())
-        .len(rows)
-        .nulls(nulls)
-        .buffers(buffers)
-        .child_data(children)
-        // Decoded buffers (an empty Vec especially) need not be aligned for the type.
-        .align_buffers(true)
-        .build()?;
-    Ok(make_array(data))
+    use DataType as T;
+    use arrow::datatypes::*;
+    macro_rules! typed {
+        ($t:ty) => {
+            Arc::new(primitive::<$t>(rows, nulls, bytes)?) as ArrayRef
+        };
+    }
+    macro_rules! timestamp {
+        ($t:ty, $tz:expr) => {
+            Arc::new(primitive::<$t>(rows, nulls, bytes)?.with_timezone_opt($tz.clone()))
+                as ArrayRef
+        };
+    }
+    macro_rules! decimal {
+        ($t:ty, $p:expr, $s:expr) => {
+            Arc::new(primitive::<$t>(rows, nulls, bytes)?.with_precision_and_scale(*$p, *$s)?)
+                as ArrayRef
+        };
+    }
+    Ok(match data_type {
+        T::Int8 => typed!(Int8Type),
+        T::Int16 => typed!(Int16Type),
+        T::Int32 => typed!(Int32Type),
+        T::Int64 => typed!(Int64Type),
+        T::UInt8 => typed!(UInt8Type),
+        T::UInt16 => typed!(UInt16Type),
+        T::UInt32 => typed!(UInt32Type),
+        T::UInt64 => typed!(UInt64Type),
+        T::Float16 => typed!(Float16Type),
+        T::Float32 => typed!(Float32Type),
+        T::Float64 => typed!(Float64Type),
+        T::Date32 => typed!(Date32Type),
+        T::Date64 => typed!(Date64Type),
+        T::Time32(TimeUnit::Second) => typed!(Time32SecondType),
+        T::Time32(TimeUnit::Millisecond) => typed!(Time32MillisecondType),
+        T::Time64(TimeUnit::Microsecond) => typed!(Time64MicrosecondType),
+        T::Time64(TimeUnit::Nanosecond) => typed!(Time64NanosecondType),
+        T::Timestamp(TimeUnit::Second, tz) => timestamp!(TimestampSecondType, tz),
+        T::Timestamp(TimeUnit::Millisecond, tz) => timestamp!(TimestampMillisecondType, tz),
+        T::Timestamp(TimeUnit::Microsecond, tz) => timestamp!(TimestampMicrosecondType, tz),
+        T::Timestamp(TimeUnit::Nanosecond, tz) => timestamp!(TimestampNanosecondType, tz),
+        T::Duration(TimeUnit::Second) => typed!(DurationSecondType),
+        T::Duration(TimeUnit::Millisecond) => typed!(DurationMillisecondType),
+        T::Duration(TimeUnit::Microsecond) => typed!(DurationMicrosecondType),
+        T::Duration(TimeUnit::Nanosecond) => typed!(DurationNanosecondType),
+        T::Interval(IntervalUnit::YearMonth) => typed!(IntervalYearMonthType),
+        T::Interval(IntervalUnit::DayTime) => typed!(IntervalDayTimeType),
+        T::Interval(IntervalUnit::MonthDayNano) => typed!(IntervalMonthDayNanoType),
+        T::Decimal32(p, s) => decimal!(Decimal32Type, p, s),
+        T::Decimal64(p, s) => decimal!(Decimal64Type, p, s),
+        T::Decimal128(p, s) => decimal!(Decimal128Type, p, s),
+        T::Decimal256(p, s) => decimal!(Decimal256Type, p, s),
+        T::FixedSizeBinary(width) => Arc::new(FixedSizeBinaryArray::try_new_with_len(
+            *width, bytes, nulls, rows,
+        )?),
+        other => {
+            return Err(Error::Unsupported(format!(
+                "Arrow type {other} is not supported by the column layer"
+            )));
+        }
+    })
+}
+
+/// A dictionary array: `keys` (`rows` keys of `key_type`, checked) into `values`;
+/// `try_new` checks every valid key against the dictionary's length.
+fn dictionary_array(
+    key_type: &DataType,
+    rows: usize,
+    nulls: Option<NullBuffer>,
+    keys: Buffer,
+    values: ArrayRef,
+) -> Result<ArrayRef> {
+    use arrow::datatypes::*;
+    fn typed<K: ArrowDictionaryKeyType>(
+        rows: usize,
+        nulls: Option<NullBuffer>,
+        keys: Buffer,
+        values: ArrayRef,
+    ) -> Result<ArrayRef> {
+        let keys = primitive::<K>(rows, nulls, keys)?;
+        Ok(Arc::new(DictionaryArray::<K>::try_new(keys, values)?))
+    }
+    match key_type {
+        DataType::Int8 => typed::<Int8Type>(rows, nulls, keys, values),
+        DataType::Int16 => typed::<Int16Type>(rows, nulls, keys, values),
+        DataType::Int32 => typed::<Int32Type>(rows, nulls, keys, values),
+        DataType::Int64 => typed::<Int64Type>(rows, nulls, keys, values),
+        DataType::UInt8 => typed::<UInt8Type>(rows, nulls, keys, values),
+        DataType::UInt16 => typed::<UInt16Type>(rows, nulls, keys, values),
+        DataType::UInt32 => typed::<UInt32Type>(rows, nulls, keys, values),
+        DataType::UInt64 => typed::<UInt64Type>(rows, nulls, keys, values),
+        other => Err(Error::format(format!(
+            "{other} is not a dictionary key type"
+        ))),
+    }
 }
 
 /// Decodes the lengths part into `rows` lengths, checking their total against the data.
@@ -472,14 +604,17 @@ fn read_lengths(parts: &mut Parts, rows: usize) -> Result<(Vec<u64>, Buffer)> {
     Ok((lengths, data.bytes))
 }
 
-fn offsets_array<O: OffsetSizeTrait>(
+/// The offsets rebuilt from the lengths part, and the data part (their total checked).
+fn offsets_and_data<O: OffsetSizeTrait>(
     data_type: &DataType,
     rows: usize,
-    nulls: Option<NullBuffer>,
     parts: &mut Parts,
-) -> Result<ArrayRef> {
+) -> Result<(OffsetBuffer<O>, Buffer)> {
     let (lengths, data) = read_lengths(parts, rows)?;
-    let mut offsets = Vec::with_capacity(rows + 1);
+    let mut offsets = Vec::new();
+    offsets
+        .try_reserve_exact(rows + 1)
+        .map_err(|_| Error::format(format!("no memory for the offsets of {rows} rows")))?;
     let mut offset = 0u64;
     offsets.push(O::usize_as(0));
     for length in lengths {
@@ -489,13 +624,9 @@ fn offsets_array<O: OffsetSizeTrait>(
         })?;
         offsets.push(value);
     }
-    build(
-        data_type,
-        rows,
-        nulls,
-        vec![Buffer::from_vec(offsets), data],
-        vec![],
-    )
+    // Non-negative and increasing by construction, which is all `new` asserts.
+    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+    Ok((offsets, data))
 }
 
 fn view_array(

@@ -6,7 +6,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, IntervalUnit, TimeUnit};
+use arrow::datatypes::{
+    DataType, Decimal32Type, Decimal64Type, Decimal128Type, Decimal256Type, Field, IntervalUnit,
+    TimeUnit, validate_decimal_precision_and_scale,
+};
 
 use super::bytes::Reader;
 use crate::codec::varint;
@@ -43,9 +46,17 @@ fn read_field_at(reader: &mut Reader<'_>, depth: usize) -> Result<Field> {
     };
     let count = reader.varint()?;
     let mut metadata = HashMap::new();
+    let mut previous: Option<String> = None;
     for _ in 0..count {
         let key = reader.string()?;
         let value = reader.string()?;
+        // Written sorted and unique: any other order or a repeated key is not ours.
+        if previous.as_ref().is_some_and(|p| *p >= key) {
+            return Err(Error::format(format!(
+                "field '{name}': metadata keys not in strictly increasing order at '{key}'"
+            )));
+        }
+        previous = Some(key.clone());
         metadata.insert(key, value);
     }
     let data_type = read_type(reader, depth)?;
@@ -174,8 +185,15 @@ pub fn read_type(reader: &mut Reader<'_>, depth: usize) -> Result<DataType> {
         12 => Float64,
         13 => Date32,
         14 => Date64,
-        15 => Time32(time_unit(reader.u8()?)?),
-        16 => Time64(time_unit(reader.u8()?)?),
+        15 => match time_unit(reader.u8()?)? {
+            // Arrow has no Time32 of µs or ns (they need 64 bits) and no Time64 of s or ms.
+            unit @ (TimeUnit::Second | TimeUnit::Millisecond) => Time32(unit),
+            unit => return Err(Error::format(format!("Time32 cannot hold {unit:?}s"))),
+        },
+        16 => match time_unit(reader.u8()?)? {
+            unit @ (TimeUnit::Microsecond | TimeUnit::Nanosecond) => Time64(unit),
+            unit => return Err(Error::format(format!("Time64 cannot hold {unit:?}s"))),
+        },
         17 => {
             let unit = time_unit(reader.u8()?)?;
             let tz = match reader.u8()? {
@@ -195,6 +213,17 @@ pub fn read_type(reader: &mut Reader<'_>, depth: usize) -> Result<DataType> {
         20..=23 => {
             let precision = reader.u8()?;
             let scale = reader.u8()? as i8;
+            let checked = match tag {
+                20 => validate_decimal_precision_and_scale::<Decimal32Type>(precision, scale),
+                21 => validate_decimal_precision_and_scale::<Decimal64Type>(precision, scale),
+                22 => validate_decimal_precision_and_scale::<Decimal128Type>(precision, scale),
+                _ => validate_decimal_precision_and_scale::<Decimal256Type>(precision, scale),
+            };
+            checked.map_err(|e| {
+                Error::format(format!(
+                    "bad decimal precision {precision} or scale {scale}: {e}"
+                ))
+            })?;
             match tag {
                 20 => Decimal32(precision, scale),
                 21 => Decimal64(precision, scale),

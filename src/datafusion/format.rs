@@ -73,7 +73,7 @@ use datafusion::datasource::sink::{DataSink, DataSinkExec};
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::dml::InsertOp;
-use datafusion::object_store::{ObjectMeta, ObjectStore};
+use datafusion::object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use datafusion::physical_expr::LexOrdering;
 use datafusion::physical_expr_common::sort_expr::LexRequirement;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
@@ -81,6 +81,7 @@ use datafusion::prelude::SessionContext;
 use tokio::io::AsyncWriteExt;
 
 use crate::gpu::Backend;
+use crate::parquet::footer;
 use crate::parquet::write::{
     DataPageVersion, ParquetWriter, WriteOptions, default_parallel_row_groups,
 };
@@ -278,6 +279,9 @@ impl FileFormat for ColzipParquetFormat {
         store: &Arc<dyn ObjectStore>,
         objects: &[ObjectMeta],
     ) -> datafusion::common::Result<SchemaRef> {
+        for object in objects {
+            check_footer(store, object).await?;
+        }
         self.inner.infer_schema(state, store, objects).await
     }
 
@@ -288,6 +292,7 @@ impl FileFormat for ColzipParquetFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> datafusion::common::Result<Statistics> {
+        check_footer(store, object).await?;
         self.inner
             .infer_stats(state, store, table_schema, object)
             .await
@@ -312,6 +317,7 @@ impl FileFormat for ColzipParquetFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> datafusion::common::Result<FileMeta> {
+        check_footer(store, object).await?;
         self.inner
             .infer_stats_and_ordering(state, store, table_schema, object)
             .await
@@ -346,6 +352,39 @@ impl FileFormat for ColzipParquetFormat {
     fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
         self.inner.file_source(table_schema)
     }
+}
+
+/// Reads and checks a file's footer (`crate::parquet::footer`) before DataFusion's
+/// Parquet reader sees it: the parquet crate panics on some corrupt footers.
+async fn check_footer(
+    store: &Arc<dyn ObjectStore>,
+    object: &ObjectMeta,
+) -> datafusion::common::Result<()> {
+    let fail = |e: Error| {
+        DataFusionError::External(Box::new(Error::format(format!(
+            "{} is not a valid Parquet file: {e}",
+            object.location
+        ))))
+    };
+    let size = object.size;
+    if size < 12 {
+        return Err(fail(Error::format(format!("{size} bytes"))));
+    }
+    let tail = store.get_range(&object.location, size - 8..size).await?;
+    let tail: &[u8; 8] = tail[..]
+        .try_into()
+        .map_err(|_| fail(Error::format("short read")))?;
+    let len = footer::metadata_len(tail).map_err(fail)? as u64;
+    if len > size - 12 {
+        return Err(fail(Error::format(format!(
+            "a footer of {len} bytes in a file of {size}"
+        ))));
+    }
+    let metadata = store
+        .get_range(&object.location, size - 8 - len..size - 8)
+        .await?;
+    footer::decode_metadata(&metadata, size).map_err(fail)?;
+    Ok(())
 }
 
 /// Writes each output file of a `COPY`/`INSERT` with [`ParquetWriter`].
@@ -416,6 +455,25 @@ impl Write for ChunkSender {
     }
 }
 
+/// Fails with the path and the reason when a local output's directory cannot take a
+/// new file. The local object store would otherwise loop forever where creating a file
+/// says "not found" in a directory that exists (`/proc`): it creates the directory and
+/// tries again. Missing directories are created first, as the store would.
+fn check_writable(path: &datafusion::object_store::path::Path) -> datafusion::common::Result<()> {
+    let file = std::path::PathBuf::from(format!("/{}", path.as_ref()));
+    let dir = file.parent().unwrap_or(std::path::Path::new("/"));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| tempfile::tempfile_in(dir))
+        .map(drop)
+        .map_err(|source| {
+            DataFusionError::External(Box::new(Error::File {
+                action: "write",
+                path: file,
+                source,
+            }))
+        })
+}
+
 #[async_trait]
 impl FileSink for ColzipParquetSink {
     fn config(&self) -> &FileSinkConfig {
@@ -436,7 +494,11 @@ impl FileSink for ColzipParquetSink {
             .execution
             .objectstore_writer_buffer_size;
         let mut tasks = Vec::new();
+        let local = self.config.object_store_url.as_str().starts_with("file://");
         while let Some((path, mut rx)) = file_stream_rx.recv().await {
+            if local {
+                check_writable(&path)?;
+            }
             let mut upload = ObjectWriterBuilder::new(
                 FileCompressionType::UNCOMPRESSED,
                 &path,

@@ -4,12 +4,15 @@
 //!
 //! - [`write`](mod@write): [`write::ParquetWriter`] / [`write::write_batches`];
 //! - [`read`]: [`read::ParquetReader`] / [`read::read_batches`];
+//! - [`footer`]: the footer read and checked without trusting it (the parquet crate panics
+//!   on some corrupt footers), before any reader uses it;
 //! - `pages` (private): the batched page compression service both use;
 //! - `encode` and `capture` (private): the writer's encoding stage and its access to the
 //!   pages its encoders stored.
 
 mod capture;
 mod encode;
+pub mod footer;
 mod pages;
 pub mod read;
 pub mod write;

@@ -20,5 +20,5 @@ pub use baselines::Baseline;
 pub use experiment::{
     Config, Contender, Event, Row, arrow_bytes, measure, measure_column, peer_form, run,
 };
-pub use generate::{Table, TableData, generate};
+pub use generate::{Table, TableData, check_scale_factor, estimated_bytes, generate};
 pub use report::{Format, ReportRow, render};

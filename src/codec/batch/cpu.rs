@@ -58,16 +58,32 @@ pub(super) fn compress_batch(codec: &Codec, inputs: &[&[u8]]) -> Result<Packed> 
 
 /// One stream's output, exactly `out.len()` bytes.
 fn decompress_one(codec: CodecId, stream: &[u8], out: &mut [u8]) -> Result<()> {
-    let expected = out.len();
-    let decoded = match codec {
+    match codec {
         CodecId::Stored => {
-            if stream.len() != expected {
-                return Err(wrong_len(codec, stream.len(), expected));
+            if stream.len() != out.len() {
+                return Err(wrong_len(codec, stream.len(), out.len()));
             }
             out.copy_from_slice(stream);
-            return Ok(());
+            Ok(())
         }
-        CodecId::GmatchBlocks => return gmatch::decompress_blocks_into(stream, out),
+        CodecId::GmatchBlocks => gmatch::decompress_blocks_into(stream, out),
+        _ => {
+            let decoded = decompress_owned(codec, stream, out.len())?;
+            out.copy_from_slice(&decoded);
+            Ok(())
+        }
+    }
+}
+
+/// One stream's output in a buffer of its own, which must hold exactly `expected` bytes:
+/// the decoders grow it as they decode (bounded by what the stream's bytes can produce and
+/// by `expected`), so a claimed length allocates nothing by itself.
+pub(super) fn decompress_owned(codec: CodecId, stream: &[u8], expected: usize) -> Result<Vec<u8>> {
+    let decoded = match codec {
+        CodecId::Stored => stream.to_vec(),
+        // The table is checked against the stream before the output is allocated, so the
+        // claim is bounded by the bytes (64 KiB of output per 4 bytes of table).
+        CodecId::GmatchBlocks => gmatch::decompress_blocks(stream, expected)?,
         CodecId::Lzss => lzss::decompress_with_limit(stream, expected)?,
         CodecId::GmatchRaw => gmatch::decompress_raw_with_limit(stream, expected)?,
         CodecId::GmatchFramed => gmatch::decompress_framed_with_limit(stream, expected)?,
@@ -76,8 +92,7 @@ fn decompress_one(codec: CodecId, stream: &[u8], out: &mut [u8]) -> Result<()> {
     if decoded.len() != expected {
         return Err(wrong_len(codec, decoded.len(), expected));
     }
-    out.copy_from_slice(&decoded);
-    Ok(())
+    Ok(decoded)
 }
 
 fn wrong_len(codec: CodecId, got: usize, expected: usize) -> CodecError {

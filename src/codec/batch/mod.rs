@@ -47,6 +47,7 @@ use super::lzss::{self, LzssParams};
 use super::placement::Placement;
 use super::spec::SnappyFormat;
 use crate::gpu::{Gpu, HostMemory, Lane, PIPELINE_LANES, PinnedBuffer, step_bytes};
+use rayon::prelude::*;
 
 /// Work over buffers resident on the GPU (the device-resident form): built by
 /// [`Codec::device_compressor`] or [`CodecId::device_decompressor`], which upload the
@@ -294,6 +295,46 @@ impl CodecId {
             None => cpu::decompress_into(self, inputs, &mut packed.slots_mut())?,
         }
         Ok(packed)
+    }
+
+    /// Decodes every stream into a buffer of its own, `lens[i]` bytes each. On the CPU the
+    /// decoders grow each output as they decode, so an untrusted length allocates nothing
+    /// by itself; on the GPU the outputs are allocated up front (lazily mapped, and the
+    /// claims of lzss and gmatch streams are checked against what their bytes can produce
+    /// before any kernel runs).
+    pub fn decompress_owned(
+        self,
+        placement: &Placement,
+        inputs: &[&[u8]],
+        lens: &[usize],
+    ) -> Result<Vec<Vec<u8>>> {
+        check_count(inputs.len(), lens.len())?;
+        let total = lens.iter().fold(0usize, |sum, &l| sum.saturating_add(l));
+        let Some(gpu) = placement.gpu_for(self, total) else {
+            return inputs
+                .par_iter()
+                .zip(lens)
+                .map(|(stream, &len)| cpu::decompress_owned(self, stream, len))
+                .collect();
+        };
+        let mut outputs = lens
+            .iter()
+            .map(|&len| {
+                crate::gpu::try_zeroed(len).ok_or(CodecError::OutOfMemory {
+                    codec: self.name(),
+                    bytes: len as u64,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut slices: Vec<&mut [u8]> = outputs.iter_mut().map(Vec::as_mut_slice).collect();
+        self.decompress_gpu(
+            gpu,
+            inputs,
+            lens,
+            HostMemory::Ordinary,
+            &mut Sink::Buffers(&mut slices),
+        )?;
+        Ok(outputs)
     }
 
     /// Decodes streams that are slices of pinned memory on `gpu`, the outputs one after

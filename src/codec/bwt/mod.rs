@@ -45,7 +45,7 @@ pub mod zrle;
 use rayon::prelude::*;
 
 use crate::codec::error::{CodecError, Result};
-use crate::codec::varint;
+use crate::codec::{grow, varint};
 use huffman::{BitReader, BitWriter, Geometry, MAX_CODE_LEN};
 
 /// The codec's name, as used in specs and errors.
@@ -275,18 +275,14 @@ pub fn decompress(stream: &[u8]) -> Result<Vec<u8>> {
     decompress_with_limit(stream, usize::MAX)
 }
 
-/// Like [`decompress`], failing with [`CodecError::TooLarge`] before allocating when the
-/// stream claims more than `max_output` bytes.
-pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
-    let h = parse_header(stream)?;
-    if h.length > max_output as u64 || usize::try_from(h.length).is_err() {
-        return Err(CodecError::TooLarge {
-            codec: NAME,
-            claimed: h.length,
-            limit: max_output as u64,
-        });
-    }
-    let length = h.length as usize;
+/// A block found in the directory: kind, payload offset and length, output length, CRC.
+type Entry = (u8, usize, usize, usize, u32);
+
+/// Reads and checks the block directory against the stream: every entry's kind and
+/// payload length, and the payloads filling the rest of the stream exactly. Returns the
+/// entries and where the payloads start. Allocates at most one entry per 6 stream bytes.
+fn read_directory(stream: &[u8], h: &Header) -> Result<(Vec<Entry>, usize)> {
+    let length = usize::try_from(h.length).map_err(|_| corrupt("length does not fit in memory"))?;
     let bs = h.block_size as usize;
     let nblocks = length.div_ceil(bs);
     let mut pos = h.len;
@@ -327,30 +323,73 @@ pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>
     if stream.len() - pos != payload_total {
         return Err(corrupt("block payloads do not fill the stream"));
     }
+    Ok((entries, pos))
+}
+
+/// The uncompressed length a stream claims, once its header and block directory are
+/// checked against its bytes (nothing is decoded).
+pub fn decompressed_len(stream: &[u8]) -> Result<u64> {
+    let h = parse_header(stream)?;
+    read_directory(stream, &h)?;
+    Ok(h.length)
+}
+
+/// Like [`decompress`], failing with [`CodecError::TooLarge`] before allocating when the
+/// stream claims more than `max_output` bytes.
+pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
+    let h = parse_header(stream)?;
+    if h.length > max_output as u64 || usize::try_from(h.length).is_err() {
+        return Err(CodecError::TooLarge {
+            codec: NAME,
+            claimed: h.length,
+            limit: max_output as u64,
+        });
+    }
+    let bs = h.block_size as usize;
+    let (entries, pos) = read_directory(stream, &h)?;
     let payloads = &stream[pos..];
-    let mut out = vec![0u8; length];
-    out.par_chunks_mut(bs.max(1))
-        .zip(entries.par_iter())
-        .try_for_each(|(dst, &(kind, off, plen, n, crc))| {
-            debug_assert_eq!(dst.len(), n);
-            let p = &payloads[off..off + plen];
-            if kind == KIND_RAW {
-                dst.copy_from_slice(p);
-            } else {
-                decode_block(p, dst, &h)?;
-            }
-            let computed = crc32c::crc32c(dst);
-            if computed != crc {
-                return Err(CodecError::Checksum {
-                    codec: NAME,
-                    stored: crc,
-                    computed,
-                });
-            }
-            Ok(())
-        })?;
+    // Blocks decode a step at a time into output added just before: memory grows with
+    // the blocks actually decoded, not with the header's claim. The first step is one
+    // block and each successful step doubles the next, up to one block per thread (or
+    // 64 MiB), so a stream whose blocks do not decode fails after its first.
+    let most = rayon::current_num_threads().max(STEP_BYTES / bs).max(1);
+    let mut per_step = 1;
+    let mut out = Vec::new();
+    let mut next = 0;
+    while next < entries.len() {
+        let step = &entries[next..(next + per_step).min(entries.len())];
+        next += step.len();
+        per_step = (per_step * 2).min(most);
+        let start = out.len();
+        let len: usize = step.iter().map(|e| e.3).sum();
+        grow(&mut out, len, NAME)?;
+        out[start..]
+            .par_chunks_mut(bs.max(1))
+            .zip(step.par_iter())
+            .try_for_each(|(dst, &(kind, off, plen, n, crc))| {
+                debug_assert_eq!(dst.len(), n);
+                let p = &payloads[off..off + plen];
+                if kind == KIND_RAW {
+                    dst.copy_from_slice(p);
+                } else {
+                    decode_block(p, dst, &h)?;
+                }
+                let computed = crc32c::crc32c(dst);
+                if computed != crc {
+                    return Err(CodecError::Checksum {
+                        codec: NAME,
+                        stored: crc,
+                        computed,
+                    });
+                }
+                Ok(())
+            })?;
+    }
     Ok(out)
 }
+
+/// Output aimed at per decoding step (a step holds at least one block per thread).
+const STEP_BYTES: usize = 64 << 20;
 
 /// Decodes a kind-1 payload into `dst` (`dst.len()` is the block's byte count).
 fn decode_block(p: &[u8], dst: &mut [u8], h: &Header) -> Result<()> {
@@ -393,7 +432,12 @@ fn decode_block(p: &[u8], dst: &mut [u8], h: &Header) -> Result<()> {
         return Err(corrupt("nonzero padding after the bitstream"));
     }
     let symbols = huffman::decode(&side, bits, total_bits, h.geo, n)?;
-    let mut bwt = vec![0u8; n];
+    // The block's buffers are sized by `n` only once the symbols are known to make it.
+    if zrle::decoded_len(&symbols) != Some(n as u64) {
+        return Err(corrupt("the symbols do not make the block's length"));
+    }
+    let mut bwt = Vec::new();
+    grow(&mut bwt, n, NAME)?;
     zrle::decode_mtf(&symbols, &alphabet, &mut bwt)?;
     drop(symbols);
     transform::inverse(bwt, &aux, h.aux_log2, dst)

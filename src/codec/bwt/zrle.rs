@@ -45,6 +45,27 @@ pub fn encode(values: &[u8], alphabet_size: usize) -> (Vec<u16>, Vec<u32>) {
     (out, freq)
 }
 
+/// How many MTF values `symbols` decode to, or `None` when a zero run has more digits
+/// than any block allows (33). Cheap, and allocates nothing: decoders check it against
+/// the block's length before allocating the block.
+pub fn decoded_len(symbols: &[u16]) -> Option<u64> {
+    let mut total = 0u64;
+    let mut shift = 0u32;
+    for &s in symbols {
+        if s <= RUNB {
+            if shift > 32 {
+                return None;
+            }
+            total = total.checked_add(u64::from(s + 1) << shift)?;
+            shift += 1;
+        } else {
+            total = total.checked_add(1)?;
+            shift = 0;
+        }
+    }
+    Some(total)
+}
+
 /// Symbols back to exactly `n` MTF values. Symbols are `< alphabet_size` by contract
 /// (the Huffman tables cannot produce others); runs past `n` and a short result are errors.
 pub fn decode(symbols: &[u16], n: usize) -> Result<Vec<u8>> {

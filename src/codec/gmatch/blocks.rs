@@ -68,6 +68,30 @@ pub fn compress_blocks(input: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The length a blocks stream claims, checked against its table (which must lie within
+/// the stream and add up to exactly the bytes after it); nothing is decoded.
+pub fn blocks_output_len(stream: &[u8]) -> Result<u64> {
+    let (len, header) = varint::read_u64(stream, NAME)?;
+    let count = len.div_ceil(BLOCK_SIZE as u64);
+    let table_len = count
+        .checked_mul(BLOCK_TABLE_ENTRY as u64)
+        .filter(|&t| t <= (stream.len() - header) as u64)
+        .ok_or_else(|| CodecError::corrupt(NAME, "blocks stream shorter than its size table"))?
+        as usize;
+    let body = (stream.len() - header - table_len) as u64;
+    let sizes: u64 = stream[header..header + table_len]
+        .chunks_exact(BLOCK_TABLE_ENTRY)
+        .map(|e| u64::from(u32::from_le_bytes(e.try_into().expect("4 bytes"))))
+        .sum();
+    if sizes != body {
+        return Err(CodecError::corrupt(
+            NAME,
+            format!("the size table says {sizes} bytes of blocks, the stream holds {body}"),
+        ));
+    }
+    Ok(len)
+}
+
 /// A checked blocks stream: each block's stream (preamble included) and its length.
 pub(crate) struct BlocksLayout<'a> {
     pub len: usize,
@@ -139,9 +163,13 @@ pub fn decompress_blocks_into(stream: &[u8], out: &mut [u8]) -> Result<()> {
 
 /// Decodes a blocks stream whose length must be `expected`.
 pub fn decompress_blocks(stream: &[u8], expected: usize) -> Result<Vec<u8>> {
-    // Checked before the output is allocated.
+    // Checked before the output is allocated: the table bounds the claim by the stream's
+    // bytes (64 KiB per 4-byte entry).
     blocks_layout(stream, expected)?;
-    let mut out = vec![0u8; expected];
+    let mut out = crate::gpu::try_zeroed(expected).ok_or(CodecError::OutOfMemory {
+        codec: NAME,
+        bytes: expected as u64,
+    })?;
     decompress_blocks_into(stream, &mut out)?;
     Ok(out)
 }

@@ -5,11 +5,12 @@
 //! stream could produce (at most 64 output bytes per 3 stream bytes), truncated tags,
 //! literal lengths or literal bytes, literals or copies running past the claimed
 //! length, copy offsets of 0 or reaching before the output start, and a stream that ends
-//! before the claimed length. The output buffer is allocated once, after those checks
-//! on the claimed length.
+//! before the claimed length. The output buffer is allocated after those checks on the
+//! claimed length, at most 8 bytes per stream byte at first, and grows only while the
+//! elements fill it.
 
 use super::super::error::{CodecError, Result};
-use super::super::varint;
+use super::super::{grow, varint};
 use super::NAME;
 
 /// The uncompressed length a raw stream claims (its varint preamble).
@@ -19,17 +20,50 @@ pub fn raw_decompressed_len(stream: &[u8]) -> Result<usize> {
         .map_err(|_| CodecError::corrupt(NAME, "claimed length does not fit in memory"))
 }
 
+/// The uncompressed length a raw stream claims, checked against what its elements can
+/// produce (nothing is decoded).
+pub fn raw_output_len(stream: &[u8]) -> Result<usize> {
+    Ok(raw_elements(stream, usize::MAX)?.1)
+}
+
 /// Decodes a Snappy raw stream.
 pub fn decompress_raw(stream: &[u8]) -> Result<Vec<u8>> {
     decompress_raw_with_limit(stream, usize::MAX)
 }
 
-/// Decodes a Snappy raw stream whose claimed length must not exceed `max_output`.
+/// Decodes a Snappy raw stream whose claimed length must not exceed `max_output`. The
+/// output starts at what typical data needs (8 bytes per stream byte) and grows
+/// (fallibly) while the elements produce more, so a claim the elements do not back
+/// costs no memory.
 pub fn decompress_raw_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
     let (body, len) = raw_elements(stream, max_output)?;
-    let mut out = vec![0u8; len];
-    decode_elements(body, &mut out)?;
-    Ok(out)
+    let mut out = Vec::new();
+    let first = len.min(body.len().saturating_mul(8).max(1 << 16));
+    grow(&mut out, first, NAME)?;
+    let (mut s, mut d) = (0, 0);
+    loop {
+        match decode_some(body, s, &mut out, d)? {
+            Step::Done(end) => {
+                if end != len {
+                    return Err(ends_early(end, len));
+                }
+                return Ok(out);
+            }
+            Step::Full {
+                tag,
+                at,
+                need,
+                what,
+            } => {
+                if need > len {
+                    return Err(corrupt(what));
+                }
+                let more = out.len().saturating_mul(2).max(need).min(len) - out.len();
+                grow(&mut out, more, NAME)?;
+                (s, d) = (tag, at);
+            }
+        }
+    }
 }
 
 /// A raw stream's element bytes and claimed length, checked before anything is decoded
@@ -67,14 +101,51 @@ fn corrupt(reason: &'static str) -> CodecError {
     CodecError::corrupt(NAME, reason)
 }
 
+fn ends_early(end: usize, len: usize) -> CodecError {
+    CodecError::corrupt(
+        NAME,
+        format!("stream ends after {end} of {len} claimed bytes"),
+    )
+}
+
 /// Decodes the elements `src` into exactly `dst.len()` bytes.
 pub fn decode_elements(src: &[u8], dst: &mut [u8]) -> Result<()> {
+    match decode_some(src, 0, dst, 0)? {
+        Step::Done(end) if end == dst.len() => Ok(()),
+        Step::Done(end) => Err(ends_early(end, dst.len())),
+        Step::Full { what, .. } => Err(corrupt(what)),
+    }
+}
+
+/// Where [`decode_some`] stopped.
+enum Step {
+    /// Every element decoded; the output position reached.
+    Done(usize),
+    /// The element whose tag is at `tag` needs output up to `need`, past `dst`'s end;
+    /// the output position is `at`. `what` is the error if `dst` is the whole output.
+    Full {
+        tag: usize,
+        at: usize,
+        need: usize,
+        what: &'static str,
+    },
+}
+
+/// Decodes elements from `src[s..]` into `dst` from position `d`, until the elements end
+/// or one does not fit.
+#[inline(always)]
+fn decode_some(src: &[u8], mut s: usize, dst: &mut [u8], mut d: usize) -> Result<Step> {
     let (src_len, dst_len) = (src.len(), dst.len());
-    let mut s = 0usize;
-    let mut d = 0usize;
     while s < src_len {
+        let tag_at = s;
         let tag = src[s];
         s += 1;
+        let full = move |len: usize, what| Step::Full {
+            tag: tag_at,
+            at: d,
+            need: d + len,
+            what,
+        };
         match tag & 0b11 {
             0b00 => {
                 let mut len = usize::from(tag >> 2) + 1;
@@ -104,7 +175,7 @@ pub fn decode_elements(src: &[u8], dst: &mut [u8]) -> Result<()> {
                     return Err(corrupt("truncated literal"));
                 }
                 if len > dst_len - d {
-                    return Err(corrupt("literal runs past the claimed length"));
+                    return Ok(full(len, "literal runs past the claimed length"));
                 }
                 dst[d..d + len].copy_from_slice(&src[s..s + len]);
                 s += len;
@@ -117,6 +188,9 @@ pub fn decode_elements(src: &[u8], dst: &mut [u8]) -> Result<()> {
                 let len = 4 + usize::from((tag >> 2) & 0b111);
                 let offset = (usize::from(tag >> 5) << 8) | usize::from(src[s]);
                 s += 1;
+                if len > dst_len - d {
+                    return Ok(full(len, "copy runs past the claimed length"));
+                }
                 d = copy_match(dst, d, offset, len)?;
             }
             0b10 => {
@@ -126,6 +200,9 @@ pub fn decode_elements(src: &[u8], dst: &mut [u8]) -> Result<()> {
                 let len = 1 + usize::from(tag >> 2);
                 let offset = usize::from(u16::from_le_bytes([src[s], src[s + 1]]));
                 s += 2;
+                if len > dst_len - d {
+                    return Ok(full(len, "copy runs past the claimed length"));
+                }
                 d = copy_match(dst, d, offset, len)?;
             }
             _ => {
@@ -137,17 +214,14 @@ pub fn decode_elements(src: &[u8], dst: &mut [u8]) -> Result<()> {
                 let offset = usize::try_from(offset)
                     .map_err(|_| corrupt("copy offset before the output start"))?;
                 s += 4;
+                if len > dst_len - d {
+                    return Ok(full(len, "copy runs past the claimed length"));
+                }
                 d = copy_match(dst, d, offset, len)?;
             }
         }
     }
-    if d != dst_len {
-        return Err(CodecError::corrupt(
-            NAME,
-            format!("stream ends after {d} of {dst_len} claimed bytes"),
-        ));
-    }
-    Ok(())
+    Ok(Step::Done(d))
 }
 
 /// Copies `len` bytes from `offset` back to `dst[d..]`; returns the new position.
@@ -159,10 +233,8 @@ fn copy_match(dst: &mut [u8], d: usize, offset: usize, len: usize) -> Result<usi
     if offset > d {
         return Err(corrupt("copy offset before the output start"));
     }
+    // The caller checked that `len` bytes fit after `d`.
     let dst_len = dst.len();
-    if len > dst_len - d {
-        return Err(corrupt("copy runs past the claimed length"));
-    }
     let from = d - offset;
     let rounded = (len + 15) & !15;
     if offset >= 16 && dst_len - d >= rounded {

@@ -17,15 +17,17 @@
 //! else uncompressed. Chunks are compressed in parallel.
 //!
 //! Reading: the stream must start with a stream identifier (an empty stream decodes to
-//! nothing); identifiers may repeat (concatenated streams). Headers are scanned first,
-//! the output allocated once (its size checked against the limit and against what the
-//! chunks can produce), then data chunks are decoded and CRC-checked in parallel; the
-//! first error in stream order is returned.
+//! nothing); identifiers may repeat (concatenated streams). Headers are scanned first
+//! (each chunk's claim checked against what it can produce, the total against the
+//! limit), then data chunks are decoded and CRC-checked in parallel, about 8 MiB of
+//! output at a time, the output growing with each step; the first error in stream order
+//! is returned. [`decompress_framed_to`] hands each step to a sink instead, so memory
+//! stays that of one step.
 
 use rayon::prelude::*;
 
 use super::super::error::{CodecError, Result};
-use super::super::varint;
+use super::super::{grow, varint};
 use super::decode::{check_producible, decode_elements};
 use super::encode::{Workspace, compress_block, max_compressed_len};
 use super::{BLOCK_SIZE, NAME};
@@ -117,97 +119,118 @@ fn corrupt(reason: impl Into<String>) -> CodecError {
     CodecError::corrupt(NAME, reason)
 }
 
+/// The uncompressed length of a framed stream, once every chunk header is checked
+/// (nothing is decoded).
+pub fn framed_output_len(stream: &[u8]) -> Result<u64> {
+    ChunkWalker::new(stream).try_fold(0u64, |total, chunk| Ok(total + chunk?.out_len as u64))
+}
+
+/// Output decoded per step: the chunks of a step decode in parallel into memory that is
+/// added just before, so memory grows with the output actually produced.
+const STEP_BYTES: usize = 8 << 20;
+
 /// Decodes a Snappy framed stream whose total output must not exceed `max_output`.
 pub fn decompress_framed_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
-    let chunks = scan_chunks(stream, max_output)?;
-    let total: usize = chunks.iter().map(|c| c.out_len).sum();
-    let mut out = vec![0u8; total];
+    let mut out = Vec::new();
+    for_each_step(stream, max_output, |step_chunks, len| {
+        let start = out.len();
+        grow(&mut out, len, NAME)?;
+        decode_step(step_chunks, &mut out[start..])
+    })?;
+    Ok(out)
+}
+
+/// Decodes a Snappy framed stream step by step (about 8 MiB of output each), handing
+/// each step's bytes to `sink` in stream order: memory stays proportional to a step,
+/// whatever the stream's length. The headers are checked first, the total against
+/// `max_output` included, so a bad structure or a claim over the limit fails before any
+/// output. Returns the bytes decoded.
+pub fn decompress_framed_to<E: From<CodecError>>(
+    stream: &[u8],
+    max_output: usize,
+    mut sink: impl FnMut(&[u8]) -> std::result::Result<(), E>,
+) -> std::result::Result<u64, E> {
+    let mut buffer = Vec::new();
+    let mut total = 0u64;
+    for_each_step(stream, max_output, |step_chunks, len| {
+        buffer.clear();
+        grow(&mut buffer, len, NAME)?;
+        decode_step(step_chunks, &mut buffer)?;
+        total += len as u64;
+        sink(&buffer)
+    })?;
+    Ok(total)
+}
+
+/// Validates every header and the total, then calls `step` with consecutive groups of
+/// data chunks and their output length.
+fn for_each_step<'a, E: From<CodecError>>(
+    stream: &'a [u8],
+    max_output: usize,
+    mut step: impl FnMut(&[DataChunk<'a>], usize) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    let mut total = 0u64;
+    for chunk in ChunkWalker::new(stream) {
+        total += chunk?.out_len as u64;
+        if total > max_output as u64 {
+            return Err(CodecError::TooLarge {
+                codec: NAME,
+                claimed: total,
+                limit: max_output as u64,
+            }
+            .into());
+        }
+    }
+    let mut group = Vec::new();
+    let mut len = 0;
+    for chunk in ChunkWalker::new(stream) {
+        let chunk = chunk?;
+        len += chunk.out_len;
+        group.push(chunk);
+        if len >= STEP_BYTES {
+            step(&group, len)?;
+            group.clear();
+            len = 0;
+        }
+    }
+    if !group.is_empty() {
+        step(&group, len)?;
+    }
+    Ok(())
+}
+
+/// Decodes `chunks` into `out` (exactly their output), in parallel when there are several;
+/// the first error in stream order is returned.
+fn decode_step(chunks: &[DataChunk<'_>], out: &mut [u8]) -> Result<()> {
     let mut slices = Vec::with_capacity(chunks.len());
-    let mut rest = out.as_mut_slice();
-    for chunk in &chunks {
+    let mut rest = out;
+    for chunk in chunks {
         let (head, tail) = rest.split_at_mut(chunk.out_len);
         slices.push(head);
         rest = tail;
     }
-    let results: Vec<Result<()>> = if chunks.len() <= 1 {
-        chunks
+    if chunks.len() <= 1 {
+        return chunks
             .iter()
             .zip(slices)
-            .map(|(c, s)| decode_chunk(c, s))
-            .collect()
-    } else {
-        chunks
-            .par_iter()
-            .zip(slices)
-            .map(|(c, s)| decode_chunk(c, s))
-            .collect()
-    };
-    results.into_iter().collect::<Result<()>>()?;
-    Ok(out)
+            .try_for_each(|(c, s)| decode_chunk(c, s));
+    }
+    let results: Vec<Result<()>> = chunks
+        .par_iter()
+        .zip(slices)
+        .map(|(c, s)| decode_chunk(c, s))
+        .collect();
+    results.into_iter().collect()
 }
 
 /// Walks the chunk headers: validates the structure, the stream identifiers and each
 /// data chunk's size, and the running total against `max_output`.
 pub(super) fn scan_chunks(stream: &[u8], max_output: usize) -> Result<Vec<DataChunk<'_>>> {
     let mut chunks = Vec::new();
-    let mut pos = 0usize;
     let mut total = 0u64;
-    let mut first = true;
-    while pos < stream.len() {
-        if stream.len() - pos < 4 {
-            return Err(corrupt("truncated chunk header"));
-        }
-        let kind = stream[pos];
-        let len = usize::from(stream[pos + 1])
-            | usize::from(stream[pos + 2]) << 8
-            | usize::from(stream[pos + 3]) << 16;
-        pos += 4;
-        if stream.len() - pos < len {
-            return Err(corrupt(format!(
-                "chunk of type {kind:#04x} claims {len} bytes, {} left",
-                stream.len() - pos
-            )));
-        }
-        let body = &stream[pos..pos + len];
-        pos += len;
-        if first && kind != CHUNK_STREAM_ID {
-            return Err(corrupt("stream does not start with a stream identifier"));
-        }
-        first = false;
-        let out_len = match kind {
-            CHUNK_STREAM_ID => {
-                if body != b"sNaPpY" {
-                    return Err(corrupt("bad stream identifier"));
-                }
-                continue;
-            }
-            CHUNK_COMPRESSED | CHUNK_UNCOMPRESSED => {
-                if len < 4 {
-                    return Err(corrupt("data chunk shorter than its CRC"));
-                }
-                let data = &body[4..];
-                let out_len = if kind == CHUNK_COMPRESSED {
-                    let (claimed, header) = varint::read_u32(data, NAME)?;
-                    check_producible(u64::from(claimed), data.len() - header)?;
-                    claimed as usize
-                } else {
-                    data.len()
-                };
-                if out_len > MAX_CHUNK_DATA {
-                    return Err(corrupt(format!(
-                        "chunk holds {out_len} bytes, more than {MAX_CHUNK_DATA}"
-                    )));
-                }
-                out_len
-            }
-            CHUNK_PADDING | 0x80..=0xfd => continue,
-            _ => {
-                return Err(corrupt(format!(
-                    "reserved unskippable chunk type {kind:#04x}"
-                )));
-            }
-        };
-        total += out_len as u64;
+    for chunk in ChunkWalker::new(stream) {
+        let chunk = chunk?;
+        total += chunk.out_len as u64;
         if total > max_output as u64 {
             return Err(CodecError::TooLarge {
                 codec: NAME,
@@ -215,15 +238,105 @@ pub(super) fn scan_chunks(stream: &[u8], max_output: usize) -> Result<Vec<DataCh
                 limit: max_output as u64,
             });
         }
-        let stored_crc = u32::from_le_bytes(body[..4].try_into().expect("4 bytes"));
-        chunks.push(DataChunk {
-            compressed: kind == CHUNK_COMPRESSED,
-            stored_crc,
-            body: &body[4..],
-            out_len,
-        });
+        chunks.push(chunk);
     }
     Ok(chunks)
+}
+
+/// The data chunks of a framed stream, in order, each header validated; skippable
+/// chunks and stream identifiers are checked and passed over.
+struct ChunkWalker<'a> {
+    stream: &'a [u8],
+    pos: usize,
+    first: bool,
+}
+
+impl<'a> ChunkWalker<'a> {
+    fn new(stream: &'a [u8]) -> Self {
+        ChunkWalker {
+            stream,
+            pos: 0,
+            first: true,
+        }
+    }
+
+    fn next_chunk(&mut self) -> Result<Option<DataChunk<'a>>> {
+        let stream = self.stream;
+        while self.pos < stream.len() {
+            let pos = self.pos;
+            if stream.len() - pos < 4 {
+                return Err(corrupt("truncated chunk header"));
+            }
+            let kind = stream[pos];
+            let len = usize::from(stream[pos + 1])
+                | usize::from(stream[pos + 2]) << 8
+                | usize::from(stream[pos + 3]) << 16;
+            let start = pos + 4;
+            if stream.len() - start < len {
+                return Err(corrupt(format!(
+                    "chunk of type {kind:#04x} claims {len} bytes, {} left",
+                    stream.len() - start
+                )));
+            }
+            let body = &stream[start..start + len];
+            self.pos = start + len;
+            if self.first && kind != CHUNK_STREAM_ID {
+                return Err(corrupt("stream does not start with a stream identifier"));
+            }
+            self.first = false;
+            match kind {
+                CHUNK_STREAM_ID => {
+                    if body != b"sNaPpY" {
+                        return Err(corrupt("bad stream identifier"));
+                    }
+                }
+                CHUNK_COMPRESSED | CHUNK_UNCOMPRESSED => {
+                    if len < 4 {
+                        return Err(corrupt("data chunk shorter than its CRC"));
+                    }
+                    let data = &body[4..];
+                    let out_len = if kind == CHUNK_COMPRESSED {
+                        let (claimed, header) = varint::read_u32(data, NAME)?;
+                        check_producible(u64::from(claimed), data.len() - header)?;
+                        claimed as usize
+                    } else {
+                        data.len()
+                    };
+                    if out_len > MAX_CHUNK_DATA {
+                        return Err(corrupt(format!(
+                            "chunk holds {out_len} bytes, more than {MAX_CHUNK_DATA}"
+                        )));
+                    }
+                    let stored_crc = u32::from_le_bytes(body[..4].try_into().expect("4 bytes"));
+                    return Ok(Some(DataChunk {
+                        compressed: kind == CHUNK_COMPRESSED,
+                        stored_crc,
+                        body: data,
+                        out_len,
+                    }));
+                }
+                CHUNK_PADDING | 0x80..=0xfd => {}
+                _ => {
+                    return Err(corrupt(format!(
+                        "reserved unskippable chunk type {kind:#04x}"
+                    )));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl<'a> Iterator for ChunkWalker<'a> {
+    type Item = Result<DataChunk<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.next_chunk().transpose();
+        if matches!(item, Some(Err(_))) {
+            self.pos = self.stream.len();
+        }
+        item
+    }
 }
 
 fn decode_chunk(chunk: &DataChunk<'_>, out: &mut [u8]) -> Result<()> {

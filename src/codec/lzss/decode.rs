@@ -7,6 +7,12 @@ pub fn decompress(stream: &[u8]) -> Result<Vec<u8>> {
     decompress_with_limit(stream, usize::MAX)
 }
 
+/// The uncompressed length a stream claims, once its header and size table are checked
+/// against its bytes (nothing is decoded).
+pub fn decompressed_len(stream: &[u8]) -> Result<usize> {
+    Ok(read_layout(stream, usize::MAX)?.len)
+}
+
 /// Where the parts of a validated stream lie; the CPU and GPU decoders both start here.
 pub(crate) struct StreamLayout {
     pub(crate) params: LzssParams,
@@ -56,6 +62,13 @@ pub(crate) fn read_layout(stream: &[u8], max_output: usize) -> Result<StreamLayo
                 format!("chunk {i}: size {size} not in 1..={raw}"),
             ));
         }
+        // Checked before the output is allocated: a few bytes cannot claim a whole chunk.
+        if size < raw && size < min_encoded_size(raw / s, params.symbol_width) {
+            return Err(CodecError::corrupt(
+                NAME,
+                format!("chunk {i}: {size} bytes cannot encode {raw}"),
+            ));
+        }
         offsets.push(total);
         total += size;
     }
@@ -80,8 +93,22 @@ pub(crate) fn read_layout(stream: &[u8], max_output: usize) -> Result<StreamLayo
     })
 }
 
+/// A lower bound on the size of an encoded chunk of `m` symbols of `s` bytes: the first
+/// token is a literal (a match needs earlier output), every other token covers at most
+/// `max_match_len(s)` symbols and costs at least `min(s, 2)` bytes (a literal `s`, a
+/// match 2); plus the token count and the flags.
+pub(super) fn min_encoded_size(m: usize, s: u8) -> usize {
+    let tokens = 1 + m.saturating_sub(1).div_ceil(max_match_len(s));
+    let s = usize::from(s);
+    TOKEN_COUNT_LEN + tokens.div_ceil(8) + s + (tokens - 1) * s.min(2)
+}
+
+/// Output decoded per step: memory grows with the chunks actually decoded, so a stream
+/// whose header claims much more than its chunks hold fails before it is all allocated.
+const STEP_BYTES: usize = 8 << 20;
+
 /// Decompresses a stream, refusing with [`CodecError::TooLarge`] one whose header claims
-/// more than `max_output` bytes.
+/// more than `max_output` bytes. The output grows step by step (fallibly) as chunks decode.
 pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
     let StreamLayout {
         params,
@@ -93,33 +120,41 @@ pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>
     } = read_layout(stream, max_output)?;
     let s = usize::from(params.symbol_width);
     let c = params.chunk_size as usize;
-    let ranges: Vec<_> = offsets
-        .windows(2)
-        .map(|w| payload_at + w[0]..payload_at + w[1])
-        .collect();
-    let pos = payload_at + offsets.last().copied().unwrap_or(0);
-
-    let mut out = vec![0u8; n];
     let window = params.window;
-    let failure = out[..body]
-        .par_chunks_mut(c)
-        .zip(ranges.par_iter())
-        .enumerate()
-        .with_min_len((TASK_BYTES / c).max(1))
-        .map(|(i, (dst, range))| {
-            let payload = &stream[range.clone()];
-            let res = match s {
-                1 => decode_chunk_impl::<1>(payload, dst, window),
-                2 => decode_chunk_impl::<2>(payload, dst, window),
-                4 => decode_chunk_impl::<4>(payload, dst, window),
-                _ => decode_chunk_impl::<8>(payload, dst, window),
-            };
-            res.map_err(|reason| CodecError::corrupt(NAME, format!("chunk {i}: {reason}")))
-        })
-        .find_first(|r| r.is_err());
-    if let Some(Err(e)) = failure {
-        return Err(e);
+    let chunks = offsets.len() - 1;
+    let per_step = (STEP_BYTES / c).max(1);
+    let mut out = Vec::new();
+    let mut first = 0;
+    while first < chunks {
+        let last = (first + per_step).min(chunks);
+        let start = first * c;
+        let end = (last * c).min(body);
+        super::super::grow(&mut out, end - start, NAME)?;
+        let failure = out[start..end]
+            .par_chunks_mut(c)
+            .zip(offsets[first..=last].par_windows(2))
+            .enumerate()
+            .with_min_len((TASK_BYTES / c).max(1))
+            .map(|(k, (dst, w))| {
+                let payload = &stream[payload_at + w[0]..payload_at + w[1]];
+                let res = match s {
+                    1 => decode_chunk_impl::<1>(payload, dst, window),
+                    2 => decode_chunk_impl::<2>(payload, dst, window),
+                    4 => decode_chunk_impl::<4>(payload, dst, window),
+                    _ => decode_chunk_impl::<8>(payload, dst, window),
+                };
+                res.map_err(|reason| {
+                    CodecError::corrupt(NAME, format!("chunk {}: {reason}", first + k))
+                })
+            })
+            .find_first(|r| r.is_err());
+        if let Some(Err(e)) = failure {
+            return Err(e);
+        }
+        first = last;
     }
+    let pos = payload_at + offsets[chunks];
+    super::super::grow(&mut out, n - body, NAME)?;
     out[body..].copy_from_slice(&stream[pos..]);
     Ok(out)
 }

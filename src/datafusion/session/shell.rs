@@ -105,8 +105,23 @@ pub async fn execute(
 
 /// Runs the statements of `sql` in order, printing each result to `out` (CSV results
 /// separated by an empty line); stops at the first error. Returns the number of
-/// statements run.
+/// statements run. A panic (a bug) comes back as [`Error::Panic`], so that one statement
+/// cannot end the shell.
 pub async fn run_sql(
+    ctx: &SessionContext,
+    sql: &str,
+    format: OutputFormat,
+    out: &mut dyn Write,
+) -> Result<usize> {
+    use futures::FutureExt;
+    std::panic::AssertUnwindSafe(run_sql_unguarded(ctx, sql, format, out))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|payload| Err(crate::panics::error(payload)))
+}
+
+/// [`run_sql`] without the panic guard.
+async fn run_sql_unguarded(
     ctx: &SessionContext,
     sql: &str,
     format: OutputFormat,
@@ -226,7 +241,7 @@ pub async fn interactive(
         end.push(&line);
         if end.at_end() {
             if let Err(error) = run_sql(ctx, &pending, format, out).await {
-                writeln!(errors, "error: {error}")?;
+                writeln!(errors, "error: {}", error.report())?;
                 failed += 1;
             }
             pending.clear();
@@ -237,7 +252,7 @@ pub async fn interactive(
     if !pending.trim().is_empty()
         && let Err(error) = run_sql(ctx, &pending, format, out).await
     {
-        writeln!(errors, "error: {error}")?;
+        writeln!(errors, "error: {}", error.report())?;
         failed += 1;
     }
     Ok(failed)

@@ -149,6 +149,8 @@ pub fn register_tables(
     kind: &TableKind,
     progress: &(dyn Fn(TpchEvent<'_>) + Sync),
 ) -> Result<Vec<TableMemory>> {
+    // The eight tables are generated at once: all of them must fit.
+    tpch::check_scale_factor(&Table::ALL, sf)?;
     let config = ctx.state().config().clone();
     let partitions = config.target_partitions().max(1);
     let batch_rows = config.batch_size().max(1);

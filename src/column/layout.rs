@@ -1,0 +1,150 @@
+//! Checks a container's nodes before anything in them is decoded: the parts each data
+//! type must have, their raw lengths against the row count, and each codec stream's own
+//! claim (validated against the stream's bytes) against the part's raw length. So every
+//! length the decoders are later given is backed by the bytes that will produce it, and
+//! a bad container fails before any output is allocated.
+
+use arrow::datatypes::DataType;
+
+use super::plain::PartRole;
+use super::{CompressedNode, CompressedPart};
+use crate::codec::{CodecId, bwt, gmatch, lzss};
+use crate::{Error, Result};
+
+/// Checks `node` (and its children) as the node of a `data_type` array.
+pub(super) fn check_node(data_type: &DataType, node: &CompressedNode) -> Result<()> {
+    let rows = node.rows;
+    let mut parts = node.parts.iter().peekable();
+    let validity = parts.next_if(|p| p.role == PartRole::Validity);
+    match validity {
+        Some(part) => {
+            if node.null_count == 0 {
+                return Err(Error::format("a validity part without nulls"));
+            }
+            expect(part, &[1], Some(rows.div_ceil(8)))?;
+        }
+        None if node.null_count > 0 => {
+            return Err(Error::format("null count without a validity part"));
+        }
+        None => {}
+    }
+    let mut take = |role: PartRole| {
+        parts
+            .next()
+            .filter(|p| p.role == role)
+            .ok_or_else(|| Error::format(format!("{data_type}: missing the {} part", role.name())))
+    };
+    let children = match data_type {
+        DataType::Null => {
+            if validity.is_some() {
+                return Err(Error::format("a Null column with a validity part"));
+            }
+            0
+        }
+        DataType::Boolean => {
+            expect(take(PartRole::Values)?, &[1], Some(rows.div_ceil(8)))?;
+            0
+        }
+        DataType::Utf8
+        | DataType::Binary
+        | DataType::LargeUtf8
+        | DataType::LargeBinary
+        | DataType::Utf8View
+        | DataType::BinaryView => {
+            let lengths = take(PartRole::Lengths)?;
+            expect(
+                lengths,
+                &[1, 2, 4, 8],
+                rows.checked_mul(lengths.width as usize),
+            )?;
+            expect(take(PartRole::Data)?, &[1], None)?;
+            0
+        }
+        DataType::Dictionary(key, value) => {
+            let width = key.primitive_width().unwrap_or(0) as u32;
+            expect(
+                take(PartRole::Values)?,
+                &[width],
+                rows.checked_mul(width as usize),
+            )?;
+            let child = node
+                .children
+                .first()
+                .ok_or_else(|| Error::format("dictionary without its values"))?;
+            check_node(value, child)?;
+            1
+        }
+        other => {
+            let width = match other {
+                DataType::FixedSizeBinary(width) => usize::try_from(*width).ok(),
+                _ => other.primitive_width(),
+            }
+            .ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "Arrow type {other} is not supported by the column layer"
+                ))
+            })?;
+            let values = take(PartRole::Values)?;
+            // Decimal128/256 may be stored narrower (sign-extended on decode).
+            let widths: &[u32] = match other {
+                DataType::Decimal128(..) => &[4, 8, 16],
+                DataType::Decimal256(..) => &[4, 8, 16, 32],
+                _ => &[width as u32],
+            };
+            expect(values, widths, rows.checked_mul(values.width as usize))?;
+            0
+        }
+    };
+    if let Some(extra) = parts.next() {
+        return Err(Error::format(format!(
+            "{data_type}: unexpected {} part",
+            extra.role.name()
+        )));
+    }
+    if node.children.len() != children {
+        return Err(Error::format(format!(
+            "{data_type}: {} child nodes, expected {children}",
+            node.children.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a part's width, its raw length (when the type fixes it) and its stream's claim.
+fn expect(part: &CompressedPart, widths: &[u32], raw_len: Option<usize>) -> Result<()> {
+    let role = part.role.name();
+    if !widths.contains(&part.width) {
+        return Err(Error::format(format!(
+            "{role} part {} bytes wide (expected one of {widths:?})",
+            part.width
+        )));
+    }
+    if let Some(expected) = raw_len.filter(|&expected| expected != part.raw_len) {
+        return Err(Error::format(format!(
+            "{role} part of {} bytes, the row count makes it {expected}",
+            part.raw_len
+        )));
+    }
+    let claimed = stream_claim(part.codec, &part.bytes)?;
+    if claimed != part.raw_len as u64 {
+        return Err(Error::format(format!(
+            "{role} part: its {} stream holds {claimed} bytes, the container says {}",
+            part.codec.name(),
+            part.raw_len
+        )));
+    }
+    Ok(())
+}
+
+/// The output a codec stream claims, checked against its own bytes (headers, size tables
+/// and directories; nothing is decoded).
+fn stream_claim(codec: CodecId, stream: &[u8]) -> Result<u64> {
+    Ok(match codec {
+        CodecId::Stored => stream.len() as u64,
+        CodecId::Lzss => lzss::decompressed_len(stream)? as u64,
+        CodecId::GmatchRaw => gmatch::raw_output_len(stream)? as u64,
+        CodecId::GmatchFramed => gmatch::framed_output_len(stream)?,
+        CodecId::GmatchBlocks => gmatch::blocks_output_len(stream)?,
+        CodecId::Bwt => bwt::decompressed_len(stream)?,
+    })
+}

@@ -1,0 +1,378 @@
+//! The `colzip` binary against hostile inputs (issue 13): empty raw inputs of every type,
+//! safe output files on every failure path, `--max-output`, `info --verify`, and the SQL
+//! shell's corrupt Parquet footers, unwritable `COPY` targets, oversized `--tpch` and
+//! multi-line errors. Every failure is an error of one line (or an indented block under
+//! one), never a panic or an abort.
+
+mod crafted;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn colzip(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_colzip"))
+        .args(args)
+        // The panic hook would print the default report too with backtraces asked for.
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("colzip runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = colzip(args);
+    assert!(
+        out.status.success(),
+        "colzip {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a command that must fail with exit code `code` and an error block: one line
+/// `colzip: error: …`, any further lines indented under it.
+fn fails_with(code: i32, args: &[&str]) -> String {
+    let out = colzip(args);
+    assert_eq!(out.status.code(), Some(code), "colzip {args:?}: {out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "{stderr}"
+    );
+    if code == 1 {
+        let mut lines = stderr.lines();
+        assert!(
+            lines.next().unwrap().starts_with("colzip: error: "),
+            "{stderr}"
+        );
+        assert!(lines.all(|l| l.starts_with("  ")), "{stderr}");
+    }
+    stderr
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// The names in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Issue 13: `colzip compress` of an empty file with `--type int32` (and int16, int64,
+/// float64) panicked ("Memory pointer is not aligned").
+#[test]
+fn empty_files_of_every_type_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.bin");
+    std::fs::write(&empty, b"").unwrap();
+    for raw in [
+        "bytes",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float32",
+        "float64",
+        "utf8-lines",
+    ] {
+        let archive = dir.path().join(format!("{raw}.czip"));
+        let back = dir.path().join(format!("{raw}.out"));
+        ok(&["compress", s(&empty), "--type", raw, "-o", s(&archive)]);
+        ok(&["decompress", s(&archive), "-o", s(&back)]);
+        assert_eq!(std::fs::read(&back).unwrap(), b"", "{raw}");
+    }
+}
+
+/// Issue 13: `OUT.partial` was opened following symlinks, and left behind by failing
+/// runs, the `--snappy` ones included.
+#[test]
+fn outputs_never_follow_symlinks_and_failures_leave_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("data.bin");
+    std::fs::write(&input, b"some bytes some bytes some bytes".repeat(100)).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let archive = dir.path().join("data.czip");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&victim, dir.path().join("data.czip.partial")).unwrap();
+    ok(&["compress", s(&input), "-o", s(&archive)]);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+
+    // Corrupt inputs on every path: an archive, a raw and a framed Snappy stream.
+    let garbage = dir.path().join("garbage.sz");
+    std::fs::write(
+        &garbage,
+        b"\xff\x06\x00\x00sNaPpY\x00\x08\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08",
+    )
+    .unwrap();
+    let before = listing(dir.path());
+    let out = dir.path().join("out");
+    fails_with(1, &["decompress", s(&garbage), "-o", s(&out)]);
+    fails_with(
+        1,
+        &["decompress", s(&garbage), "--snappy", "raw", "-o", s(&out)],
+    );
+    fails_with(
+        1,
+        &[
+            "decompress",
+            s(&garbage),
+            "--snappy",
+            "framed",
+            "-o",
+            s(&out),
+        ],
+    );
+    assert_eq!(listing(dir.path()), before, "a failed run left a file");
+
+    // I/O errors name the path.
+    let nowhere = dir.path().join("no/such/dir/out.czip");
+    let err = fails_with(1, &["compress", s(&input), "-o", s(&nowhere)]);
+    assert!(err.contains("no/such/dir"), "{err}");
+    let err = fails_with(
+        1,
+        &[
+            "compress",
+            s(&input),
+            "--snappy",
+            "framed",
+            "-o",
+            s(&nowhere),
+        ],
+    );
+    assert!(err.contains("no/such/dir"), "{err}");
+}
+
+#[test]
+fn max_output_refuses_large_claims_before_decoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("zeros.bin");
+    std::fs::write(&input, vec![0u8; 1 << 20]).unwrap();
+    let archive = dir.path().join("zeros.czip");
+    ok(&[
+        "compress",
+        s(&input),
+        "-o",
+        s(&archive),
+        "--codec",
+        "bwt:block=64k",
+    ]);
+    let out = dir.path().join("zeros.out");
+    let err = fails_with(
+        1,
+        &[
+            "decompress",
+            s(&archive),
+            "-o",
+            s(&out),
+            "--max-output",
+            "64k",
+        ],
+    );
+    assert!(
+        err.contains("more than the limit") && err.contains("--max-output"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    ok(&[
+        "decompress",
+        s(&archive),
+        "-o",
+        s(&out),
+        "--max-output",
+        "1m",
+    ]);
+    assert_eq!(std::fs::read(&out).unwrap().len(), 1 << 20);
+    // The same for Snappy streams.
+    let framed = dir.path().join("zeros.sz");
+    ok(&[
+        "compress",
+        s(&input),
+        "--snappy",
+        "framed",
+        "-o",
+        s(&framed),
+    ]);
+    let back = dir.path().join("zeros.back");
+    let err = fails_with(
+        1,
+        &[
+            "decompress",
+            s(&framed),
+            "--snappy",
+            "framed",
+            "-o",
+            s(&back),
+            "--max-output",
+            "1000",
+        ],
+    );
+    assert!(err.contains("limit"), "{err}");
+    // A bad size is a bad argument.
+    fails_with(
+        2,
+        &[
+            "decompress",
+            s(&archive),
+            "-o",
+            s(&out),
+            "--force",
+            "--max-output",
+            "lots",
+        ],
+    );
+}
+
+/// Issue 13: the bwt directory bomb of the issue (14 KB claiming 64 GiB) as a raw
+/// archive: an error, not `memory allocation of 68719476736 bytes failed`.
+#[test]
+fn decompression_bombs_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stream, claim) = crafted::bwt_directory_bomb(1024);
+    let column = crafted::container(
+        "value",
+        false,
+        crafted::UINT8,
+        claim,
+        &[crafted::Part {
+            role: 2,
+            width: 1,
+            codec: 4,
+            raw_len: claim,
+            stream: &stream,
+            xxh3: 0,
+        }],
+    );
+    let bomb = dir.path().join("bomb.czip");
+    std::fs::write(
+        &bomb,
+        crafted::archive(0, 0, &crafted::raw_bytes_field(), &[(claim, column)], 0),
+    )
+    .unwrap();
+    let out = dir.path().join("bomb.out");
+    fails_with(1, &["decompress", s(&bomb), "-o", s(&out)]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn info_says_what_it_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("v.bin");
+    std::fs::write(
+        &input,
+        (0..10_000u32)
+            .flat_map(|i| (i / 9).to_le_bytes())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let archive = dir.path().join("v.czip");
+    ok(&["compress", s(&input), "-o", s(&archive), "--type", "uint32"]);
+    let plain = ok(&["info", s(&archive)]);
+    assert!(plain.contains("not checked (use --verify)"), "{plain}");
+    let verified = ok(&["info", s(&archive), "--verify"]);
+    assert!(
+        !verified.contains("not checked") && verified.contains("xxh3"),
+        "{verified}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["info", s(&archive), "--verify", "--format", "json"])).unwrap();
+    assert_eq!(json["verified"], true);
+    // --max-output needs --verify.
+    fails_with(2, &["info", s(&archive), "--max-output", "1k"]);
+}
+
+#[cfg(feature = "datafusion")]
+mod sql {
+    use super::*;
+
+    /// Issue 13: a Parquet file with a corrupt footer panicked the shell through
+    /// `CREATE EXTERNAL TABLE … ; SELECT *`. (Fixtures found by the fuzz harness: a
+    /// column chunk of negative start, and an embedded Arrow schema with a 56-bit int.)
+    #[test]
+    fn corrupt_parquet_footers_are_errors() {
+        for file in ["footer_negative_column_start", "footer_bad_arrow_schema"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data")
+                .join(format!("{file}.parquet"));
+            let sql = format!(
+                "CREATE EXTERNAL TABLE t STORED AS COLZIP_PARQUET LOCATION '{}'; SELECT * FROM t",
+                path.display()
+            );
+            let err = fails_with(1, &["sql", "-c", &sql]);
+            assert!(err.contains("not a valid Parquet file"), "{file}: {err}");
+        }
+    }
+
+    /// Issue 13: `COPY … TO '/proc/x.parquet'` spun forever.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn copy_to_an_unwritable_place_fails() {
+        let start = std::time::Instant::now();
+        let err = fails_with(
+            1,
+            &[
+                "sql",
+                "-c",
+                "COPY (SELECT 1 AS a) TO '/proc/colzip-test.parquet' STORED AS COLZIP_PARQUET",
+            ],
+        );
+        assert!(err.contains("/proc/colzip-test.parquet"), "{err}");
+        assert!(start.elapsed().as_secs() < 60);
+    }
+
+    /// Issue 13: `--tpch 1e9` aborted on an allocation.
+    #[test]
+    fn tpch_scale_factors_that_cannot_fit_are_refused() {
+        let err = fails_with(1, &["sql", "--tpch", "1e9", "-c", "SELECT 1"]);
+        assert!(
+            err.contains("scale factor") && err.contains("memory"),
+            "{err}"
+        );
+        let err = fails_with(1, &["tpch", "--sf", "1e9"]);
+        assert!(err.contains("memory"), "{err}");
+    }
+
+    /// Issue 13: several errors spanned many lines; they print as one block.
+    #[test]
+    fn multi_line_errors_are_one_block() {
+        let err = fails_with(1, &["sql", "-c", "SELECT abs(1, 2, 3)"]);
+        assert!(err.lines().count() > 1, "{err}");
+    }
+
+    /// Issue 13: `colzip_decompress(blob, 'Int32')` of a blob claiming 64 GiB aborted
+    /// the SQL process.
+    #[test]
+    fn colzip_decompress_of_a_bomb_is_an_error() {
+        let (stream, claim) = crafted::bwt_directory_bomb(1024);
+        let blob = crafted::container(
+            "",
+            true,
+            crafted::INT32,
+            1,
+            &[crafted::Part {
+                role: 2,
+                width: 4,
+                codec: 4,
+                raw_len: claim,
+                stream: &stream,
+                xxh3: 0,
+            }],
+        );
+        let hex: String = blob.iter().map(|b| format!("{b:02x}")).collect();
+        let sql = format!("SELECT colzip_decompress(X'{hex}', 'Int32') AS v");
+        let err = fails_with(1, &["sql", "-c", &sql]);
+        assert!(
+            err.contains("not a colzip blob") && err.contains("row count"),
+            "{err}"
+        );
+    }
+}
