@@ -74,22 +74,7 @@ fn bombs_fail_without_allocating_their_claims() {
     // The same kind of stream (16 blocks: 1 GiB) as a column of a raw `bytes` archive,
     // all checksums valid. (A batch claiming more than the machine's memory is refused
     // before decoding, like one over `--max-output`.)
-    let (stream, claim) = crafted::bwt_directory_bomb(16);
-    let column = crafted::container(
-        "value",
-        false,
-        crafted::UINT8,
-        claim,
-        &[crafted::Part {
-            role: 2,
-            width: 1,
-            codec: 4,
-            raw_len: claim,
-            stream: &stream,
-            xxh3: 0,
-        }],
-    );
-    let archive = crafted::archive(0, 0, &crafted::raw_bytes_field(), &[(claim, column)], 0);
+    let (archive, _) = crafted::bwt_bomb_archive(16);
     let (result, used) = peak(|| ArchiveReader::new(archive.as_slice())?.next_batch());
     assert!(
         matches!(

@@ -4,22 +4,8 @@ use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn colzip(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_colzip"))
-        .args(args)
-        .output()
-        .expect("colzip runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = colzip(args);
-    assert!(
-        out.status.success(),
-        "colzip {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+mod cli_run;
+use cli_run::{colzip, ok};
 
 fn fails(args: &[&str]) -> String {
     let out = colzip(args);

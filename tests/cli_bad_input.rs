@@ -4,29 +4,12 @@
 //! multi-line errors. Every failure is an error of one line (or an indented block under
 //! one), never a panic or an abort.
 
+mod cli_run;
 mod crafted;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn colzip(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_colzip"))
-        .args(args)
-        // The panic hook would print the default report too with backtraces asked for.
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("colzip runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = colzip(args);
-    assert!(
-        out.status.success(),
-        "colzip {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use cli_run::{colzip, ok};
 
 /// Runs a command that must fail with exit code `code` and an error block: one line
 /// `colzip: error: …`, any further lines indented under it.
@@ -237,27 +220,8 @@ fn max_output_refuses_large_claims_before_decoding() {
 #[test]
 fn decompression_bombs_are_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let (stream, claim) = crafted::bwt_directory_bomb(1024);
-    let column = crafted::container(
-        "value",
-        false,
-        crafted::UINT8,
-        claim,
-        &[crafted::Part {
-            role: 2,
-            width: 1,
-            codec: 4,
-            raw_len: claim,
-            stream: &stream,
-            xxh3: 0,
-        }],
-    );
     let bomb = dir.path().join("bomb.czip");
-    std::fs::write(
-        &bomb,
-        crafted::archive(0, 0, &crafted::raw_bytes_field(), &[(claim, column)], 0),
-    )
-    .unwrap();
+    std::fs::write(&bomb, crafted::bwt_bomb_archive(1024).0).unwrap();
     let out = dir.path().join("bomb.out");
     fails_with(1, &["decompress", s(&bomb), "-o", s(&out)]);
     assert!(!out.exists());

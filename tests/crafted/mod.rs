@@ -131,6 +131,31 @@ pub fn bwt_directory_bomb(blocks: u64) -> (Vec<u8>, u64) {
     (out, length)
 }
 
+/// A raw `bytes` archive of one batch whose only column is one part holding
+/// [`bwt_directory_bomb`]`(blocks)`, every checksum valid; returns it with the claim.
+#[allow(dead_code)]
+pub fn bwt_bomb_archive(blocks: u64) -> (Vec<u8>, u64) {
+    let (stream, claim) = bwt_directory_bomb(blocks);
+    let column = container(
+        "value",
+        false,
+        UINT8,
+        claim,
+        &[Part {
+            role: 2,
+            width: 1,
+            codec: 4,
+            raw_len: claim,
+            stream: &stream,
+            xxh3: 0,
+        }],
+    );
+    (
+        archive(0, 0, &raw_bytes_field(), &[(claim, column)], 0),
+        claim,
+    )
+}
+
 /// An lzss stream (S=8, C=16384) claiming `chunks` full chunks, each with a payload of
 /// `payload` bytes of zeros.
 pub fn lzss_bomb(chunks: u64, payload: u16) -> (Vec<u8>, u64) {
