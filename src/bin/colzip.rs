@@ -298,23 +298,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// A byte count with an optional binary suffix: `4096`, `64k`, `512m`, `2g`, `1t`
-/// (`kb`, `kib` and so on too).
+/// A byte count for clap: [`colzip::memory::parse_byte_size`].
 fn parse_size(text: &str) -> std::result::Result<u64, String> {
-    let lower = text.trim().to_ascii_lowercase();
-    let number = lower.trim_end_matches("ib").trim_end_matches('b');
-    let (digits, shift) = match number.char_indices().last() {
-        Some((i, 'k')) => (&number[..i], 10),
-        Some((i, 'm')) => (&number[..i], 20),
-        Some((i, 'g')) => (&number[..i], 30),
-        Some((i, 't')) => (&number[..i], 40),
-        _ => (number, 0),
-    };
-    digits
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(1 << shift))
+    colzip::memory::parse_byte_size(text)
         .ok_or_else(|| format!("'{text}' is not a byte count (e.g. 4096, 64k, 512m, 2g)"))
 }
 

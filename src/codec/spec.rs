@@ -156,17 +156,6 @@ impl fmt::Display for CodecSpec {
     }
 }
 
-/// Parses a byte size such as `4096`, `64k` or `4m`.
-fn parse_size(text: &str) -> Option<u64> {
-    let lower = text.to_ascii_lowercase();
-    let (digits, multiplier) = match lower.strip_suffix(['k', 'm']) {
-        Some(digits) if lower.ends_with('k') => (digits, 1024),
-        Some(digits) => (digits, 1024 * 1024),
-        None => (lower.as_str(), 1),
-    };
-    digits.parse::<u64>().ok()?.checked_mul(multiplier)
-}
-
 impl FromStr for CodecSpec {
     type Err = crate::Error;
 
@@ -223,7 +212,7 @@ impl FromStr for CodecSpec {
                             w = LzssParams::window_for_level(level).map_err(invalid)?;
                         }
                         "c" => {
-                            c = parse_size(value)
+                            c = crate::memory::parse_byte_size(value)
                                 .and_then(|c| u32::try_from(c).ok())
                                 .ok_or_else(|| {
                                     fail(format!("c must be a chunk size in bytes, got '{value}'"))
@@ -265,7 +254,7 @@ impl FromStr for CodecSpec {
                 for (key, value) in options {
                     match (key, value) {
                         ("block", Some(value)) => {
-                            let size = parse_size(value)
+                            let size = crate::memory::parse_byte_size(value)
                                 .and_then(|c| u32::try_from(c).ok())
                                 .ok_or_else(|| {
                                     fail(format!("block must be a size in bytes, got '{value}'"))
