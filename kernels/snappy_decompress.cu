@@ -132,6 +132,7 @@ __device__ __forceinline__ void warp_copy(const Buffer& b, u32 lane, bool litera
 // Loads the window from input position ip on: whole aligned words where they lie in
 // [ip, end), single bytes at the edges, so nothing outside the buffer is read.
 __device__ __forceinline__ void refill(Buffer& b, u8* window, u32 lane, u32 ip, u32 end) {
+    __syncwarp();  // every lane is done reading the window before it is overwritten
     const u32 shift = (u32)((u64)(b.src + ip) & 3);  // window[0] is 4-byte aligned
     b.wbase = ip - shift;
     b.wend = end - ip > SD_IN - shift ? ip + SD_IN - shift : end;

@@ -4,8 +4,9 @@
 #
 # --sanitize: runs them under NVIDIA compute-sanitizer instead, and fails on any error it
 # reports: memcheck for every binary (encoders, decoders, corrupt streams; both lzss
-# matchers), and racecheck for every binary too, since every kernel uses shared memory
-# (kernels/README.md). $COMPUTE_SANITIZER names the tool when it is not on the PATH or
+# matchers), and racecheck on the tests that launch every kernel, since every kernel uses
+# shared memory (kernels/README.md). Pipeline steps are 1 MiB there (COLZIP_GPU_STEP_MIB),
+# so multi-step paths run on a few MiB. $COMPUTE_SANITIZER names the tool when it is not on the PATH or
 # in /usr/local/cuda/bin; SANITIZE_TOOLS (default "memcheck racecheck") picks the tools.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,9 @@ if [ "$sanitize" = 1 ]; then
     exit 1
   fi
   "$sanitizer" --version | tail -1
+  # Steps of 1 MiB: the tests that cross pipeline steps then do so with a few MiB, which
+  # the sanitizer's slowed kernels get through in minutes, not hours.
+  export COLZIP_GPU_STEP_MIB=${COLZIP_GPU_STEP_MIB:-1}
   # Runs "$@" under one sanitizer tool; fails when the tool reports any error (its exit
   # code) or the program fails, and when the summary line counts errors.
   run_tool() {
@@ -47,8 +51,23 @@ if [ "$sanitize" = 1 ]; then
   }
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
     run_tool "$tool" "$out/gpu.$tool.log" .gpu/colzip gpu --format json || status=1
+    if [ "$tool" = racecheck ]; then
+      # Racecheck slows shared-memory kernels a thousandfold: it runs the tests that
+      # launch every kernel (each lzss matcher, gmatch's compressor, the Snappy decoder on
+      # raw, framed and corrupt streams, lzss decoding of corrupt streams) rather than
+      # every parameter grid, which memcheck covers.
+      run_tool racecheck "$out/gpu_runtime.racecheck.log" .gpu/gpu_runtime --test-threads=1 || status=1
+      for matcher in ballot chains; do
+        COLZIP_LZSS_MATCHER=$matcher run_tool racecheck "$out/gpu_lzss.$matcher.racecheck.log" \
+          .gpu/gpu_lzss --test-threads=1 batches_and_inputs_larger_than_a_step corrupt_streams || status=1
+      done
+      run_tool racecheck "$out/gpu_gmatch.racecheck.log" .gpu/gpu_gmatch --test-threads=1 \
+        gpu_compression_writes_the_cpu_bytes gpu_decodes corrupt_streams || status=1
+      continue
+    fi
     for test in .gpu/gpu_*; do
       name=$(basename "$test")
+      [ "$name" = gpu_lzss ] && continue  # once per matcher, below
       run_tool "$tool" "$out/$name.$tool.log" "$test" --test-threads=1 || status=1
     done
     for matcher in ballot chains; do

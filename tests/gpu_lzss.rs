@@ -115,8 +115,9 @@ fn batches_and_inputs_larger_than_a_step_go_through_the_pipeline() {
     else {
         return;
     };
-    // 2.5 steps of int32 values with a tail, so three lanes and a partial step run.
-    let values = (80 << 20) / 4;
+    // 2.5 steps of int32 values with a tail, so three lanes and a partial step run (80 MiB
+    // at the default step, 2.5 MiB under the sanitizer's COLZIP_GPU_STEP_MIB=1).
+    let values = gpu.step_bytes() * 5 / 2 / 4;
     let mut rng = Rng(42);
     let mut input: Vec<u8> = (0..values)
         .flat_map(|i| ((i as u32 / 3) ^ (rng.below(4) as u32)).to_le_bytes())
