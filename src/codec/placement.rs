@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use super::error::CodecError;
 use super::id::CodecId;
 use crate::gpu::{Backend, Gpu, GpuError};
 
@@ -32,6 +33,9 @@ pub struct Placement {
     gpu: Option<&'static Gpu>,
     /// Batches below this many bytes run on the CPU.
     min_bytes: usize,
+    /// Whether a batch the GPU has no memory for runs on the CPU (`auto`) instead of
+    /// failing (`gpu`).
+    cpu_when_out_of_memory: bool,
 }
 
 impl Placement {
@@ -39,20 +43,19 @@ impl Placement {
     pub const CPU: Placement = Placement {
         gpu: None,
         min_bytes: usize::MAX,
+        cpu_when_out_of_memory: true,
     };
 
     /// Resolves `backend`: `Cpu` runs everything on the CPU; `Gpu` runs every batch of a
     /// codec with a GPU path on the GPU, and is an error naming the reason when no GPU is
     /// usable; `Auto` uses the GPU, when there is one, for batches of at least
-    /// [`GPU_MIN_BYTES`].
+    /// [`GPU_MIN_BYTES`], and runs a batch the GPU has no memory for on the CPU (under
+    /// `Gpu` that is an error, [`GpuError::OutOfMemory`]).
     pub fn new(backend: Backend) -> crate::Result<Placement> {
         Ok(match backend {
             Backend::Cpu => Placement::CPU,
             Backend::Gpu => match Gpu::get() {
-                Ok(gpu) => Placement {
-                    gpu: Some(gpu),
-                    min_bytes: 0,
-                },
+                Ok(gpu) => Placement::on(gpu),
                 Err(reason) => {
                     return Err(crate::Error::Gpu(GpuError::Unavailable(format!(
                         "backend 'gpu' was chosen but {}",
@@ -63,16 +66,30 @@ impl Placement {
             Backend::Auto => Placement {
                 gpu: backend.resolve()?,
                 min_bytes: GPU_MIN_BYTES,
+                cpu_when_out_of_memory: true,
             },
         })
     }
 
-    /// Every batch of a codec with a GPU path on `gpu`.
+    /// Every batch of a codec with a GPU path on `gpu`; running out of device memory
+    /// is an error.
     pub fn on(gpu: &'static Gpu) -> Placement {
         Placement {
             gpu: Some(gpu),
             min_bytes: 0,
+            cpu_when_out_of_memory: false,
         }
+    }
+
+    /// Whether a batch that failed on the GPU with `error` runs again on the CPU: when
+    /// the GPU ran out of memory under `auto` (the CPU writes the same bytes).
+    pub fn retries_on_cpu(&self, error: &CodecError) -> bool {
+        let retry = self.cpu_when_out_of_memory
+            && matches!(error, CodecError::Gpu(GpuError::OutOfMemory { .. }));
+        if retry {
+            crate::trace::line(|| format!("{error}; this batch runs on the CPU"));
+        }
+        retry
     }
 
     /// The GPU, if any, that this placement may use.
@@ -100,6 +117,7 @@ impl fmt::Debug for Placement {
         f.debug_struct("Placement")
             .field("gpu", &self.gpu.map(|g| g.info().name.as_str()))
             .field("min_bytes", &self.min_bytes)
+            .field("cpu_when_out_of_memory", &self.cpu_when_out_of_memory)
             .finish()
     }
 }

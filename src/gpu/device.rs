@@ -13,9 +13,12 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 use serde::Serialize;
 
+use super::budget::MemoryBudget;
 use super::error::{GpuError, GpuResult};
 use super::kernel_cache::KernelCache;
 use super::lane::LanePool;
+use super::pipeline::PIPELINE_LANES;
+use super::steps::step_bytes;
 
 /// A kernel source file, embedded in the binary.
 #[derive(Clone, Copy, Debug)]
@@ -75,6 +78,17 @@ pub enum KernelOrigin {
 
 type ModuleKey = (&'static str, Vec<Define>);
 
+/// The device memory colzip holds on a GPU ([`Gpu::memory_use`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct MemoryUse {
+    /// Bytes held now (buffers kept by lanes and those in use).
+    pub held: usize,
+    /// The most held at once since the GPU opened or [`Gpu::reset_memory_peak`].
+    pub peak: usize,
+    /// The limit ([`GPU_MEMORY_ENV`](super::GPU_MEMORY_ENV) or [`Gpu::set_memory_limit`]), if any.
+    pub limit: Option<usize>,
+}
+
 /// The GPU of this process (device 0).
 pub struct Gpu {
     ctx: Arc<CudaContext>,
@@ -84,7 +98,7 @@ pub struct Gpu {
     toolchain: String,
     cache: KernelCache,
     modules: Mutex<HashMap<ModuleKey, (Arc<CudaModule>, KernelOrigin)>>,
-    lanes: LanePool,
+    lanes: Arc<LanePool>,
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
@@ -115,6 +129,7 @@ impl Gpu {
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
             return Err("no NVRTC library (libnvrtc) found".into());
         }
+        let memory_limit = MemoryBudget::limit_from_env()?;
         // cudarc panics in a few places when the driver is unusable; keep that an error.
         std::panic::catch_unwind(|| {
             use cudarc::driver::sys::CUdevice_attribute as Attribute;
@@ -147,7 +162,7 @@ impl Gpu {
                 toolchain: toolchain_versions(),
                 cache: KernelCache::from_env(),
                 modules: Mutex::new(HashMap::new()),
-                lanes: LanePool::default(),
+                lanes: Arc::new(LanePool::new(memory_limit)),
             })
         })
         .unwrap_or_else(|_| Err("the CUDA driver failed while opening the device".into()))
@@ -158,8 +173,48 @@ impl Gpu {
         &self.info
     }
 
-    pub(crate) fn lanes(&self) -> &LanePool {
+    pub(crate) fn lanes(&self) -> &Arc<LanePool> {
         &self.lanes
+    }
+
+    /// Limits the device memory colzip holds on this GPU (`None`: no limit), as
+    /// [`GPU_MEMORY_ENV`](super::GPU_MEMORY_ENV) does when the GPU opens. Idle lanes
+    /// give their buffers back at once; buffers in use stay until they are given back.
+    /// Later allocations past the limit free idle lanes' buffers first, then fail with
+    /// [`GpuError::OutOfMemory`].
+    pub fn set_memory_limit(&self, limit: Option<usize>) {
+        self.lanes.budget.set_limit(limit);
+        self.lanes.free_idle_buffers();
+    }
+
+    /// The device memory colzip holds, its peak and limit.
+    pub fn memory_use(&self) -> MemoryUse {
+        let budget = &self.lanes.budget;
+        MemoryUse {
+            held: budget.held(),
+            peak: budget.peak(),
+            limit: budget.limit(),
+        }
+    }
+
+    /// Starts [`MemoryUse::peak`] again from what is held now.
+    pub fn reset_memory_peak(&self) {
+        self.lanes.budget.reset_peak();
+    }
+
+    /// Input bytes per pipeline step on this GPU: [`step_bytes`], made smaller under a
+    /// memory limit so that the pipeline's lanes fit in it (a column larger than the limit
+    /// then runs in more steps).
+    pub fn step_bytes(&self) -> usize {
+        // The hungriest pipeline (gmatch compression) holds about 10 bytes per input byte
+        // of a step on each of its lanes; leave room for the idle lanes of other callers.
+        const SHARE: usize = 16 * PIPELINE_LANES;
+        const GRAIN: usize = 64 << 10;
+        let default = step_bytes();
+        match self.lanes.budget.limit() {
+            Some(limit) => (limit / SHARE / GRAIN * GRAIN).clamp(GRAIN, default),
+            None => default,
+        }
     }
 
     /// The CUDA context.

@@ -4,6 +4,8 @@
 
 use thiserror::Error;
 
+use super::budget::GPU_MEMORY_ENV;
+
 /// What went wrong on the GPU side.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum GpuError {
@@ -16,6 +18,15 @@ pub enum GpuError {
     /// NVRTC rejected a kernel file (the log says why; a build defect, not a user error).
     #[error("NVRTC cannot compile {kernel}: {log}")]
     Compile { kernel: String, log: String },
+    /// Device memory ran out: the limit colzip was given ([`GPU_MEMORY_ENV`]) or the
+    /// device itself (`limit: None`). Under the `auto` backend the codecs fall back to the
+    /// CPU on this error.
+    #[error("{}", out_of_memory_message(*requested, *held, *limit))]
+    OutOfMemory {
+        requested: usize,
+        held: usize,
+        limit: Option<usize>,
+    },
     /// A request the runtime cannot serve (a launch larger than the grid allows, a buffer
     /// too small for the work given).
     #[error("{0}")]
@@ -29,6 +40,22 @@ impl GpuError {
             what: what.into(),
             detail: detail.to_string(),
         }
+    }
+}
+
+fn out_of_memory_message(requested: usize, held: usize, limit: Option<usize>) -> String {
+    const MIB: f64 = (1 << 20) as f64;
+    let (requested, held) = (requested as f64 / MIB, held as f64 / MIB);
+    match limit {
+        Some(limit) => format!(
+            "GPU out of memory: {requested:.1} MiB more would pass the {:.1} MiB that \
+             {GPU_MEMORY_ENV} allows ({held:.1} MiB held)",
+            limit as f64 / MIB
+        ),
+        None => format!(
+            "GPU out of memory: the device has no room for {requested:.1} MiB more \
+             ({held:.1} MiB held by colzip)"
+        ),
     }
 }
 

@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Condvar, Mutex};
 
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::{CudaSlice, CudaStream, DriverError, sys::CUresult};
 
+use super::budget::MemoryBudget;
 use super::device::Gpu;
 use super::error::{GpuError, GpuResult};
 use super::pinned::PinnedBuffer;
@@ -22,6 +23,12 @@ pub struct Lane {
     stream: Arc<CudaStream>,
     device: HashMap<&'static str, CudaSlice<u8>>,
     pinned: HashMap<&'static str, PinnedBuffer>,
+    /// The size of the current device buffer of each name, whether it is in `device` or
+    /// out with the caller: what this lane holds of the GPU's [`MemoryBudget`]. A buffer
+    /// a caller drops instead of giving back is replaced, and released, at the next take
+    /// of its name.
+    sizes: HashMap<&'static str, usize>,
+    pool: Arc<LanePool>,
 }
 
 impl Lane {
@@ -30,6 +37,8 @@ impl Lane {
             stream: gpu.stream()?,
             device: HashMap::new(),
             pinned: HashMap::new(),
+            sizes: HashMap::new(),
+            pool: gpu.lanes().clone(),
         })
     }
 
@@ -39,17 +48,72 @@ impl Lane {
 
     /// The device buffer `name`, at least `len` bytes (grown, contents lost, when
     /// smaller). Give it back with [`Lane::put_device`] to keep it for the next call.
+    /// Past the memory limit, or when the device is full, the buffers of idle lanes are
+    /// freed and the allocation tried again; then it is [`GpuError::OutOfMemory`].
     pub fn take_device(&mut self, name: &'static str, len: usize) -> GpuResult<CudaSlice<u8>> {
-        match self.device.remove(name) {
-            Some(buffer) if buffer.len() >= len.max(1) => Ok(buffer),
-            old => {
-                let len = grown(old.as_ref().map_or(0, |b| b.len()), len);
-                drop(old);
-                // SAFETY: every kernel and copy that reads this buffer first writes the
-                // bytes it reads.
-                unsafe { self.stream.alloc::<u8>(len) }.map_err(|e| {
-                    GpuError::driver(format!("cannot allocate {len} bytes on the GPU"), e)
-                })
+        let old = match self.device.remove(name) {
+            Some(buffer) if buffer.len() >= len.max(1) => return Ok(buffer),
+            old => old,
+        };
+        let roomy = grown(old.as_ref().map_or(0, |b| b.len()), len);
+        drop(old);
+        if let Some(previous) = self.sizes.remove(name) {
+            self.pool.budget.release(previous);
+        }
+        // The roomy size saves reallocations; the exact one is tried before giving up.
+        let buffer = self
+            .allocate(roomy)
+            .or_else(|_| self.allocate(len.max(1)))?;
+        self.sizes.insert(name, buffer.len());
+        Ok(buffer)
+    }
+
+    /// `len` bytes of device memory, counted against the budget. When there is no room,
+    /// the buffers this lane keeps for other work and those of idle lanes are freed
+    /// first.
+    fn allocate(&mut self, len: usize) -> GpuResult<CudaSlice<u8>> {
+        if self.pool.budget.reserve(len).is_err() {
+            self.make_room();
+            self.pool.budget.reserve(len)?;
+        }
+        let out_of_memory = |r: &Result<CudaSlice<u8>, DriverError>| {
+            matches!(r, Err(DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY)))
+        };
+        // SAFETY: every kernel and copy that reads this buffer first writes the bytes it
+        // reads.
+        let mut allocated = unsafe { self.stream.alloc::<u8>(len) };
+        if out_of_memory(&allocated) {
+            self.make_room();
+            // SAFETY: as above.
+            allocated = unsafe { self.stream.alloc::<u8>(len) };
+        }
+        let budget = &self.pool.budget;
+        allocated.map_err(|e| {
+            budget.release(len);
+            match e {
+                DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY) => GpuError::OutOfMemory {
+                    requested: len,
+                    held: budget.held(),
+                    limit: None,
+                },
+                e => GpuError::driver(format!("cannot allocate {len} bytes on the GPU"), e),
+            }
+        })
+    }
+
+    /// Frees the buffers this lane keeps (work queued on them finishes first: frees are
+    /// ordered on the lane's stream) and those of idle lanes.
+    fn make_room(&mut self) {
+        self.free_device_buffers();
+        self.pool.free_idle_buffers();
+    }
+
+    /// Frees the device buffers this lane keeps (not those out with a caller).
+    fn free_device_buffers(&mut self) {
+        for (name, buffer) in self.device.drain() {
+            drop(buffer);
+            if let Some(size) = self.sizes.remove(name) {
+                self.pool.budget.release(size);
             }
         }
     }
@@ -87,6 +151,13 @@ impl Lane {
     }
 }
 
+impl Drop for Lane {
+    fn drop(&mut self) {
+        let held: usize = self.sizes.values().sum();
+        self.pool.budget.release(held);
+    }
+}
+
 /// The size a buffer of `old` bytes is replaced by when `needed` do not fit: at least a
 /// quarter more than before (callers whose sizes creep up reallocate a few times, not at
 /// every call), in whole 64 KiB.
@@ -95,12 +166,34 @@ fn grown(old: usize, needed: usize) -> usize {
     needed.max(1).max(old + old / 4).div_ceil(GRAIN) * GRAIN
 }
 
-/// The pool of lanes of one GPU.
-#[derive(Default)]
+/// The pool of lanes of one GPU, and the device memory they hold.
 pub(crate) struct LanePool {
     idle: Mutex<Vec<Lane>>,
     created: Mutex<usize>,
     returned: Condvar,
+    pub(crate) budget: MemoryBudget,
+}
+
+impl LanePool {
+    pub(crate) fn new(memory_limit: Option<usize>) -> Self {
+        LanePool {
+            idle: Mutex::new(Vec::new()),
+            created: Mutex::new(0),
+            returned: Condvar::new(),
+            budget: MemoryBudget::new(memory_limit),
+        }
+    }
+
+    /// Frees the device buffers of every idle lane, for a caller that needs the room.
+    pub(crate) fn free_idle_buffers(&self) {
+        if let Ok(mut idle) = self.idle.lock() {
+            for lane in idle.iter_mut() {
+                // Work a lane queued before it was given back has ended (the guard waited
+                // for it), so its buffers are free to go.
+                lane.free_device_buffers();
+            }
+        }
+    }
 }
 
 /// A lane taken from the pool; it goes back on drop.
@@ -129,6 +222,12 @@ impl Drop for LaneGuard<'_> {
             // Work still queued on a lane that is dropped early (an error path) must end
             // before its buffers are reused.
             let _ = lane.synchronize();
+            // Under a memory limit, buffers are not kept between calls: the next call may
+            // be another codec's, and room held for this one would starve it.
+            let mut lane = lane;
+            if pool.budget.limit().is_some() {
+                lane.free_device_buffers();
+            }
             if let Ok(mut idle) = pool.idle.lock() {
                 idle.push(lane);
             }

@@ -14,6 +14,7 @@
 //! ```
 
 mod backend;
+mod budget;
 mod copy;
 mod device;
 mod error;
@@ -24,12 +25,14 @@ mod pipeline;
 mod steps;
 
 pub use backend::{BACKEND_ENV, Backend};
+pub use budget::GPU_MEMORY_ENV;
 pub use copy::{
     copy_to_device, copy_to_host, extend_parallel, parallel_concat, parallel_copy,
     parallel_copy_pairs, try_zeroed, zeroed,
 };
 pub use device::{
-    Define, DeviceInfo, Gpu, KernelOrigin, KernelSource, SELFTEST, compile_kernel, nvrtc_available,
+    Define, DeviceInfo, Gpu, KernelOrigin, KernelSource, MemoryUse, SELFTEST, compile_kernel,
+    nvrtc_available,
 };
 pub use error::{GpuError, GpuResult};
 pub use kernel_cache::KERNEL_CACHE_ENV;

@@ -134,37 +134,33 @@ impl Codec {
             }
         }
         let total = inputs.iter().map(|b| b.len()).sum();
-        match placement.gpu_for(self.id(), total) {
-            Some(gpu) => self.compress_gpu(
-                gpu,
-                inputs,
-                HostMemory::Ordinary,
-                &mut Sink::Buffers(outputs),
-            ),
-            None => cpu::compress_into(self, inputs, outputs),
+        if let Some(gpu) = placement.gpu_for(self.id(), total) {
+            let sink = &mut Sink::Buffers(outputs);
+            match self.compress_gpu(gpu, inputs, HostMemory::Ordinary, sink) {
+                Err(e) if placement.retries_on_cpu(&e) => {}
+                done => return done,
+            }
         }
+        cpu::compress_into(self, inputs, outputs)
     }
 
     /// Compresses every input; the streams come back one after another in one allocation.
     pub fn compress_batch(&self, placement: &Placement, inputs: &[&[u8]]) -> Result<Packed> {
         let total = inputs.iter().map(|b| b.len()).sum();
-        match placement.gpu_for(self.id(), total) {
-            Some(gpu) => {
-                let room: usize = inputs
-                    .iter()
-                    .map(|i| self.max_compressed_len(i.len()))
-                    .sum();
-                let mut bytes = crate::gpu::zeroed(room);
-                let sizes = self.compress_gpu(
-                    gpu,
-                    inputs,
-                    HostMemory::Ordinary,
-                    &mut Sink::packed(&mut bytes, inputs.len()),
-                )?;
-                Ok(Packed::from_sizes(bytes, &sizes))
+        if let Some(gpu) = placement.gpu_for(self.id(), total) {
+            let room: usize = inputs
+                .iter()
+                .map(|i| self.max_compressed_len(i.len()))
+                .sum();
+            let mut bytes = crate::gpu::zeroed(room);
+            let sink = &mut Sink::packed(&mut bytes, inputs.len());
+            match self.compress_gpu(gpu, inputs, HostMemory::Ordinary, sink) {
+                Ok(sizes) => return Ok(Packed::from_sizes(bytes, &sizes)),
+                Err(e) if placement.retries_on_cpu(&e) => {}
+                Err(e) => return Err(e),
             }
-            None => cpu::compress_batch(self, inputs),
         }
+        cpu::compress_batch(self, inputs)
     }
 
     /// Compresses one input (a batch of one).
@@ -256,16 +252,14 @@ impl CodecId {
     ) -> Result<()> {
         check_count(inputs.len(), outputs.len())?;
         let lens: Vec<usize> = outputs.iter().map(|o| o.len()).collect();
-        match placement.gpu_for(self, lens.iter().sum()) {
-            Some(gpu) => self.decompress_gpu(
-                gpu,
-                inputs,
-                &lens,
-                HostMemory::Ordinary,
-                &mut Sink::Buffers(outputs),
-            ),
-            None => cpu::decompress_into(self, inputs, outputs),
+        if let Some(gpu) = placement.gpu_for(self, lens.iter().sum()) {
+            let sink = &mut Sink::Buffers(outputs);
+            match self.decompress_gpu(gpu, inputs, &lens, HostMemory::Ordinary, sink) {
+                Err(e) if placement.retries_on_cpu(&e) => {}
+                done => return done,
+            }
         }
+        cpu::decompress_into(self, inputs, outputs)
     }
 
     /// Decodes every stream, `lens[i]` bytes each; the outputs come back one after
@@ -286,14 +280,15 @@ impl CodecId {
                 claimed: lens.iter().map(|&l| l as u64).fold(0, u64::saturating_add),
                 limit: isize::MAX as u64,
             })?;
-        match placement.gpu_for(self, lens.iter().sum()) {
-            Some(gpu) => {
-                let count = inputs.len();
-                let mut sink = Sink::packed(packed.bytes_mut(), count);
-                self.decompress_gpu(gpu, inputs, lens, HostMemory::Ordinary, &mut sink)?;
+        if let Some(gpu) = placement.gpu_for(self, lens.iter().sum()) {
+            let sink = &mut Sink::packed(packed.bytes_mut(), inputs.len());
+            match self.decompress_gpu(gpu, inputs, lens, HostMemory::Ordinary, sink) {
+                Ok(()) => return Ok(packed),
+                Err(e) if placement.retries_on_cpu(&e) => {}
+                Err(e) => return Err(e),
             }
-            None => cpu::decompress_into(self, inputs, &mut packed.slots_mut())?,
         }
+        cpu::decompress_into(self, inputs, &mut packed.slots_mut())?;
         Ok(packed)
     }
 
@@ -310,12 +305,15 @@ impl CodecId {
     ) -> Result<Vec<Vec<u8>>> {
         check_count(inputs.len(), lens.len())?;
         let total = lens.iter().fold(0usize, |sum, &l| sum.saturating_add(l));
-        let Some(gpu) = placement.gpu_for(self, total) else {
-            return inputs
+        let on_cpu = || {
+            inputs
                 .par_iter()
                 .zip(lens)
                 .map(|(stream, &len)| cpu::decompress_owned(self, stream, len))
-                .collect();
+                .collect()
+        };
+        let Some(gpu) = placement.gpu_for(self, total) else {
+            return on_cpu();
         };
         let mut outputs = lens
             .iter()
@@ -327,14 +325,15 @@ impl CodecId {
             })
             .collect::<Result<Vec<_>>>()?;
         let mut slices: Vec<&mut [u8]> = outputs.iter_mut().map(Vec::as_mut_slice).collect();
-        self.decompress_gpu(
-            gpu,
-            inputs,
-            lens,
-            HostMemory::Ordinary,
-            &mut Sink::Buffers(&mut slices),
-        )?;
-        Ok(outputs)
+        let sink = &mut Sink::Buffers(&mut slices);
+        match self.decompress_gpu(gpu, inputs, lens, HostMemory::Ordinary, sink) {
+            Ok(()) => Ok(outputs),
+            Err(e) if placement.retries_on_cpu(&e) => {
+                drop(outputs);
+                on_cpu()
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Decodes streams that are slices of pinned memory on `gpu`, the outputs one after

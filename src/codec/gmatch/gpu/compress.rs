@@ -1,7 +1,7 @@
 //! Compression on the GPU: the bytes of the CPU reference (`compress_raw`,
 //! `compress_framed`, `compress_blocks`) for a batch of buffers, through the step
 //! pipeline. Every 64 KiB block of every buffer is a CUDA block of the block kernel; a
-//! step is the blocks of about [`step_bytes`] of input, in order. The device lays each
+//! step is the blocks of about [`Gpu::step_bytes`] of input, in order. The device lays each
 //! step's output out and assembles it (`gmatch_layout`, `gmatch_assemble`), so the host
 //! reads back the finished bytes and only writes each buffer's header (the raw preamble,
 //! the stream identifier, or the blocks format's length and size table) into the room the
@@ -24,7 +24,7 @@ use crate::codec::error::{CodecError, Result};
 use crate::codec::varint;
 use crate::gpu::{
     ArrayPack, Gpu, GpuError, HostMemory, Lane, PinnedBuffer, Stages, copy_to_host, run_pipeline,
-    step_bytes, upload_pieces,
+    upload_pieces,
 };
 
 /// A 64 KiB (or shorter, last) block of a buffer.
@@ -88,7 +88,7 @@ pub(crate) fn compress(
             });
         }
     }
-    let steps = plan_steps(inputs, &blocks);
+    let steps = plan_steps(inputs, &blocks, gpu.step_bytes());
     let mut stages = CompressStages {
         gpu,
         kernels: CompressKernels::new(gpu)?,
@@ -121,10 +121,10 @@ pub(crate) fn compress(
     Ok(stages.written)
 }
 
-/// Cuts the blocks into steps of about [`step_bytes`] and places every buffer's header:
+/// Cuts the blocks into steps of about [`Gpu::step_bytes`] and places every buffer's header:
 /// before its first block, or (empty buffers) before the next buffer's first block.
-fn plan_steps(inputs: &[&[u8]], blocks: &[Block]) -> Vec<Step> {
-    let per_step = (step_bytes() / BLOCK_SIZE).max(1);
+fn plan_steps(inputs: &[&[u8]], blocks: &[Block], step_bytes: usize) -> Vec<Step> {
+    let per_step = (step_bytes / BLOCK_SIZE).max(1);
     let mut steps: Vec<Step> = Vec::new();
     let mut waiting: Vec<usize> = Vec::new();
     let mut next_buffer = 0;

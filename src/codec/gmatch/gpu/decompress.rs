@@ -22,8 +22,7 @@ use crate::codec::SnappyFormat;
 use crate::codec::batch::Sink;
 use crate::codec::error::{CodecError, Result};
 use crate::gpu::{
-    Gpu, HostMemory, Lane, PinnedBuffer, Stages, copy_to_host, run_pipeline, step_bytes,
-    upload_pieces,
+    Gpu, HostMemory, Lane, PinnedBuffer, Stages, copy_to_host, run_pipeline, upload_pieces,
 };
 
 /// Where a unit's output comes from.
@@ -129,7 +128,7 @@ pub(crate) fn decompress(
 ) -> Result<()> {
     let units = units(format, inputs, lens)?;
     sink.expect_outputs(lens, NAME)?;
-    let steps = plan_steps(&units);
+    let steps = plan_steps(&units, gpu.step_bytes());
     let mut stages = DecodeStages {
         gpu,
         kernels: DecodeKernels::new(gpu)?,
@@ -143,9 +142,8 @@ pub(crate) fn decompress(
     run_pipeline(gpu, steps, &mut stages)
 }
 
-/// Consecutive units of about [`step_bytes`] of output each.
-fn plan_steps(units: &[Unit<'_>]) -> Vec<Range<usize>> {
-    let limit = step_bytes();
+/// Consecutive units of about [`Gpu::step_bytes`] of output each.
+fn plan_steps(units: &[Unit<'_>], limit: usize) -> Vec<Range<usize>> {
     let mut steps: Vec<Range<usize>> = Vec::new();
     let mut bytes = 0;
     for (u, unit) in units.iter().enumerate() {

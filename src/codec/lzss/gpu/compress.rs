@@ -1,6 +1,6 @@
 //! Compression on the GPU: the bytes of [`crate::codec::lzss::compress`] for a batch of
 //! buffers of the same parameters, through the step pipeline. A step is a run of chunks
-//! (of one or several buffers) of about [`step_bytes`]; kernels I–III encode them, the
+//! (of one or several buffers) of about [`Gpu::step_bytes`]; kernels I–III encode them, the
 //! host reads back the launch's payload offsets and copies each buffer's slice of the
 //! size table and its payloads to their places. Headers and tails (the bytes after the
 //! last whole symbol) are written by the host.
@@ -15,7 +15,7 @@ use crate::codec::error::{CodecError, Result};
 use crate::codec::lzss::{self, LzssParams, NAME};
 use crate::gpu::{
     ArrayPack, Gpu, GpuError, HostMemory, Lane, PinnedBuffer, Stages, copy_to_host, run_pipeline,
-    step_bytes, upload_pieces,
+    upload_pieces,
 };
 
 /// Chunks `chunks` of buffer `buffer`.
@@ -32,9 +32,13 @@ struct Stream {
     chunks: usize,
 }
 
-/// Cuts every buffer's chunks into steps of about [`step_bytes`] of input.
-pub(super) fn plan_steps(chunk_counts: &[usize], chunk_size: usize) -> Vec<Vec<Piece>> {
-    let per_step = (step_bytes() / chunk_size).max(1);
+/// Cuts every buffer's chunks into steps of about [`Gpu::step_bytes`] of input.
+pub(super) fn plan_steps(
+    chunk_counts: &[usize],
+    chunk_size: usize,
+    step_bytes: usize,
+) -> Vec<Vec<Piece>> {
+    let per_step = (step_bytes / chunk_size).max(1);
     let mut steps: Vec<Vec<Piece>> = vec![Vec::new()];
     let mut room = per_step;
     for (buffer, &chunks) in chunk_counts.iter().enumerate() {
@@ -92,7 +96,7 @@ pub(crate) fn compress(
         }
     }
     let counts: Vec<usize> = streams.iter().map(|s| s.chunks).collect();
-    let steps = plan_steps(&counts, c);
+    let steps = plan_steps(&counts, c, gpu.step_bytes());
     let mut stages = CompressStages {
         gpu,
         kernels: CompressKernels::new(gpu, &shape(params))?,

@@ -2,7 +2,7 @@
 //! Each stream is validated as the CPU decoder validates it (header, size table, total
 //! length) before anything is decoded; streams of the same parameters share launches
 //! (the kernels are specialised by symbol width). A step is a run of chunks of about
-//! [`step_bytes`] of output: their slices of the size tables, then their payloads, go to
+//! [`Gpu::step_bytes`] of output: their slices of the size tables, then their payloads, go to
 //! the device; the decoder writes every chunk at its place; tails are copied by the host.
 
 use std::collections::BTreeMap;
@@ -58,7 +58,7 @@ pub(crate) fn decompress(
             .iter()
             .map(|&i| layouts[i].body.div_ceil(params.chunk_size as usize))
             .collect();
-        let steps = plan_steps(&counts, params.chunk_size as usize);
+        let steps = plan_steps(&counts, params.chunk_size as usize, gpu.step_bytes());
         let mut stages = DecodeStages {
             gpu,
             kernels: DecodeKernels::new(gpu, &shape(&params))?,
