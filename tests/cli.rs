@@ -195,6 +195,69 @@ fn bad_arguments_and_inputs_fail_with_one_line_errors() {
 }
 
 #[test]
+fn bad_option_values_exit_2_naming_the_choices() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("v.bin");
+    std::fs::write(&input, [1u8, 2, 3, 4]).unwrap();
+    let input = s(&input);
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["compress", input, "--codec", "zip"],
+            "(expected auto, lzss, gmatch, bwt or stored)",
+        ),
+        (&["compress", input, "--type", "int7"], "utf8-lines"),
+        (
+            &["compress", input, "--format", "yaml"],
+            "table, json or csv",
+        ),
+        (
+            &["decompress", input, "--to", "csv"],
+            "raw, arrow or parquet",
+        ),
+        (&["info", input, "--format", "xml"], "table, json or csv"),
+        (&["bench", "--type", "int7"], "utf8-lines"),
+        (
+            &["sql", "--format", "xml", "-c", "select 1"],
+            "table, json, csv",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = colzip(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "colzip {args:?}: {stderr}");
+        assert!(stderr.contains(expected), "colzip {args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_snappy_stream_given_as_an_archive_gets_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("v.bin");
+    std::fs::write(&input, b"snappy snappy snappy snappy".repeat(1000)).unwrap();
+    let framed = dir.path().join("v.data");
+    ok(&[
+        "compress",
+        s(&input),
+        "--snappy",
+        "framed",
+        "-o",
+        s(&framed),
+    ]);
+    let out = dir.path().join("v.out");
+    for args in [
+        vec!["decompress", s(&framed), "-o", s(&out)],
+        vec!["info", s(&framed)],
+    ] {
+        let err = fails(&args);
+        assert!(
+            err.contains(s(&framed)) && err.contains("add --snappy framed"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!out.exists(), "no output is left behind");
+}
+
+#[test]
 fn corrupt_archives_fail_without_losing_the_archive() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("v.bin");

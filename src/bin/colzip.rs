@@ -57,19 +57,19 @@ enum Command {
         output: Option<PathBuf>,
         /// Codec: auto, lzss[:s=1|2|4|8,w=1..255,c=2048..16384,level=1..4], gmatch[:raw|framed], bwt[:block=4m], stored
         #[arg(short, long, default_value = "auto")]
-        codec: String,
+        codec: CodecChoice,
         /// How a raw file's bytes are read: bytes, int8..int64, uint8..uint64, float32, float64, utf8-lines
         #[arg(short = 't', long = "type", default_value = "bytes")]
-        raw_type: String,
+        raw_type: RawType,
         /// Write a bare Snappy stream made by gmatch (raw or framing format) instead of an archive
         #[arg(long, value_enum)]
         snappy: Option<SnappyArg>,
         /// Overwrite the output if it exists
         #[arg(short, long)]
         force: bool,
-        /// Summary format
+        /// Summary format: table, json or csv
         #[arg(long, default_value = "table")]
-        format: String,
+        format: Format,
         #[command(flatten)]
         backend: BackendArg,
     },
@@ -81,7 +81,7 @@ enum Command {
         output: Option<PathBuf>,
         /// Output kind for archives: raw, arrow or parquet [default: the archive's source]
         #[arg(long)]
-        to: Option<String>,
+        to: Option<OutputKind>,
         /// Read a bare Snappy stream (raw or framing format)
         #[arg(long, value_enum)]
         snappy: Option<SnappyArg>,
@@ -101,7 +101,7 @@ enum Command {
         input: PathBuf,
         /// table or json
         #[arg(long, default_value = "table")]
-        format: String,
+        format: Format,
         /// Decode every part and check every checksum the archive holds
         #[arg(long)]
         verify: bool,
@@ -113,7 +113,7 @@ enum Command {
     Gpu {
         /// table or json
         #[arg(long, default_value = "table")]
-        format: String,
+        format: Format,
     },
     /// The TPC-H column experiment: generate tables in-process, compress every column with
     /// each codec and the CPU baselines, verify round trips, report ratios and GB/s.
@@ -129,7 +129,7 @@ enum Command {
         codecs: Option<String>,
         /// table, json or csv
         #[arg(long, default_value = "table")]
-        format: String,
+        format: Format,
         /// Runs per measurement (the fastest counts)
         #[arg(long, default_value_t = 1)]
         repeat: usize,
@@ -157,7 +157,7 @@ enum Command {
         file: Option<PathBuf>,
         /// How --file's bytes are read: bytes, int8..int64, uint8..uint64, float32, float64
         #[arg(short = 't', long = "type", default_value = "bytes")]
-        raw_type: String,
+        raw_type: RawType,
         /// Write each measured plain column to this directory (one file per column, for
         /// peers such as ../shared/tools/peers.py on the same bytes)
         #[arg(long)]
@@ -185,7 +185,7 @@ enum Command {
         no_cpu: bool,
         /// table, json or csv
         #[arg(long, default_value = "table")]
-        format: String,
+        format: Format,
     },
     /// SQL shell: DataFusion with colzip's SQL functions and the COLZIP_PARQUET format,
     /// optionally over the eight TPC-H tables generated in-process; with --compressed the
@@ -207,7 +207,7 @@ struct SqlArgs {
     compressed: bool,
     /// Codec of the compressed tables: auto, lzss[:s=…,w=…,c=…], gmatch, bwt, stored
     #[arg(long, default_value = "auto", requires = "compressed")]
-    codec: String,
+    codec: CodecChoice,
     /// SQL to run; several statements separated by ';' run in order
     #[arg(
         short = 'c',
@@ -220,7 +220,7 @@ struct SqlArgs {
     #[arg(short, long)]
     file: Option<PathBuf>,
     /// table, json or csv
-    #[arg(long, default_value = "table")]
+    #[arg(long, default_value = "table", value_parser = ["table", "json", "csv"])]
     format: String,
     #[command(flatten)]
     backend: BackendArg,
@@ -231,7 +231,7 @@ fn sql(args: SqlArgs) -> Result<()> {
     let format: shell::OutputFormat = args.format.parse()?;
     let kind = if args.compressed {
         TableKind::Compressed(CompressOptions {
-            codec: args.codec.parse()?,
+            codec: args.codec,
             placement: Placement::new(args.backend.backend)?,
             ..CompressOptions::default()
         })
@@ -304,6 +304,30 @@ fn parse_size(text: &str) -> std::result::Result<u64, String> {
         .ok_or_else(|| format!("'{text}' is not a byte count (e.g. 4096, 64k, 512m, 2g)"))
 }
 
+/// A "not a colzip archive" error names the file, and says so when the file is a Snappy
+/// stream that `--snappy` would read.
+fn name_non_archive(input: &Path, error: Error) -> Error {
+    match error {
+        Error::Format(message) if message.starts_with("not a colzip archive") => {
+            let mut head = [0u8; 10];
+            let framed = std::fs::File::open(input)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+                .is_ok()
+                && head == *b"\xff\x06\x00\x00sNaPpY";
+            let extension = input.extension().and_then(|e| e.to_str());
+            let hint = if framed || extension == Some("sz") {
+                "; it looks like a Snappy framed stream: add --snappy framed"
+            } else if extension == Some("snappy") {
+                "; if it is a raw Snappy stream, add --snappy raw"
+            } else {
+                ""
+            };
+            Error::Format(format!("{}: {message}{hint}", input.display()))
+        }
+        other => other,
+    }
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Compress {
@@ -316,9 +340,6 @@ fn run(cli: Cli) -> Result<()> {
             format,
             backend: BackendArg { backend },
         } => {
-            let format: Format = format.parse()?;
-            let codec: CodecChoice = codec.parse()?;
-            let raw_type: RawType = raw_type.parse()?;
             // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
             let placement = Placement::new(backend)?;
             let output = output.unwrap_or_else(|| {
@@ -391,7 +412,6 @@ fn run(cli: Cli) -> Result<()> {
                     Ok(out.flush()?)
                 });
             }
-            let to: Option<OutputKind> = to.map(|t| t.parse()).transpose()?;
             let bar = bytes_bar(0, "decompress");
             archive::decompress_file_with_limit(
                 &input,
@@ -400,7 +420,8 @@ fn run(cli: Cli) -> Result<()> {
                 backend,
                 max_output,
                 &mut |done| bar.set_position(done),
-            )?;
+            )
+            .map_err(|e| name_non_archive(&input, e))?;
             bar.finish_and_clear();
             Ok(())
         }
@@ -411,11 +432,12 @@ fn run(cli: Cli) -> Result<()> {
             max_output,
         } => {
             let info = if verify {
-                archive::info_verified(&input, max_output.unwrap_or(u64::MAX))?
+                archive::info_verified(&input, max_output.unwrap_or(u64::MAX))
             } else {
-                archive::info(&input)?
-            };
-            match format.parse::<Format>()? {
+                archive::info(&input)
+            }
+            .map_err(|e| name_non_archive(&input, e))?;
+            match format {
                 Format::Json => println!(
                     "{}",
                     serde_json::to_string_pretty(&info)
@@ -462,7 +484,6 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Gpu { format } => {
-            let format: Format = format.parse()?;
             let start = std::time::Instant::now();
             let report = match Gpu::get() {
                 Ok(gpu) => {
@@ -530,7 +551,6 @@ fn run(cli: Cli) -> Result<()> {
             peer_forms,
             backend: BackendArg { backend },
         } => {
-            let format: Format = format.parse()?;
             if let Some(threads) = threads {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
@@ -590,7 +610,6 @@ fn run(cli: Cli) -> Result<()> {
             no_cpu,
             format,
         } => {
-            let format: Format = format.parse()?;
             let mut grid = Vec::new();
             for &s in &s {
                 for &w in &w {
@@ -606,10 +625,7 @@ fn run(cli: Cli) -> Result<()> {
                             "--columns names TPC-H columns; it does not go with --file",
                         ));
                     }
-                    bench::Source::File {
-                        path,
-                        raw_type: raw_type.parse()?,
-                    }
+                    bench::Source::File { path, raw_type }
                 }
                 None => bench::Source::Tpch {
                     sf,

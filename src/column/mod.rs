@@ -87,7 +87,14 @@ impl FromStr for CodecChoice {
         if text.trim().eq_ignore_ascii_case("auto") {
             Ok(CodecChoice::Auto)
         } else {
-            text.parse().map(CodecChoice::Spec)
+            // Where `auto` is accepted, the error names it among the choices.
+            text.parse().map(CodecChoice::Spec).map_err(|e| match e {
+                Error::CodecSpec { spec, reason } => Error::CodecSpec {
+                    spec,
+                    reason: reason.replace("(expected lzss,", "(expected auto, lzss,"),
+                },
+                other => other,
+            })
         }
     }
 }
