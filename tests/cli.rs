@@ -257,6 +257,64 @@ fn a_snappy_stream_given_as_an_archive_gets_a_hint() {
     assert!(!out.exists(), "no output is left behind");
 }
 
+/// Runs `colzip args` with `stdin` on its standard input; its standard output.
+fn piped(args: &[&str], stdin: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_colzip"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let bytes = stdin.to_vec();
+    let writer = std::thread::spawn(move || input.write_all(&bytes));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(
+        out.status.success(),
+        "colzip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn pipes_round_trip_byte_exact() {
+    let lines: Vec<u8> = (0..200_000)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
+    let ints: Vec<u8> = (0..100_000i64)
+        .flat_map(|i| (i / 7).to_le_bytes())
+        .collect();
+    // `-` in, and with no -o the archive goes to stdout; `decompress -` likewise.
+    let archive = piped(&["compress", "-", "--type", "utf8-lines"], &lines);
+    assert!(archive.len() < lines.len() / 2, "{} bytes", archive.len());
+    assert!(piped(&["decompress", "-"], &archive) == lines);
+    let archive = piped(
+        &[
+            "compress", "-", "-o", "-", "--type", "int64", "--codec", "lzss",
+        ],
+        &ints,
+    );
+    assert!(piped(&["decompress", "-", "-o", "-"], &archive) == ints);
+    // A file in, stdout out, and back into a file.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("ints.bin");
+    std::fs::write(&input, &ints).unwrap();
+    let archive = piped(&["compress", s(&input), "-o", "-", "--type", "int64"], &[]);
+    let back = dir.path().join("back.bin");
+    piped(&["decompress", "-", "-o", s(&back)], &archive);
+    assert!(std::fs::read(&back).unwrap() == ints);
+    // Snappy streams too.
+    for format in ["raw", "framed"] {
+        let stream = piped(&["compress", "-", "--snappy", format], &lines);
+        assert!(piped(&["decompress", "-", "--snappy", format], &stream) == lines);
+    }
+}
+
 #[test]
 fn corrupt_archives_fail_without_losing_the_archive() {
     let dir = tempfile::tempdir().unwrap();
