@@ -439,6 +439,19 @@ fn parquet_files_round_trip() {
         "--codec",
         "gmatch",
     ]);
+    // --type is for raw files: on a Parquet file it is an error, not ignored.
+    let err = fails(&[
+        "compress",
+        s(&input),
+        "-o",
+        s(&dir.path().join("t.czip")),
+        "--type",
+        "int64",
+    ]);
+    assert!(
+        err.contains("--type applies to raw files") && err.contains("Parquet"),
+        "{err}"
+    );
     let info: serde_json::Value =
         serde_json::from_str(&ok(&["info", s(&archive), "--format", "json"])).unwrap();
     assert_eq!(info["source"], "Parquet");

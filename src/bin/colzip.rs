@@ -58,9 +58,11 @@ enum Command {
         /// Codec: auto, lzss[:s=1|2|4|8,w=1..255,c=2048..16384,level=1..4], gmatch[:raw|framed], bwt[:block=4m], stored
         #[arg(short, long, default_value = "auto")]
         codec: CodecChoice,
-        /// How a raw file's bytes are read: bytes, int8..int64, uint8..uint64, float32, float64, utf8-lines
-        #[arg(short = 't', long = "type", default_value = "bytes")]
-        raw_type: RawType,
+        /// How a raw file's bytes are read: bytes, int8..int64, uint8..uint64, float32,
+        /// float64, utf8-lines [default: bytes]; not for Arrow IPC and Parquet files, whose
+        /// schema gives the types
+        #[arg(short = 't', long = "type")]
+        raw_type: Option<RawType>,
         /// Write a bare Snappy stream made by gmatch (raw or framing format) instead of an archive
         #[arg(long, value_enum)]
         snappy: Option<SnappyArg>,
@@ -608,7 +610,7 @@ fn compress(
     input: &Path,
     output: &Path,
     codec: CodecChoice,
-    raw_type: RawType,
+    raw_type: Option<RawType>,
     snappy: Option<SnappyArg>,
     placement: Placement,
     backend: Backend,
@@ -623,7 +625,18 @@ fn compress(
         archive::write_atomically(output, true, |mut file| Ok(file.write_all(&stream)?))?;
         return Ok((data.len() as u64, stream.len() as u64));
     }
-    let kind = InputKind::detect(input, raw_type)?;
+    let kind = InputKind::detect(input, raw_type.unwrap_or(RawType::Bytes))?;
+    if let (Some(_), InputKind::ArrowIpc | InputKind::Parquet) = (raw_type, kind) {
+        return Err(Error::format(format!(
+            "--type applies to raw files; {} is {} file, whose schema gives the types",
+            input.display(),
+            if kind == InputKind::Parquet {
+                "a Parquet"
+            } else {
+                "an Arrow IPC"
+            }
+        )));
+    }
     let size = std::fs::metadata(input)
         .map_err(Error::file("read the metadata of", &input))?
         .len();
