@@ -41,3 +41,8 @@ pub mod tpch;
 pub mod trace;
 
 pub use error::{Error, Result, report};
+
+/// The README's Rust examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExamples;
