@@ -224,6 +224,9 @@ struct SqlArgs {
     /// table, json or csv
     #[arg(long, default_value = "table", value_parser = ["table", "json", "csv"])]
     format: String,
+    /// Rows of each table result to print (0: all) [default: 40 on a terminal, else all]
+    #[arg(long, value_name = "N")]
+    maxrows: Option<usize>,
     #[command(flatten)]
     backend: BackendArg,
 }
@@ -259,7 +262,11 @@ fn sql(args: SqlArgs) -> Result<()> {
         })?;
         bar.finish_and_clear();
     }
-    shell::run(&ctx, input, format)
+    let max_rows = args
+        .maxrows
+        .filter(|&n| n > 0)
+        .or(args.maxrows.map(|_| usize::MAX));
+    shell::run(&ctx, input, format, max_rows)
 }
 
 #[cfg(not(feature = "datafusion"))]
@@ -271,6 +278,7 @@ fn sql(args: SqlArgs) -> Result<()> {
         args.command,
         args.file,
         args.format,
+        args.maxrows,
         args.backend,
     );
     Err(Error::Unsupported(

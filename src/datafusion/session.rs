@@ -32,8 +32,9 @@ pub use table_kind::TableKind;
 pub use tpch::{QueryRun, TableMemory, TpchEvent, TpchSession, register_tables};
 
 /// A session context with colzip's SQL functions and `COLZIP_PARQUET` format registered
-/// (see [`register`](super::register)) and the information schema on, so `SHOW TABLES`
-/// and `DESCRIBE` work.
+/// (see [`register`](super::register)), the information schema on, so `SHOW TABLES`
+/// and `DESCRIBE` work, and files queried by their path (`FROM 'dir/t.parquet'`: Parquet,
+/// CSV, JSON, Arrow).
 ///
 /// ```
 /// # tokio::runtime::Runtime::new()?.block_on(async {
@@ -50,7 +51,9 @@ pub fn context() -> Result<SessionContext> {
 
 /// [`context`] with `config` (the information schema is turned on).
 pub fn context_with_config(config: SessionConfig) -> Result<SessionContext> {
-    let ctx = SessionContext::new_with_config(config.with_information_schema(true));
+    // Files are tables by their path too: SELECT * FROM 'data/t.parquet'.
+    let ctx =
+        SessionContext::new_with_config(config.with_information_schema(true)).enable_url_table();
     super::register(&ctx)?;
     Ok(ctx)
 }

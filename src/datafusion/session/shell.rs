@@ -16,6 +16,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod repl;
 mod statement_end;
 
 use std::fmt;
@@ -31,6 +32,7 @@ use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
 use crate::{Error, Result};
 
+pub use repl::{HISTORY_ENV, repl};
 pub use statement_end::StatementEnd;
 
 /// How results are printed.
@@ -113,26 +115,49 @@ pub async fn run_sql(
     format: OutputFormat,
     out: &mut dyn Write,
 ) -> Result<usize> {
+    Ok(run_sql_rows(ctx, sql, format, None, out).await?.len())
+}
+
+/// [`run_sql`], printing at most `max_rows` rows of each table (all rows in JSON and CSV,
+/// which programs read); returns each statement's row count (`None` for statements
+/// without columns, such as `CREATE TABLE`).
+pub async fn run_sql_rows(
+    ctx: &SessionContext,
+    sql: &str,
+    format: OutputFormat,
+    max_rows: Option<usize>,
+    out: &mut dyn Write,
+) -> Result<Vec<Option<usize>>> {
     use futures::FutureExt;
-    std::panic::AssertUnwindSafe(run_sql_unguarded(ctx, sql, format, out))
+    std::panic::AssertUnwindSafe(run_sql_unguarded(ctx, sql, format, max_rows, out))
         .catch_unwind()
         .await
         .unwrap_or_else(|payload| Err(crate::panics::error(payload)))
 }
 
-/// [`run_sql`] without the panic guard.
+/// [`run_sql_rows`] without the panic guard.
 async fn run_sql_unguarded(
     ctx: &SessionContext,
     sql: &str,
     format: OutputFormat,
+    max_rows: Option<usize>,
     out: &mut dyn Write,
-) -> Result<usize> {
+) -> Result<Vec<Option<usize>>> {
     let statements = parse(ctx, sql)?;
-    let count = statements.len();
+    let mut rows = Vec::with_capacity(statements.len());
     let mut printed_before = false;
     for statement in statements {
         let (schema, batches) = execute(ctx, statement).await?;
-        let text = render(&schema, &batches, format)?;
+        let count: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        rows.push((!schema.fields().is_empty()).then_some(count));
+        let text = match (format, max_rows) {
+            (OutputFormat::Table, Some(max)) if count > max => {
+                let shown = first_rows(&batches, max);
+                let table = render(&schema, &shown, format)?;
+                format!("{table}({max} of {count} rows shown; --maxrows sets how many)\n")
+            }
+            _ => render(&schema, &batches, format)?,
+        };
         if text.is_empty() {
             // DDL prints nothing, and is no result for CSV to separate.
             continue;
@@ -144,7 +169,22 @@ async fn run_sql_unguarded(
         out.flush()?;
         printed_before = true;
     }
-    Ok(count)
+    Ok(rows)
+}
+
+/// The first `max` rows of `batches`.
+fn first_rows(batches: &[RecordBatch], max: usize) -> Vec<RecordBatch> {
+    let mut left = max;
+    let mut shown = Vec::new();
+    for batch in batches {
+        if left == 0 {
+            break;
+        }
+        let take = batch.num_rows().min(left);
+        shown.push(batch.slice(0, take));
+        left -= take;
+    }
+    shown
 }
 
 /// Formats a result. Statements without columns (DDL such as `CREATE TABLE`) print
@@ -258,6 +298,9 @@ pub async fn interactive(
     Ok(failed)
 }
 
+/// Rows of a table result the terminal shell prints unless told otherwise.
+pub const DEFAULT_MAX_ROWS: usize = 40;
+
 /// Where `colzip sql` reads its statements.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
@@ -269,11 +312,17 @@ pub enum Input {
     Stdin,
 }
 
-/// Runs `input` in `ctx` on a new multi-threaded runtime, printing to stdout. Text and
-/// files stop at their first error, which is returned. From stdin, errors are printed and
-/// reading goes on; when stdin is not a terminal (a piped script), failures are then
-/// returned as one error so the exit status shows them.
-pub fn run(ctx: &SessionContext, input: Input, format: OutputFormat) -> Result<()> {
+/// Runs `input` in `ctx` on a new multi-threaded runtime, printing to stdout (tables of at
+/// most `max_rows` rows). Text and files stop at their first error, which is returned.
+/// From a terminal, the [`repl`] runs (line editing, history, Ctrl-C cancelling a
+/// statement). From a piped stdin, errors are printed and reading goes on; failures are
+/// then returned as one error so the exit status shows them.
+pub fn run(
+    ctx: &SessionContext,
+    input: Input,
+    format: OutputFormat,
+    max_rows: Option<usize>,
+) -> Result<()> {
     use std::io::IsTerminal;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -282,19 +331,27 @@ pub fn run(ctx: &SessionContext, input: Input, format: OutputFormat) -> Result<(
     let stdout = std::io::stdout();
     runtime.block_on(async {
         match input {
-            Input::Command(sql) => run_sql(ctx, &sql, format, &mut stdout.lock())
+            Input::Command(sql) => run_sql_rows(ctx, &sql, format, max_rows, &mut stdout.lock())
                 .await
                 .map(drop),
             Input::File(path) => {
                 let sql = std::fs::read_to_string(&path)
                     .map_err(|e| Error::format(format!("cannot read {}: {e}", path.display())))?;
-                run_sql(ctx, &sql, format, &mut stdout.lock())
+                run_sql_rows(ctx, &sql, format, max_rows, &mut stdout.lock())
                     .await
                     .map(drop)
             }
+            // A screenful by default on a terminal (`--maxrows 0`: all).
+            Input::Stdin if std::io::stdin().is_terminal() => repl(
+                ctx,
+                format,
+                max_rows.or(Some(DEFAULT_MAX_ROWS)).filter(|&n| n > 0),
+            )
+            .await
+            .map(drop),
             Input::Stdin => {
                 let stdin = std::io::stdin();
-                let terminal = stdin.is_terminal();
+                let terminal = false;
                 let failed = interactive(
                     ctx,
                     format,

@@ -1,0 +1,202 @@
+//! The shell on a terminal: line editing and history (rustyline; Up recalls a statement,
+//! kept across sessions in `~/.colzip_history` or `$COLZIP_HISTORY`), backslash commands,
+//! the row count and time of each statement, and Ctrl-C cancelling the statement that
+//! runs (at the prompt it clears the line) while the session and its tables stay.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use datafusion::prelude::SessionContext;
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+
+use super::{OutputFormat, StatementEnd, run_sql_rows};
+use crate::{Error, Result};
+
+/// The environment variable naming the history file.
+pub const HISTORY_ENV: &str = "COLZIP_HISTORY";
+
+const HELP: &str = "\
+Statements end with ';' and may span lines. Up/Down recall earlier ones; Ctrl-C cancels
+the running statement (at the prompt: clears the line); Ctrl-D or \\q quits.
+  \\?              this help
+  \\d              list the tables
+  \\d NAME         describe table NAME
+  \\timing         turn the row count and time after each statement off or on
+  \\q              quit
+Files are tables by their path: SELECT * FROM 'data/lineitem.parquet' (Parquet, CSV, JSON).
+colzip's functions: SHOW FUNCTIONS LIKE 'colzip%';
+";
+
+/// What a line starting with `\` asks for.
+enum Backslash {
+    Help,
+    Tables,
+    Describe(String),
+    Timing,
+    Quit,
+    Unknown(String),
+}
+
+fn backslash(line: &str) -> Backslash {
+    let mut words = line.split_whitespace();
+    match (words.next().unwrap_or(""), words.next()) {
+        ("\\?" | "\\h" | "\\help", _) => Backslash::Help,
+        ("\\d", None) => Backslash::Tables,
+        ("\\d", Some(name)) => Backslash::Describe(name.trim_end_matches(';').to_string()),
+        ("\\timing", _) => Backslash::Timing,
+        ("\\q", _) => Backslash::Quit,
+        (other, _) => Backslash::Unknown(other.to_string()),
+    }
+}
+
+/// Where the history is kept: `$COLZIP_HISTORY`, else `~/.colzip_history`.
+fn history_path() -> Option<PathBuf> {
+    std::env::var_os(HISTORY_ENV)
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".colzip_history"))
+        })
+}
+
+/// Reads statements from the terminal until `\q` or Ctrl-D, running each when a line
+/// ends it with a `;`; errors are printed and the shell goes on. Returns the number of
+/// statements that failed.
+pub async fn repl(
+    ctx: &SessionContext,
+    format: OutputFormat,
+    max_rows: Option<usize>,
+) -> Result<usize> {
+    let mut editor =
+        DefaultEditor::new().map_err(|e| Error::format(format!("cannot start the shell: {e}")))?;
+    let history = history_path();
+    if let Some(path) = &history {
+        // A first session has none yet.
+        let _ = editor.load_history(path);
+    }
+    let mut failed = 0;
+    let mut timing = true;
+    let mut pending = String::new();
+    let mut end = StatementEnd::new();
+    loop {
+        let prompt = if pending.is_empty() {
+            "colzip> "
+        } else {
+            "     -> "
+        };
+        let line = match editor.readline(prompt) {
+            Ok(line) => line,
+            Err(ReadlineError::Interrupted) => {
+                pending.clear();
+                end = StatementEnd::new();
+                continue;
+            }
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(Error::format(format!("cannot read the terminal: {e}"))),
+        };
+        let trimmed = line.trim();
+        if pending.is_empty() && trimmed.starts_with('\\') {
+            let _ = editor.add_history_entry(trimmed);
+            let sql = match backslash(trimmed) {
+                Backslash::Quit => break,
+                Backslash::Help => {
+                    print!("{HELP}");
+                    continue;
+                }
+                Backslash::Timing => {
+                    timing = !timing;
+                    println!("timing is {}", if timing { "on" } else { "off" });
+                    continue;
+                }
+                Backslash::Unknown(command) => {
+                    eprintln!("error: unknown command {command} (\\? lists them)");
+                    failed += 1;
+                    continue;
+                }
+                Backslash::Tables => "SELECT table_catalog, table_schema, table_name, table_type \
+                     FROM information_schema.tables WHERE table_schema <> 'information_schema' \
+                     ORDER BY table_schema, table_name"
+                    .to_string(),
+                Backslash::Describe(name) => format!("DESCRIBE {name}"),
+            };
+            failed += usize::from(!run_one(ctx, &sql, format, max_rows, false).await);
+            continue;
+        }
+        if pending.is_empty() && (trimmed == "quit" || trimmed == "exit") {
+            break;
+        }
+        pending.push_str(&line);
+        pending.push('\n');
+        end.push(&line);
+        end.push("\n");
+        if end.at_end() {
+            let _ = editor.add_history_entry(pending.trim());
+            failed += usize::from(!run_one(ctx, &pending, format, max_rows, timing).await);
+            pending.clear();
+            end = StatementEnd::new();
+        }
+    }
+    if !pending.trim().is_empty() {
+        failed += usize::from(!run_one(ctx, &pending, format, max_rows, timing).await);
+    }
+    if let Some(path) = &history {
+        let _ = editor.save_history(path);
+    }
+    Ok(failed)
+}
+
+/// Runs `sql`, printing its results, then (with `timing`) its row count and time; Ctrl-C
+/// cancels it. Whether it succeeded.
+async fn run_one(
+    ctx: &SessionContext,
+    sql: &str,
+    format: OutputFormat,
+    max_rows: Option<usize>,
+    timing: bool,
+) -> bool {
+    let started = Instant::now();
+    let mut out = std::io::stdout();
+    // Dropping the statement's future stops its execution: DataFusion's tasks end with it.
+    let result = tokio::select! {
+        result = run_sql_rows(ctx, sql, format, max_rows, &mut out) => Some(result),
+        _ = tokio::signal::ctrl_c() => None,
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    match result {
+        None => {
+            eprintln!("cancelled after {seconds:.3} s");
+            false
+        }
+        Some(Err(error)) => {
+            eprintln!("error: {}", error.report());
+            false
+        }
+        Some(Ok(rows)) => {
+            if timing {
+                match rows.last() {
+                    Some(Some(1)) => println!("1 row in {seconds:.3} s"),
+                    Some(Some(n)) => println!("{n} rows in {seconds:.3} s"),
+                    _ => println!("done in {seconds:.3} s"),
+                }
+            }
+            let _ = out.flush();
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backslash_commands_parse() {
+        assert!(matches!(backslash("\\?"), Backslash::Help));
+        assert!(matches!(backslash("\\d"), Backslash::Tables));
+        assert!(matches!(backslash("\\d  lineitem;"), Backslash::Describe(n) if n == "lineitem"));
+        assert!(matches!(backslash("\\timing"), Backslash::Timing));
+        assert!(matches!(backslash("\\q"), Backslash::Quit));
+        assert!(matches!(backslash("\\x"), Backslash::Unknown(c) if c == "\\x"));
+    }
+}

@@ -1,0 +1,67 @@
+//! `colzip sql` on a terminal, driven through a pseudo-terminal: a statement recalled with
+//! the Up key runs again, Ctrl-C cancels a long statement and the shell keeps its tables,
+//! `\d` lists them, and the history is kept in the file `COLZIP_HISTORY` names.
+#![cfg(all(unix, feature = "datafusion"))]
+
+use std::process::Command;
+use std::time::Duration;
+
+use expectrl::{ControlCode, Eof, Expect, Session};
+
+#[test]
+fn the_terminal_shell_recalls_cancels_and_keeps_its_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_colzip"));
+    command
+        .arg("sql")
+        .env("COLZIP_HISTORY", &history)
+        .env("COLZIP_BACKEND", "cpu")
+        // A terminal rustyline edits on ("dumb" would make it read plain lines).
+        .env("TERM", "xterm")
+        .env_remove("RUST_BACKTRACE");
+    let mut shell = Session::spawn(command).unwrap();
+    shell.set_expect_timeout(Some(Duration::from_secs(120)));
+    shell.expect("colzip> ").unwrap();
+
+    shell
+        .send_line("CREATE TABLE t AS VALUES (1, 'one'), (2, 'two');")
+        .unwrap();
+    shell.expect("done in").unwrap();
+    shell
+        .send_line("SELECT sum(column1) * 7 AS total FROM t;")
+        .unwrap();
+    shell.expect("21").unwrap();
+    shell.expect("1 row in").unwrap();
+
+    // Up recalls the statement; Enter runs it again.
+    shell.expect("colzip> ").unwrap();
+    shell.send("\x1b[A").unwrap();
+    shell.send("\r").unwrap();
+    shell.expect("21").unwrap();
+    shell.expect("1 row in").unwrap();
+
+    // A statement that would run for minutes, cancelled by Ctrl-C.
+    shell.expect("colzip> ").unwrap();
+    shell
+        .send_line("SELECT count(*) FROM generate_series(1, 100000000000) AS g(x) WHERE x % 7 = 3;")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    shell.send(ControlCode::EndOfText).unwrap();
+    shell.expect("cancelled after").unwrap();
+
+    // The session and its table are still there.
+    shell.expect("colzip> ").unwrap();
+    shell.send_line("\\d").unwrap();
+    shell.expect("BASE TABLE").unwrap();
+    shell.send_line("\\d t").unwrap();
+    shell.expect("column2").unwrap();
+    shell.send_line("\\q").unwrap();
+    shell.expect(Eof).unwrap();
+
+    let kept = std::fs::read_to_string(&history).unwrap();
+    assert!(
+        kept.contains("SELECT sum(column1) * 7 AS total FROM t;"),
+        "{kept}"
+    );
+}
