@@ -316,6 +316,41 @@ fn pipes_round_trip_byte_exact() {
 }
 
 #[test]
+fn tpch_ends_with_per_codec_totals() {
+    let args = [
+        "tpch",
+        "--sf",
+        "0.001",
+        "--tables",
+        "region,nation",
+        "--codecs",
+        "gmatch,bwt",
+    ];
+    let table = ok(&args);
+    assert!(table.contains("per codec, over all"), "{table}");
+    let json = ok(&[&args[..], &["--format", "json"]].concat());
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let totals = ok(&[&args[..], &["--format", "json", "--summary"]].concat());
+    let totals: Vec<serde_json::Value> = serde_json::from_str(&totals).unwrap();
+    assert_eq!(totals.len(), 2);
+    for total in &totals {
+        let mine: Vec<_> = rows
+            .iter()
+            .filter(|r| r["codec"] == total["codec"])
+            .collect();
+        let sum = |field: &str| mine.iter().map(|r| r[field].as_u64().unwrap()).sum::<u64>();
+        assert_eq!(total["columns"].as_u64().unwrap(), mine.len() as u64);
+        assert_eq!(total["raw_bytes"].as_u64().unwrap(), sum("raw_bytes"));
+        assert_eq!(
+            total["compressed_bytes"].as_u64().unwrap(),
+            sum("compressed_bytes")
+        );
+        let ratio = sum("raw_bytes") as f64 / sum("compressed_bytes") as f64;
+        assert!((total["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9);
+    }
+}
+
+#[test]
 fn corrupt_archives_fail_without_losing_the_archive() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("v.bin");

@@ -141,6 +141,10 @@ enum Command {
         /// Measure decimals as Int32/Int64 and strings as their concatenated bytes, the forms GPU papers use
         #[arg(long)]
         peer_forms: bool,
+        /// Print only the per-codec totals over all measured columns (a table ends with
+        /// them anyway)
+        #[arg(long)]
+        summary: bool,
         #[command(flatten)]
         backend: BackendArg,
     },
@@ -471,6 +475,7 @@ fn run(cli: Cli) -> Result<()> {
             repeat,
             threads,
             peer_forms,
+            summary,
             backend: BackendArg { backend },
         } => {
             if let Some(threads) = threads {
@@ -514,8 +519,19 @@ fn run(cli: Cli) -> Result<()> {
                 }
             })?;
             bar.finish_and_clear();
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(tpch::render(&rows, format)?.as_bytes())?;
+            let totals = tpch::summarize(&rows);
+            let text = match (summary, format) {
+                (true, _) => tpch::render(&totals, format)?,
+                (false, Format::Table) => format!(
+                    "{}\nper codec, over all {} measured columns:\n{}",
+                    tpch::render(&rows, format)?,
+                    rows.len() / totals.len().max(1),
+                    tpch::render(&totals, format)?
+                ),
+                // Machine-readable output stays one document of rows (--summary for the totals).
+                (false, _) => tpch::render(&rows, format)?,
+            };
+            std::io::stdout().lock().write_all(text.as_bytes())?;
             Ok(())
         }
         Command::Bench {

@@ -21,4 +21,4 @@ pub use experiment::{
     Config, Contender, Event, Row, arrow_bytes, measure, measure_column, peer_form, run,
 };
 pub use generate::{Table, TableData, check_scale_factor, estimated_bytes, generate};
-pub use report::{Format, ReportRow, render};
+pub use report::{CodecSummary, Format, ReportRow, render, summarize};
