@@ -333,6 +333,16 @@ fn tpch_ends_with_per_codec_totals() {
     let totals = ok(&[&args[..], &["--format", "json", "--summary"]].concat());
     let totals: Vec<serde_json::Value> = serde_json::from_str(&totals).unwrap();
     assert_eq!(totals.len(), 2);
+    // --plot draws the totals as SVG, one labelled point per codec in each panel.
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("codecs.svg");
+    ok(&[&args[..], &["--summary", "--plot", s(&svg)]].concat());
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.starts_with("<svg") && picture.trim_end().ends_with("</svg>"));
+    assert_eq!(picture.matches("<circle").count(), 4, "2 codecs x 2 panels");
+    assert!(picture.contains("gmatch") && picture.contains("bwt"));
+    let err = fails(&[&args[..], &["--plot", "codecs.png"]].concat());
+    assert!(err.contains("SVG"), "{err}");
     for total in &totals {
         let mine: Vec<_> = rows
             .iter()

@@ -145,6 +145,10 @@ enum Command {
         /// them anyway)
         #[arg(long)]
         summary: bool,
+        /// Also draw ratio against compression and decompression GB/s per codec (the
+        /// totals) into this SVG file
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
         #[command(flatten)]
         backend: BackendArg,
     },
@@ -318,6 +322,20 @@ fn parse_size(text: &str) -> std::result::Result<u64, String> {
         .ok_or_else(|| format!("'{text}' is not a byte count (e.g. 4096, 64k, 512m, 2g)"))
 }
 
+/// A plot goes to an SVG file that may be created.
+fn check_plot_path(path: &Path) -> Result<()> {
+    if !path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+    {
+        return Err(Error::format(format!(
+            "--plot {}: plots are written as SVG (name the file *.svg)",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// A "not a colzip archive" error names the file, and says so when the file is a Snappy
 /// stream that `--snappy` would read.
 fn name_non_archive(input: &Path, error: Error) -> Error {
@@ -476,8 +494,13 @@ fn run(cli: Cli) -> Result<()> {
             threads,
             peer_forms,
             summary,
+            plot,
             backend: BackendArg { backend },
         } => {
+            if let Some(path) = &plot {
+                // Before the run, not after minutes of it.
+                check_plot_path(path)?;
+            }
             if let Some(threads) = threads {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
@@ -520,6 +543,13 @@ fn run(cli: Cli) -> Result<()> {
             })?;
             bar.finish_and_clear();
             let totals = tpch::summarize(&rows);
+            if let Some(path) = &plot {
+                let title = format!(
+                    "colzip tpch --sf {sf}: {} columns",
+                    rows.len() / totals.len().max(1)
+                );
+                tpch::plot_codecs(&totals, path, &title)?;
+            }
             let text = match (summary, format) {
                 (true, _) => tpch::render(&totals, format)?,
                 (false, Format::Table) => format!(

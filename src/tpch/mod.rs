@@ -13,6 +13,7 @@
 mod baselines;
 mod experiment;
 mod generate;
+mod plot;
 pub mod queries;
 mod report;
 
@@ -21,4 +22,5 @@ pub use experiment::{
     Config, Contender, Event, Row, arrow_bytes, measure, measure_column, peer_form, run,
 };
 pub use generate::{Table, TableData, check_scale_factor, estimated_bytes, generate};
+pub use plot::plot_codecs;
 pub use report::{CodecSummary, Format, ReportRow, render, summarize};
