@@ -257,22 +257,9 @@ fn a_snappy_stream_given_as_an_archive_gets_a_hint() {
     assert!(!out.exists(), "no output is left behind");
 }
 
-/// Runs `colzip args` with `stdin` on its standard input; its standard output.
+/// Runs `colzip args` with `stdin` on its standard input, which must succeed; its stdout.
 fn piped(args: &[&str], stdin: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_colzip"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let bytes = stdin.to_vec();
-    let writer = std::thread::spawn(move || input.write_all(&bytes));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
+    let out = cli_run::with_stdin(args, stdin);
     assert!(
         out.status.success(),
         "colzip {args:?}: {}",

@@ -3,26 +3,14 @@
 //! TABLE making compressed tables with --compressed.
 #![cfg(feature = "datafusion")]
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
+
+mod cli_run;
 
 use colzip::tpch::{self, Table, queries};
 
 fn colzip(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_colzip"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("colzip runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    cli_run::with_stdin(args, stdin.as_bytes())
 }
 
 fn ok(args: &[&str]) -> String {
