@@ -322,20 +322,6 @@ fn parse_size(text: &str) -> std::result::Result<u64, String> {
         .ok_or_else(|| format!("'{text}' is not a byte count (e.g. 4096, 64k, 512m, 2g)"))
 }
 
-/// A plot goes to an SVG file that may be created.
-fn check_plot_path(path: &Path) -> Result<()> {
-    if !path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
-    {
-        return Err(Error::format(format!(
-            "--plot {}: plots are written as SVG (name the file *.svg)",
-            path.display()
-        )));
-    }
-    Ok(())
-}
-
 /// A "not a colzip archive" error names the file, and says so when the file is a Snappy
 /// stream that `--snappy` would read.
 fn name_non_archive(input: &Path, error: Error) -> Error {
@@ -499,7 +485,7 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             if let Some(path) = &plot {
                 // Before the run, not after minutes of it.
-                check_plot_path(path)?;
+                tpch::check_plot_path(path)?;
             }
             if let Some(threads) = threads {
                 rayon::ThreadPoolBuilder::new()

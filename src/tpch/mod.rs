@@ -22,5 +22,5 @@ pub use experiment::{
     Config, Contender, Event, Row, arrow_bytes, measure, measure_column, peer_form, run,
 };
 pub use generate::{Table, TableData, check_scale_factor, estimated_bytes, generate};
-pub use plot::plot_codecs;
+pub use plot::{check_plot_path, plot_codecs};
 pub use report::{CodecSummary, Format, ReportRow, render, summarize};

@@ -9,6 +9,20 @@ use plotters::prelude::*;
 use super::report::CodecSummary;
 use crate::{Error, Result};
 
+/// An error unless `path` names an SVG file (what a command checks before it runs).
+pub fn check_plot_path(path: &Path) -> Result<()> {
+    if !path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+    {
+        return Err(Error::format(format!(
+            "{}: plots are written as SVG (name the file *.svg)",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Draws `totals` into the SVG file `path`, under `title`.
 ///
 /// ```
@@ -26,15 +40,7 @@ use crate::{Error, Result};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn plot_codecs(totals: &[CodecSummary], path: &Path, title: &str) -> Result<()> {
-    if !path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
-    {
-        return Err(Error::format(format!(
-            "{}: plots are written as SVG (name the file *.svg)",
-            path.display()
-        )));
-    }
+    check_plot_path(path)?;
     if totals.is_empty() {
         return Err(Error::format(
             "nothing was measured, so there is nothing to plot",
