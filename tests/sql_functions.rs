@@ -632,3 +632,27 @@ async fn dataframe_calls_check_the_codec_too() {
     );
     assert_eq!(out[0].schema().field(0).data_type(), &DataType::Float64);
 }
+
+#[tokio::test]
+async fn every_colzip_function_describes_itself() {
+    let ctx = colzip::datafusion::session::context().unwrap();
+    let rows = query(
+        &ctx,
+        "SELECT routine_name, description, syntax_example FROM information_schema.routines \
+         WHERE routine_name IN ('colzip_compress', 'colzip_decompress', 'colzip_ratio', \
+         'colzip_compressed_size') ORDER BY routine_name",
+    )
+    .await;
+    assert_eq!(rows.num_rows(), 4);
+    for column in 1..3 {
+        let texts = rows.column(column).as_string::<i32>();
+        for i in 0..4 {
+            assert!(
+                texts.is_valid(i) && texts.value(i).len() > 20,
+                "{}: {:?}",
+                rows.column(0).as_string::<i32>().value(i),
+                texts
+            );
+        }
+    }
+}

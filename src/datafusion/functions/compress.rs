@@ -23,7 +23,8 @@ use arrow::compute::{CastOptions, cast_with_options, concat};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{DataFusionError, Result, exec_err, internal_err, plan_err};
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature,
+    Volatility,
 };
 use rayon::prelude::*;
 
@@ -62,6 +63,10 @@ impl Compress {
 impl ScalarUDFImpl for Compress {
     fn name(&self) -> &str {
         COMPRESS
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(super::docs::compress())
     }
 
     fn signature(&self) -> &Signature {
@@ -200,6 +205,10 @@ fn decode(row: usize, blob: &[u8], target: &DataType, placement: Placement) -> R
 impl ScalarUDFImpl for Decompress {
     fn name(&self) -> &str {
         DECOMPRESS
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(super::docs::decompress())
     }
 
     fn signature(&self) -> &Signature {

@@ -145,6 +145,7 @@
 
 mod args;
 mod compress;
+mod docs;
 mod ratio;
 mod stats;
 

@@ -20,7 +20,9 @@ use datafusion::common::{DataFusionError, Result, ScalarValue, plan_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawAggregateExpr};
 use datafusion::logical_expr::utils::format_state_name;
-use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Expr, Signature, Volatility};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDFImpl, Documentation, Expr, Signature, Volatility,
+};
 use datafusion::physical_expr::expressions::Literal;
 
 use super::args::{
@@ -92,6 +94,13 @@ impl CompressionAggregate {
 impl AggregateUDFImpl for CompressionAggregate {
     fn name(&self) -> &str {
         self.measure.name()
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(match self.measure {
+            Measure::Ratio => super::docs::ratio(),
+            Measure::CompressedSize => super::docs::compressed_size(),
+        })
     }
 
     fn signature(&self) -> &Signature {
