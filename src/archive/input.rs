@@ -159,6 +159,17 @@ impl InputKind {
         }
         Ok(InputKind::Raw(raw))
     }
+
+    /// For a file whose schema gives its types (Arrow IPC, Parquet), the phrase that names
+    /// its kind ("an Arrow IPC"); `None` for a raw file.
+    pub fn schema_file(self) -> Option<&'static str> {
+        match self {
+            InputKind::Raw(_) => None,
+            InputKind::ArrowIpc => Some("an Arrow IPC"),
+            #[cfg(feature = "parquet")]
+            InputKind::Parquet => Some("a Parquet"),
+        }
+    }
 }
 
 /// Record batches read from a file, with their schema.

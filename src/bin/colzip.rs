@@ -666,15 +666,10 @@ fn compress(
         return Ok((data.len() as u64, stream.len() as u64));
     }
     let kind = InputKind::detect(input, raw_type.unwrap_or(RawType::Bytes))?;
-    if let (Some(_), InputKind::ArrowIpc | InputKind::Parquet) = (raw_type, kind) {
+    if let (Some(_), Some(kind_name)) = (raw_type, kind.schema_file()) {
         return Err(Error::format(format!(
-            "--type applies to raw files; {} is {} file, whose schema gives the types",
+            "--type applies to raw files; {} is {kind_name} file, whose schema gives the types",
             input.display(),
-            if kind == InputKind::Parquet {
-                "a Parquet"
-            } else {
-                "an Arrow IPC"
-            }
         )));
     }
     let size = std::fs::metadata(input)
