@@ -103,12 +103,18 @@ __device__ __forceinline__ void lane_literal(const Buffer& b, bool near, u32 fro
 }
 
 // One lane copies a short copy. A source far back in global memory (never overlapping
-// the copy, being over SD_RING bytes back) or an unwrapped ring range that the copy does
-// not overlap is read by words; else byte by byte, in order (a short offset repeats
-// bytes the copy itself writes).
-__device__ __forceinline__ void lane_copy(const Buffer& b, bool near, u32 from, u32 at, u32 n) {
+// the copy, being over SD_RING bytes back) is read by words. So is a ring range that the
+// copy does not overlap and that does not wrap, when the whole aligned words around it
+// hold no byte that a lane may write in this round: none at or past `mark` (the first
+// pending element) and none whose ring slot this batch (ending at `batch_end`) reuses.
+// Else byte by byte, in order (a short offset repeats bytes the copy itself writes).
+__device__ __forceinline__ void lane_copy(const Buffer& b, bool near, u32 from, u32 at, u32 n,
+                                          u32 mark, u32 batch_end) {
     const u32 slot = from & (SD_RING - 1);
-    if (!near || (at - from >= n && slot + n <= SD_RING)) {
+    const bool whole_words = at - from >= n && slot + n <= SD_RING &&
+                             (((u64)from + n + 3) & ~3ull) <= mark &&
+                             batch_end - (from & ~3u) <= SD_RING;
+    if (!near || whole_words) {
         u32 x[4];
         load_words(near ? b.ring + slot : b.dst + from, n, x);
         put_words(b, at, n, x);
@@ -313,7 +319,7 @@ extern "C" __global__ void __launch_bounds__(SD_WARPS * 32)
             // A copy reads [e_from, min(e_from + e_len, e_op)) of earlier output (then
             // its own bytes, in order, when the offset is shorter than the length).
             const bool ready = !done && (e_lit || min(e_from + e_len, e_op) <= mark);
-            if (ready && short_el) lane_copy(b, near, e_from, e_op, e_len);
+            if (ready && short_el) lane_copy(b, near, e_from, e_op, e_len, mark, op);
             for (u32 longs = __ballot_sync(SD_FULL, ready && !short_el); longs != 0;
                  longs &= longs - 1) {
                 const u32 j = __ffs(longs) - 1;

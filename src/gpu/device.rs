@@ -321,12 +321,20 @@ impl Gpu {
     }
 }
 
+/// `COLZIP_KERNEL_LINEINFO=1` compiles the kernels with line tables (for the sanitizer).
+pub const KERNEL_LINEINFO_ENV: &str = "COLZIP_KERNEL_LINEINFO";
+
 /// The full source (the common header in front) and NVRTC's options for `kernel`.
 fn compile_inputs(kernel: &KernelSource, defines: &[Define], arch: &str) -> (String, Vec<String>) {
     let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
     ];
+    // Line tables let compute-sanitizer and profilers name the source line of a report;
+    // they change no instruction.
+    if std::env::var_os(KERNEL_LINEINFO_ENV).is_some_and(|v| v == "1") {
+        options.push("--generate-line-info".to_string());
+    }
     options.extend(defines.iter().map(|d| format!("-D{}={}", d.name, d.value)));
     (format!("{COMMON}\n{}", kernel.source), options)
 }

@@ -24,6 +24,18 @@ pub fn gpu_or_skip(test: &str) -> Option<&'static Gpu> {
     }
 }
 
+/// How many cases of a randomized GPU test to run: `full`, or `reduced` under
+/// compute-sanitizer (`COLZIP_UNDER_SANITIZER=1`, set by `scripts/run-gpu.sh --sanitize`),
+/// whose racecheck slows shared-memory kernels a thousandfold.
+#[allow(dead_code)]
+pub fn cases(full: usize, reduced: usize) -> usize {
+    if std::env::var("COLZIP_UNDER_SANITIZER").as_deref() == Ok("1") {
+        reduced
+    } else {
+        full
+    }
+}
+
 /// A reproducible xorshift generator (no dependency for tests).
 #[allow(dead_code)]
 pub struct Rng(pub u64);
