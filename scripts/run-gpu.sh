@@ -33,6 +33,9 @@ if [ "$sanitize" = 1 ]; then
   # Steps of 1 MiB: the tests that cross pipeline steps then do so with a few MiB, which
   # the sanitizer's slowed kernels get through in minutes, not hours.
   export COLZIP_GPU_STEP_MIB=${COLZIP_GPU_STEP_MIB:-1}
+  # Fewer cases in the randomized tests (tests/common `cases`), and line tables in the
+  # kernels so that a report names its source line.
+  export COLZIP_UNDER_SANITIZER=1 COLZIP_KERNEL_LINEINFO=1
   # Runs "$@" under one sanitizer tool; fails when the tool reports any error (its exit
   # code) or the program fails, and when the summary line counts errors.
   run_tool() {
@@ -54,7 +57,7 @@ if [ "$sanitize" = 1 ]; then
     if [ "$tool" = racecheck ]; then
       # Racecheck slows shared-memory kernels a thousandfold: it runs the tests that
       # launch every kernel (each lzss matcher, gmatch's compressor, the Snappy decoder on
-      # raw, framed and corrupt streams, lzss decoding of corrupt streams) rather than
+      # raw, framed and corrupt streams, lzss decoding of corrupt streams, bwt's decoder) rather than
       # every parameter grid, which memcheck covers.
       run_tool racecheck "$out/gpu_runtime.racecheck.log" .gpu/gpu_runtime --test-threads=1 || status=1
       for matcher in ballot chains; do
@@ -63,6 +66,8 @@ if [ "$sanitize" = 1 ]; then
       done
       run_tool racecheck "$out/gpu_gmatch.racecheck.log" .gpu/gpu_gmatch --test-threads=1 \
         gpu_compression_writes_the_cpu_bytes gpu_decodes corrupt_streams || status=1
+      run_tool racecheck "$out/gpu_bwt.racecheck.log" .gpu/gpu_bwt --test-threads=1 \
+        gpu_decodes_the_cpu_streams corrupt_streams || status=1
       continue
     fi
     for test in .gpu/gpu_*; do

@@ -8,6 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray};
+use colzip::codec::Direction::{Compress, Decompress};
 use colzip::codec::{CodecId, GPU_MIN_BYTES, Placement};
 use colzip::column::{self, CodecChoice, CompressedColumn};
 use colzip::gpu::Backend;
@@ -22,12 +23,31 @@ fn placements_follow_the_backend() {
     let forced = Placement::new(Backend::Gpu).unwrap();
     let auto = Placement::new(Backend::Auto).unwrap();
     assert!(std::ptr::eq(forced.gpu().unwrap(), gpu));
-    assert!(forced.gpu_for(CodecId::Lzss, 0).is_some());
-    assert!(forced.gpu_for(CodecId::GmatchRaw, 0).is_some());
-    assert!(forced.gpu_for(CodecId::GmatchFramed, 0).is_some());
-    assert!(forced.gpu_for(CodecId::Bwt, 1 << 30).is_none());
-    assert!(auto.gpu_for(CodecId::Lzss, GPU_MIN_BYTES - 1).is_none());
-    assert!(auto.gpu_for(CodecId::Lzss, GPU_MIN_BYTES).is_some());
+    for direction in [Compress, Decompress] {
+        assert!(forced.gpu_for(CodecId::Lzss, direction, 0).is_some());
+        assert!(forced.gpu_for(CodecId::GmatchRaw, direction, 0).is_some());
+        assert!(
+            forced
+                .gpu_for(CodecId::GmatchFramed, direction, 0)
+                .is_some()
+        );
+        assert!(
+            auto.gpu_for(CodecId::Lzss, direction, GPU_MIN_BYTES - 1)
+                .is_none()
+        );
+        assert!(
+            auto.gpu_for(CodecId::Lzss, direction, GPU_MIN_BYTES)
+                .is_some()
+        );
+        assert!(
+            forced
+                .gpu_for(CodecId::Stored, direction, 1 << 30)
+                .is_none()
+        );
+    }
+    // bwt decodes on the GPU and compresses on the CPU.
+    assert!(forced.gpu_for(CodecId::Bwt, Compress, 1 << 30).is_none());
+    assert!(forced.gpu_for(CodecId::Bwt, Decompress, 0).is_some());
     assert!(Placement::new(Backend::Cpu).unwrap().gpu().is_none());
 }
 

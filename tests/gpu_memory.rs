@@ -104,7 +104,8 @@ fn out_of_gpu_memory_is_an_error_under_gpu_and_a_cpu_run_under_auto() {
     for codec in codecs() {
         let id = codec.id();
         assert!(
-            auto.gpu_for(id, column.len()).is_some(),
+            auto.gpu_for(id, colzip::codec::Direction::Compress, column.len())
+                .is_some(),
             "auto puts a {}-byte batch on the GPU",
             column.len()
         );

@@ -3,7 +3,7 @@
 
 use super::batch::Packed;
 use super::error::Result;
-use super::placement::Placement;
+use super::placement::{Direction, Placement};
 
 /// The codec of a stream, as one byte in containers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -47,14 +47,17 @@ impl CodecId {
         }
     }
 
-    /// Whether the codec has a GPU path (both directions): the batched calls run it on
-    /// the GPU when their [`Placement`] says so. The others run on the CPU whatever the
-    /// backend.
-    pub fn has_gpu_path(self) -> bool {
-        matches!(
-            self,
-            CodecId::Lzss | CodecId::GmatchRaw | CodecId::GmatchFramed | CodecId::GmatchBlocks
-        )
+    /// Whether the codec has a GPU path in `direction`: the batched calls run it on the
+    /// GPU when their [`Placement`] says so. The others run on the CPU whatever the
+    /// backend. (`bwt` decodes on the GPU; it compresses on the CPU.)
+    pub fn has_gpu_path(self, direction: Direction) -> bool {
+        match self {
+            CodecId::Lzss | CodecId::GmatchRaw | CodecId::GmatchFramed | CodecId::GmatchBlocks => {
+                true
+            }
+            CodecId::Bwt => direction == Direction::Decompress,
+            CodecId::Stored => false,
+        }
     }
 
     /// Decodes one stream on the CPU, which must hold exactly `expected_len` bytes of

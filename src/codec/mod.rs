@@ -31,7 +31,7 @@ pub mod varint;
 pub use batch::{Codec, DeviceJob, Packed};
 pub use error::{CodecError, Result};
 pub use id::CodecId;
-pub use placement::{GPU_MIN_BYTES, Placement};
+pub use placement::{Direction, GPU_MIN_BYTES, Placement};
 pub use spec::{CodecSpec, SnappyFormat};
 
 /// Every kernel file of the codecs with the `-D` defines its launchers compile it with:
@@ -40,6 +40,7 @@ pub use spec::{CodecSpec, SnappyFormat};
 pub fn kernel_builds() -> Vec<(crate::gpu::KernelSource, Vec<crate::gpu::Define>)> {
     let mut builds = gmatch::gpu::launch::kernel_builds();
     builds.extend(lzss::gpu::launch::kernel_builds());
+    builds.extend(bwt::gpu::launch::kernel_builds());
     builds
 }
 

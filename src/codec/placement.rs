@@ -21,13 +21,22 @@ pub const GPU_MIN_BYTES: usize = 1 << 20;
 /// use colzip::codec::{CodecId, Placement, GPU_MIN_BYTES};
 /// use colzip::gpu::Backend;
 /// let cpu = Placement::new(Backend::Cpu)?;
-/// assert!(cpu.gpu().is_none() && cpu.gpu_for(CodecId::Lzss, 1 << 30).is_none());
+/// use colzip::codec::Direction::{Compress, Decompress};
+/// assert!(cpu.gpu().is_none() && cpu.gpu_for(CodecId::Lzss, Compress, 1 << 30).is_none());
 /// let auto = Placement::new(Backend::Auto)?;
-/// // Small batches and codecs without a GPU path always run on the CPU under auto.
-/// assert!(auto.gpu_for(CodecId::Lzss, GPU_MIN_BYTES - 1).is_none());
-/// assert!(auto.gpu_for(CodecId::Bwt, 1 << 30).is_none());
+/// // Small batches and codecs without a GPU path always run on the CPU under auto
+/// // (bwt compresses on the CPU; with a GPU present it decodes there).
+/// assert!(auto.gpu_for(CodecId::Lzss, Decompress, GPU_MIN_BYTES - 1).is_none());
+/// assert!(auto.gpu_for(CodecId::Bwt, Compress, 1 << 30).is_none());
 /// # Ok::<(), colzip::Error>(())
 /// ```
+/// Which way a codec runs: a codec may have a GPU path in one direction only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    Compress,
+    Decompress,
+}
+
 #[derive(Clone, Copy)]
 pub struct Placement {
     gpu: Option<&'static Gpu>,
@@ -97,11 +106,16 @@ impl Placement {
         self.gpu
     }
 
-    /// The GPU to run `codec` on for a batch of `len` bytes (the uncompressed total, for
-    /// decompression too), or `None` for the CPU.
-    pub fn gpu_for(&self, codec: CodecId, len: usize) -> Option<&'static Gpu> {
+    /// The GPU to run `codec` on in `direction` for a batch of `len` bytes (the
+    /// uncompressed total, for decompression too), or `None` for the CPU.
+    pub fn gpu_for(
+        &self,
+        codec: CodecId,
+        direction: Direction,
+        len: usize,
+    ) -> Option<&'static Gpu> {
         self.gpu
-            .filter(|_| codec.has_gpu_path() && len >= self.min_bytes)
+            .filter(|_| codec.has_gpu_path(direction) && len >= self.min_bytes)
     }
 }
 

@@ -120,6 +120,11 @@ impl ArrayPack {
         self.push_bytes(values.iter().flat_map(|v| v.to_le_bytes()))
     }
 
+    /// Appends an array of bytes; returns its index.
+    pub fn push_u8(&mut self, values: &[u8]) -> usize {
+        self.push_bytes(values.iter().copied())
+    }
+
     /// Appends an array of u16; returns its index.
     pub fn push_u16(&mut self, values: &[u16]) -> usize {
         self.push_bytes(values.iter().flat_map(|v| v.to_le_bytes()))

@@ -15,7 +15,7 @@ use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::reader::ChunkReader;
 use parquet::file::serialized_reader::SerializedPageReader;
 
-use crate::codec::{Codec, CodecId, Packed, Placement, SnappyFormat, gmatch};
+use crate::codec::{Codec, CodecId, Direction, Packed, Placement, SnappyFormat, gmatch};
 use crate::{Error, Result};
 
 /// What one batched call did, for the writer's and reader's summaries.
@@ -43,7 +43,9 @@ pub(crate) fn compress_all(
     let packed = codec.compress_batch(placement, buffers)?;
     let stats = BatchStats {
         seconds: start.elapsed().as_secs_f64(),
-        on_gpu: placement.gpu_for(codec.id(), total).is_some(),
+        on_gpu: placement
+            .gpu_for(codec.id(), Direction::Compress, total)
+            .is_some(),
     };
     Ok((shared(packed), stats))
 }
@@ -72,7 +74,9 @@ pub(crate) fn decompress_all(
     let packed = CodecId::GmatchRaw.decompress_batch(placement, streams, &claimed)?;
     let stats = BatchStats {
         seconds: start.elapsed().as_secs_f64(),
-        on_gpu: placement.gpu_for(CodecId::GmatchRaw, total).is_some(),
+        on_gpu: placement
+            .gpu_for(CodecId::GmatchRaw, Direction::Decompress, total)
+            .is_some(),
     };
     Ok((shared(packed), stats))
 }

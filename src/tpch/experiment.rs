@@ -287,9 +287,11 @@ fn runs_on_gpu(array: &ArrayRef, choice: &CodecChoice, placement: Placement) -> 
     for part in node.all_parts() {
         *totals.entry(choice.spec_for(part).id()).or_default() += part.bytes.len();
     }
-    Ok(totals
-        .into_iter()
-        .any(|(id, total)| placement.gpu_for(id, total).is_some()))
+    Ok(totals.into_iter().any(|(id, total)| {
+        placement
+            .gpu_for(id, crate::codec::Direction::Compress, total)
+            .is_some()
+    }))
 }
 
 /// Arrow's in-memory bytes of `array`: `ArrayData::get_slice_memory_size`, which counts

@@ -44,7 +44,7 @@ use super::error::{CodecError, Result};
 use super::gmatch;
 use super::id::CodecId;
 use super::lzss::{self, LzssParams};
-use super::placement::Placement;
+use super::placement::{Direction, Placement};
 use super::spec::SnappyFormat;
 use crate::gpu::{Gpu, HostMemory, Lane, PIPELINE_LANES, PinnedBuffer, step_bytes};
 use rayon::prelude::*;
@@ -134,7 +134,7 @@ impl Codec {
             }
         }
         let total = inputs.iter().map(|b| b.len()).sum();
-        if let Some(gpu) = placement.gpu_for(self.id(), total) {
+        if let Some(gpu) = placement.gpu_for(self.id(), Direction::Compress, total) {
             let sink = &mut Sink::Buffers(outputs);
             match self.compress_gpu(gpu, inputs, HostMemory::Ordinary, sink) {
                 Err(e) if placement.retries_on_cpu(&e) => {}
@@ -147,7 +147,7 @@ impl Codec {
     /// Compresses every input; the streams come back one after another in one allocation.
     pub fn compress_batch(&self, placement: &Placement, inputs: &[&[u8]]) -> Result<Packed> {
         let total = inputs.iter().map(|b| b.len()).sum();
-        if let Some(gpu) = placement.gpu_for(self.id(), total) {
+        if let Some(gpu) = placement.gpu_for(self.id(), Direction::Compress, total) {
             let room: usize = inputs
                 .iter()
                 .map(|i| self.max_compressed_len(i.len()))
@@ -191,7 +191,7 @@ impl Codec {
                 ),
             ));
         }
-        if !self.id().has_gpu_path() {
+        if !self.id().has_gpu_path(Direction::Compress) {
             return Err(CodecError::invalid(self.name(), "no GPU path"));
         }
         let mut sink = Sink::pinned(output.as_mut_slice(), inputs.len());
@@ -252,7 +252,7 @@ impl CodecId {
     ) -> Result<()> {
         check_count(inputs.len(), outputs.len())?;
         let lens: Vec<usize> = outputs.iter().map(|o| o.len()).collect();
-        if let Some(gpu) = placement.gpu_for(self, lens.iter().sum()) {
+        if let Some(gpu) = placement.gpu_for(self, Direction::Decompress, lens.iter().sum()) {
             let sink = &mut Sink::Buffers(outputs);
             match self.decompress_gpu(gpu, inputs, &lens, HostMemory::Ordinary, sink) {
                 Err(e) if placement.retries_on_cpu(&e) => {}
@@ -280,7 +280,7 @@ impl CodecId {
                 claimed: lens.iter().map(|&l| l as u64).fold(0, u64::saturating_add),
                 limit: isize::MAX as u64,
             })?;
-        if let Some(gpu) = placement.gpu_for(self, lens.iter().sum()) {
+        if let Some(gpu) = placement.gpu_for(self, Direction::Decompress, lens.iter().sum()) {
             let sink = &mut Sink::packed(packed.bytes_mut(), inputs.len());
             match self.decompress_gpu(gpu, inputs, lens, HostMemory::Ordinary, sink) {
                 Ok(()) => return Ok(packed),
@@ -312,7 +312,7 @@ impl CodecId {
                 .map(|(stream, &len)| cpu::decompress_owned(self, stream, len))
                 .collect()
         };
-        let Some(gpu) = placement.gpu_for(self, total) else {
+        let Some(gpu) = placement.gpu_for(self, Direction::Decompress, total) else {
             return on_cpu();
         };
         let mut outputs = lens
@@ -401,7 +401,10 @@ impl CodecId {
             CodecId::GmatchRaw => SnappyFormat::Raw,
             CodecId::GmatchFramed => SnappyFormat::Framed,
             CodecId::GmatchBlocks => SnappyFormat::Blocks,
-            CodecId::Stored | CodecId::Bwt => {
+            CodecId::Bwt => {
+                return bwt::gpu::decompress::decompress(gpu, inputs, lens, memory, sink);
+            }
+            CodecId::Stored => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         };

@@ -238,6 +238,9 @@ fn is_complete(lens: &[u8]) -> bool {
     kraft == 1u64 << MAX_CODE_LEN
 }
 
+/// Bytes of one table's device image ([`DecodeTable::write_device_image`]).
+pub(crate) const DEVICE_TABLE_BYTES: usize = 2784;
+
 /// Decoding structures of one table.
 pub struct DecodeTable {
     /// `symbol << 5 | len` for codes of at most `LUT_BITS` bits, indexed by the next
@@ -279,6 +282,19 @@ impl DecodeTable {
             offset,
             sorted,
         }
+    }
+
+    /// Appends the table in the GPU decoder's layout (`struct Table` in
+    /// `kernels/bwt_decompress.cu`): the LUT, the sorted symbols (260 slots), then
+    /// `first`, `count` and `offset`, padded to [`DEVICE_TABLE_BYTES`].
+    pub(crate) fn write_device_image(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend(self.lut.iter().flat_map(|v| v.to_le_bytes()));
+        out.extend((0..260).flat_map(|i| self.sorted.get(i).copied().unwrap_or(0).to_le_bytes()));
+        for array in [&self.first, &self.count, &self.offset] {
+            out.extend(array.iter().flat_map(|v| v.to_le_bytes()));
+        }
+        out.resize(start + DEVICE_TABLE_BYTES, 0);
     }
 
     /// Decodes the symbol whose code starts the 16 bits `bits`; returns (symbol, length).

@@ -37,6 +37,7 @@
 //! number of threads. A block that does not shrink is stored, so the stream exceeds the
 //! input by at most the header plus 10 bytes per block.
 
+pub mod gpu;
 pub mod huffman;
 pub mod mtf;
 pub mod transform;
@@ -66,8 +67,8 @@ pub const SUB_LOG2: u8 = 11;
 /// Sampling rate of the BWT auxiliary indices: one per 2^14 bytes.
 pub const AUX_LOG2: u8 = 14;
 
-const KIND_RAW: u8 = 0;
-const KIND_BWT: u8 = 1;
+pub(crate) const KIND_RAW: u8 = 0;
+pub(crate) const KIND_BWT: u8 = 1;
 
 /// Parameters of the encoder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -212,16 +213,16 @@ fn read_used(r: &mut BitReader) -> Result<Vec<u8>> {
 }
 
 /// Stream-level fields.
-struct Header {
-    block_size: u32,
-    length: u64,
-    geo: Geometry,
-    aux_log2: u8,
+pub(crate) struct Header {
+    pub(crate) block_size: u32,
+    pub(crate) length: u64,
+    pub(crate) geo: Geometry,
+    pub(crate) aux_log2: u8,
     /// Bytes taken by the header.
     len: usize,
 }
 
-fn parse_header(stream: &[u8]) -> Result<Header> {
+pub(crate) fn parse_header(stream: &[u8]) -> Result<Header> {
     if stream.len() < 5 || stream[..4] != MAGIC {
         return Err(corrupt("missing CZBW magic"));
     }
@@ -276,12 +277,12 @@ pub fn decompress(stream: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// A block found in the directory: kind, payload offset and length, output length, CRC.
-type Entry = (u8, usize, usize, usize, u32);
+pub(crate) type Entry = (u8, usize, usize, usize, u32);
 
 /// Reads and checks the block directory against the stream: every entry's kind and
 /// payload length, and the payloads filling the rest of the stream exactly. Returns the
 /// entries and where the payloads start. Allocates at most one entry per 6 stream bytes.
-fn read_directory(stream: &[u8], h: &Header) -> Result<(Vec<Entry>, usize)> {
+pub(crate) fn read_directory(stream: &[u8], h: &Header) -> Result<(Vec<Entry>, usize)> {
     let length = usize::try_from(h.length).map_err(|_| corrupt("length does not fit in memory"))?;
     let bs = h.block_size as usize;
     let nblocks = length.div_ceil(bs);
@@ -391,9 +392,21 @@ pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>
 /// Output aimed at per decoding step (a step holds at least one block per thread).
 const STEP_BYTES: usize = 64 << 20;
 
-/// Decodes a kind-1 payload into `dst` (`dst.len()` is the block's byte count).
-fn decode_block(p: &[u8], dst: &mut [u8], h: &Header) -> Result<()> {
-    let n = dst.len();
+/// A kind-1 block's fields, read and checked: everything but what its bitstream
+/// decodes to (which the CPU and GPU decoders check as they decode).
+pub(crate) struct ParsedBlock<'a> {
+    /// Auxiliary BWT indices, each in `1..=n`.
+    pub(crate) aux: Vec<u32>,
+    pub(crate) total_bits: u64,
+    /// The block's distinct bytes, increasing (the MTF alphabet).
+    pub(crate) alphabet: Vec<u8>,
+    pub(crate) side: huffman::Side,
+    /// The Huffman bitstream (`total_bits` bits, zero-padded).
+    pub(crate) bits: &'a [u8],
+}
+
+/// Reads a kind-1 payload `p` of a block of `n` bytes.
+pub(crate) fn parse_block<'a>(p: &'a [u8], n: usize, h: &Header) -> Result<ParsedBlock<'a>> {
     let mut pos = 0usize;
     let naux = transform::aux_count(n, h.aux_log2);
     if naux > p.len() {
@@ -431,16 +444,29 @@ fn decode_block(p: &[u8], dst: &mut [u8], h: &Header) -> Result<()> {
     if has_nonzero_tail(bits, total_bits) {
         return Err(corrupt("nonzero padding after the bitstream"));
     }
-    let symbols = huffman::decode(&side, bits, total_bits, h.geo, n)?;
+    Ok(ParsedBlock {
+        aux,
+        total_bits,
+        alphabet,
+        side,
+        bits,
+    })
+}
+
+/// Decodes a kind-1 payload into `dst` (`dst.len()` is the block's byte count).
+fn decode_block(p: &[u8], dst: &mut [u8], h: &Header) -> Result<()> {
+    let n = dst.len();
+    let block = parse_block(p, n, h)?;
+    let symbols = huffman::decode(&block.side, block.bits, block.total_bits, h.geo, n)?;
     // The block's buffers are sized by `n` only once the symbols are known to make it.
     if zrle::decoded_len(&symbols) != Some(n as u64) {
         return Err(corrupt("the symbols do not make the block's length"));
     }
     let mut bwt = Vec::new();
     grow(&mut bwt, n, NAME)?;
-    zrle::decode_mtf(&symbols, &alphabet, &mut bwt)?;
+    zrle::decode_mtf(&symbols, &block.alphabet, &mut bwt)?;
     drop(symbols);
-    transform::inverse(bwt, &aux, h.aux_log2, dst)
+    transform::inverse(bwt, &block.aux, h.aux_log2, dst)
 }
 
 /// Whether the bits after bit `used` in the last byte of `data` are not all zero.

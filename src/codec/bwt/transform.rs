@@ -1,4 +1,5 @@
-//! Burrows–Wheeler transform of one block by suffix sorting (libsais), and its inverse.
+//! Burrows–Wheeler transform of one block by suffix sorting (libsais), and its inverse
+//! (our own LF walk, which the GPU decoder repeats exactly).
 //!
 //! Convention (the one libsais and libcubwt share): the block `T[0..n)` is sorted as if a
 //! unique sentinel `$`, smaller than every byte, followed it. Of the `n + 1` sorted
@@ -12,8 +13,7 @@
 //! from `AUX[j + 1]` (or from the sentinel row for the last) independently of the others.
 
 use libsais::BwtConstruction;
-use libsais::bwt::{AuxIndicesSamplingRate, BwtWithAuxIndices};
-use libsais::typestate::OwnedBuffer;
+use libsais::bwt::AuxIndicesSamplingRate;
 
 use super::NAME;
 use crate::codec::error::{CodecError, Result};
@@ -40,8 +40,11 @@ pub fn forward(block: &[u8], aux_log2: u8) -> (Vec<u8>, Vec<u32>) {
 }
 
 /// Inverse transform into `out` (as long as `bwt`). `aux` must have [`aux_count`]
-/// entries, each in `1..=n` (checked: libsais follows no other index than these and
-/// those it derives from counts of `bwt`, so any byte content is safe).
+/// entries, each in `1..=n` (checked). Each stretch `j` is rebuilt backwards from the row
+/// of the suffix after it (`AUX[j + 1]`, or the sentinel row 0 for the last) by the LF
+/// mapping, and must end on its own row `AUX[j]`: any other end is an error, so corrupt
+/// indices are caught here and not only by the block's CRC. The GPU decoder
+/// (`kernels/bwt_decompress.cu`, `bwt_lf` and `bwt_walk`) computes exactly this.
 pub fn inverse(bwt: Vec<u8>, aux: &[u32], aux_log2: u8, out: &mut [u8]) -> Result<()> {
     let n = bwt.len();
     if n == 0 || n >= i32::MAX as usize || out.len() != n || aux.len() != aux_count(n, aux_log2) {
@@ -50,18 +53,102 @@ pub fn inverse(bwt: Vec<u8>, aux: &[u32], aux_log2: u8, out: &mut [u8]) -> Resul
     if aux.iter().any(|&a| a == 0 || a as usize > n) {
         return Err(CodecError::corrupt(NAME, "BWT index out of range"));
     }
-    let aux: Vec<i32> = aux.iter().map(|&a| a as i32).collect();
-    let rate = AuxIndicesSamplingRate::from(1i32 << aux_log2);
-    // SAFETY: the index count matches the rate and length (checked above), every index
-    // lies in 1..=n (checked above), and the bytes may be arbitrary.
-    let parts: BwtWithAuxIndices<'_, '_, u8, i32, OwnedBuffer, OwnedBuffer> =
-        unsafe { BwtWithAuxIndices::from_parts(bwt, aux, rate) };
-    parts
-        .unbwt()
-        .in_borrowed_text_buffer(out)
-        .single_threaded()
-        .run()
-        .map_err(|e| CodecError::corrupt(NAME, format!("inverse BWT failed: {e:?}")))?;
+    // Rows of up to 2^24 pack with their byte into a u32, larger ones into a u64.
+    if n < 1 << 24 {
+        walk::<u32>(&bwt, aux, aux_log2, out)
+    } else {
+        walk::<u64>(&bwt, aux, aux_log2, out)
+    }
+}
+
+/// An LF entry: `LF(row) << 8 | L[row]`.
+trait Entry: Copy + Default {
+    fn pack(lf: usize, byte: u8) -> Self;
+    fn byte(self) -> u8;
+    fn next(self) -> usize;
+}
+
+impl Entry for u32 {
+    fn pack(lf: usize, byte: u8) -> Self {
+        (lf as u32) << 8 | u32::from(byte)
+    }
+    fn byte(self) -> u8 {
+        self as u8
+    }
+    fn next(self) -> usize {
+        (self >> 8) as usize
+    }
+}
+
+impl Entry for u64 {
+    fn pack(lf: usize, byte: u8) -> Self {
+        (lf as u64) << 8 | u64::from(byte)
+    }
+    fn byte(self) -> u8 {
+        self as u8
+    }
+    fn next(self) -> usize {
+        (self >> 8) as usize
+    }
+}
+
+/// Walkers advanced together, so that their cache misses overlap.
+const WALKERS: usize = 8;
+
+fn walk<E: Entry>(bwt: &[u8], aux: &[u32], aux_log2: u8, out: &mut [u8]) -> Result<()> {
+    let n = bwt.len();
+    let primary = aux[0] as usize;
+    // Row 0 is the sentinel's; the rows starting with byte c follow those of smaller bytes.
+    let mut counts = [0usize; 256];
+    for &b in bwt {
+        counts[b as usize] += 1;
+    }
+    let mut next = [0usize; 256];
+    let mut sum = 1;
+    for (slot, count) in next.iter_mut().zip(counts) {
+        *slot = sum;
+        sum += count;
+    }
+    // The last column is `bwt` with the sentinel at the primary row (whose entry is 0).
+    let mut entries = vec![E::default(); n + 1];
+    for (i, &b) in bwt.iter().enumerate() {
+        let row = i + usize::from(i >= primary);
+        entries[row] = E::pack(next[b as usize], b);
+        next[b as usize] += 1;
+    }
+    let rate = 1usize << aux_log2;
+    let start_row = |j: usize| aux.get(j + 1).map_or(0, |&a| a as usize);
+    let mismatch = || CodecError::corrupt(NAME, "BWT indices do not meet the rebuilt text");
+    // Every stretch but the last is `rate` bytes: groups of them walk in step.
+    let full = aux.len() - 1;
+    for group in (0..full).step_by(WALKERS) {
+        let walkers = WALKERS.min(full - group);
+        let mut rows = [0usize; WALKERS];
+        for (w, row) in rows.iter_mut().enumerate().take(walkers) {
+            *row = start_row(group + w);
+        }
+        for k in (0..rate).rev() {
+            for (w, row) in rows.iter_mut().enumerate().take(walkers) {
+                let e = entries[*row];
+                out[(group + w) * rate + k] = e.byte();
+                *row = e.next();
+            }
+        }
+        for (w, &row) in rows.iter().enumerate().take(walkers) {
+            if row != aux[group + w] as usize {
+                return Err(mismatch());
+            }
+        }
+    }
+    let mut row = 0;
+    for i in (full * rate..n).rev() {
+        let e = entries[row];
+        out[i] = e.byte();
+        row = e.next();
+    }
+    if row != aux[full] as usize {
+        return Err(mismatch());
+    }
     Ok(())
 }
 
@@ -110,6 +197,23 @@ mod tests {
     }
 
     #[test]
+    fn indices_that_do_not_meet_are_errors() {
+        let text = b"the quick brown fox jumps over the lazy dog; the end".repeat(5);
+        let (bwt, aux) = forward(&text, 4);
+        let mut out = vec![0; text.len()];
+        inverse(bwt.clone(), &aux, 4, &mut out).unwrap();
+        assert_eq!(out, text);
+        for j in 0..aux.len() {
+            let mut bad = aux.clone();
+            bad[j] = bad[j] % text.len() as u32 + 1;
+            assert!(
+                inverse(bwt.clone(), &bad, 4, &mut out).is_err(),
+                "index {j}"
+            );
+        }
+    }
+
+    #[test]
     fn inverse_rejects_bad_indices_and_survives_garbage() {
         let mut out = [0u8; 3];
         assert!(inverse(b"abc".to_vec(), &[0], 4, &mut out).is_err());
@@ -117,7 +221,7 @@ mod tests {
         assert!(inverse(b"abc".to_vec(), &[1, 2], 4, &mut out).is_err());
         assert!(inverse(b"abc".to_vec(), &[1], 4, &mut out[..2]).is_err());
         assert!(inverse(Vec::new(), &[], 4, &mut []).is_err());
-        // any bytes with in-range indices decode to *something* of the right length
+        // any bytes with in-range indices decode or are an error, never a panic
         let mut x = 12345u32;
         for len in 1..300usize {
             let data: Vec<u8> = (0..len)
@@ -130,7 +234,7 @@ mod tests {
                 .map(|j| 1 + (j * 7 % len) as u32)
                 .collect();
             let mut out = vec![0; len];
-            inverse(data, &aux, 3, &mut out).unwrap();
+            let _ = inverse(data, &aux, 3, &mut out);
         }
     }
 }

@@ -1,0 +1,168 @@
+//! `bwt` decoding on the GPU, through the batched interface (ordinary, caller's and
+//! pinned memory): the CPU encoder's streams, at every block size and with stored
+//! blocks, singly, batched and across pipeline steps, decode to the input; corrupt
+//! streams are errors on the GPU exactly when the CPU decoder says so, and the GPU's
+//! output equals the CPU's when both accept. Without a GPU these tests say they were
+//! skipped; with `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
+
+mod common;
+
+use colzip::codec::bwt::{BwtParams, MIN_BLOCK_SIZE};
+use colzip::codec::{Codec, CodecId, Placement};
+use common::{Rng, cases, gpu_decompress, gpu_or_skip, tpch_lineitem_columns};
+
+fn cpu_stream(input: &[u8], block_size: u32) -> Vec<u8> {
+    Codec::Bwt(BwtParams::new(block_size).unwrap())
+        .compress_one(&Placement::CPU, input)
+        .unwrap()
+}
+
+/// Inputs for every stage: text (several tables, many symbols), one byte repeated (zero
+/// runs of every length, across MTF chunks), random bytes (stored blocks), a two-letter
+/// alphabet, all 256 byte values, sorted keys, and blocks of one byte.
+fn inputs() -> Vec<Vec<u8>> {
+    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+    let words = [
+        "carefully ",
+        "final ",
+        "deposits ",
+        "haggle ",
+        "blithely ",
+        "ironic ",
+    ];
+    let text: Vec<u8> = (0..60_000)
+        .flat_map(|_| words[rng.below(words.len() as u64) as usize].bytes())
+        .collect();
+    vec![
+        vec![7],
+        b"banana".to_vec(),
+        text,
+        vec![0u8; 300_000],
+        (0..150_000).map(|_| rng.next() as u8).collect(),
+        (0..200_000).map(|_| b"ab"[rng.below(2) as usize]).collect(),
+        (0..=255u8).cycle().take(140_000).collect(),
+        (0..50_000u64).flat_map(|i| (i / 3).to_le_bytes()).collect(),
+        // Long zero runs between rare bytes: run digits across chunk boundaries.
+        (0..400_000u32)
+            .map(|i| if i % 70_001 == 0 { 1 } else { 0 })
+            .collect(),
+    ]
+}
+
+fn check_decodes(gpu: &'static colzip::gpu::Gpu, originals: &[Vec<u8>], block_size: u32) {
+    let streams: Vec<Vec<u8>> = originals
+        .iter()
+        .map(|i| cpu_stream(i, block_size))
+        .collect();
+    let refs: Vec<&[u8]> = streams.iter().map(Vec::as_slice).collect();
+    let lens: Vec<usize> = originals.iter().map(Vec::len).collect();
+    let decoded = gpu_decompress(gpu, CodecId::Bwt, &refs, &lens).unwrap();
+    for (i, (d, e)) in decoded.iter().zip(originals).enumerate() {
+        assert!(
+            d == e,
+            "block size {block_size}: input {i} ({} bytes) decoded wrong",
+            e.len()
+        );
+    }
+    // Into the caller's buffers (copied from the device block by block).
+    let mut outputs: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0x5a; l]).collect();
+    let mut slices: Vec<&mut [u8]> = outputs.iter_mut().map(Vec::as_mut_slice).collect();
+    CodecId::Bwt
+        .decompress_into(&Placement::on(gpu), &refs, &mut slices)
+        .unwrap();
+    assert!(
+        outputs == originals,
+        "decompress_into, block size {block_size}"
+    );
+}
+
+#[test]
+fn gpu_decodes_the_cpu_streams_in_one_batch() {
+    let Some(gpu) = gpu_or_skip("gpu_decodes_the_cpu_streams_in_one_batch") else {
+        return;
+    };
+    let mut originals = inputs();
+    // Under the sanitizer (whose racecheck is slow): the synthetic inputs, one block size.
+    if cases(1, 0) == 1 {
+        originals.extend(
+            tpch_lineitem_columns(0.002)
+                .into_iter()
+                .map(|(_, bytes)| bytes),
+        );
+    }
+    for &block_size in &[MIN_BLOCK_SIZE, 1 << 20][..cases(2, 1)] {
+        check_decodes(gpu, &originals, block_size);
+    }
+}
+
+#[test]
+fn gpu_decodes_batches_larger_than_a_step() {
+    let Some(gpu) = gpu_or_skip("gpu_decodes_batches_larger_than_a_step") else {
+        return;
+    };
+    // Several steps of 64 KiB blocks, and one block larger than a step.
+    let step = gpu.step_bytes();
+    let mut rng = Rng(17);
+    let words = ["regular ", "packages ", "sleep ", "furiously ", "quick "];
+    let text: Vec<u8> = (0..)
+        .flat_map(|_| {
+            words[rng.below(words.len() as u64) as usize]
+                .bytes()
+                .collect::<Vec<_>>()
+        })
+        .take(2 * step + 12_345)
+        .collect();
+    check_decodes(gpu, std::slice::from_ref(&text), MIN_BLOCK_SIZE);
+    let big = (step + (1 << 16)).next_power_of_two() as u32;
+    check_decodes(gpu, std::slice::from_ref(&text), big.min(64 << 20));
+}
+
+#[test]
+fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
+    let Some(gpu) = gpu_or_skip("corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu")
+    else {
+        return;
+    };
+    let mut rng = Rng(2024);
+    let per_stream = cases(60, 6);
+    let (mut rejected, mut total) = (0, 0);
+    for input in inputs().iter().filter(|i| i.len() > 1000) {
+        let stream = cpu_stream(input, MIN_BLOCK_SIZE);
+        for case in 0..per_stream {
+            let mut bad = stream.clone();
+            match case % 3 {
+                0 => bad.truncate(rng.below(bad.len() as u64) as usize),
+                1 => {
+                    for _ in 0..1 + rng.below(3) {
+                        let at = rng.below(bad.len() as u64) as usize;
+                        bad[at] ^= 1 << rng.below(8);
+                    }
+                }
+                _ => {
+                    // Inside the first block's payload (indices, side, bitstream).
+                    let at = bad.len() - 1 - rng.below(bad.len().min(4000) as u64) as usize;
+                    bad[at] = rng.next() as u8;
+                }
+            }
+            total += 1;
+            let cpu = CodecId::Bwt.decompress_batch(&Placement::CPU, &[&bad], &[input.len()]);
+            let on_gpu = gpu_decompress(gpu, CodecId::Bwt, &[&bad], &[input.len()]);
+            match (&cpu, &on_gpu) {
+                (Ok(a), Ok(b)) => assert!(a.get(0) == &b[0][..], "case {case}: outputs differ"),
+                (Err(_), Err(e)) => {
+                    rejected += 1;
+                    assert!(e.to_string().contains("bwt"), "{e}");
+                }
+                _ => panic!(
+                    "case {case}: CPU {:?} but GPU {:?}",
+                    cpu.as_ref().map(|v| v.bytes().len()),
+                    on_gpu.as_ref().map(|v| v.len())
+                ),
+            }
+        }
+    }
+    assert!(
+        rejected > total / 2,
+        "only {rejected} of {total} corrupt streams were rejected"
+    );
+}
