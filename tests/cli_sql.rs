@@ -1,4 +1,4 @@
-//! `colzip sql`: statements from -c, -f and stdin, the three output formats, errors and
+//! `colzip sql`: statements from -c, --file and stdin, the three output formats, errors and
 //! exit codes, TPC-H tables plain and compressed giving the same answers, and CREATE
 //! TABLE making compressed tables with --compressed.
 #![cfg(feature = "datafusion")]
@@ -89,7 +89,7 @@ fn statements_from_a_file_run_in_order() {
          SELECT column2 AS tag, sum(column1) AS total FROM t GROUP BY column2 ORDER BY tag;\n",
     )
     .unwrap();
-    let out = ok(&["sql", "-f", file.to_str().unwrap()]);
+    let out = ok(&["sql", "--file", file.to_str().unwrap()]);
     let expected = "+-----+-------+\n\
                     | tag | total |\n\
                     +-----+-------+\n\
@@ -98,12 +98,15 @@ fn statements_from_a_file_run_in_order() {
                     +-----+-------+\n";
     assert_eq!(out, expected);
     // CREATE TABLE prints nothing, so there is no result before the query to separate.
-    let out = ok(&["sql", "-f", file.to_str().unwrap(), "--format", "csv"]);
+    let out = ok(&["sql", "--file", file.to_str().unwrap(), "--format", "csv"]);
     assert_eq!(out, "tag,total\nx,4\ny,2\n");
 
     let missing = dir.path().join("missing.sql");
-    let stderr = fails(&["sql", "-f", missing.to_str().unwrap()], "");
+    let stderr = fails(&["sql", "--file", missing.to_str().unwrap()], "");
     assert!(stderr.contains("missing.sql"), "{stderr}");
+    // `-f` means --force in colzip, never --file.
+    let stderr = fails(&["sql", "-f", file.to_str().unwrap()], "");
+    assert!(stderr.contains("'-f'"), "{stderr}");
 }
 
 #[test]

@@ -226,8 +226,8 @@ struct SqlArgs {
         allow_hyphen_values = true
     )]
     command: Option<String>,
-    /// File of SQL statements to run
-    #[arg(short, long)]
+    /// File of SQL statements to run (long form only: `-f` means --force in colzip)
+    #[arg(long)]
     file: Option<PathBuf>,
     /// table, json or csv
     #[arg(long, default_value = "table", value_parser = ["table", "json", "csv"])]
