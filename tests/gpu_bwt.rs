@@ -9,7 +9,9 @@ mod common;
 
 use colzip::codec::bwt::{BwtParams, MIN_BLOCK_SIZE};
 use colzip::codec::{Codec, CodecId, Placement};
-use common::{Rng, cases, gpu_decompress, gpu_or_skip, tpch_lineitem_columns};
+use common::{
+    Rng, cases, gpu_decompress, gpu_or_skip, mutate, random_words, tpch_lineitem_columns,
+};
 
 fn cpu_stream(input: &[u8], block_size: u32) -> Vec<u8> {
     Codec::Bwt(BwtParams::new(block_size).unwrap())
@@ -30,9 +32,7 @@ fn inputs() -> Vec<Vec<u8>> {
         "blithely ",
         "ironic ",
     ];
-    let text: Vec<u8> = (0..60_000)
-        .flat_map(|_| words[rng.below(words.len() as u64) as usize].bytes())
-        .collect();
+    let text = random_words(&mut rng, &words, 60_000);
     // Under the sanitizer each input is cut to one 64 KiB block and a bit (racecheck
     // slows the decoder's shared-memory stages a thousandfold).
     let cut = cases(usize::MAX, 70_000);
@@ -113,14 +113,8 @@ fn gpu_decodes_batches_larger_than_a_step() {
     let step = gpu.step_bytes();
     let mut rng = Rng(17);
     let words = ["regular ", "packages ", "sleep ", "furiously ", "quick "];
-    let text: Vec<u8> = (0..)
-        .flat_map(|_| {
-            words[rng.below(words.len() as u64) as usize]
-                .bytes()
-                .collect::<Vec<_>>()
-        })
-        .take(2 * step + 12_345)
-        .collect();
+    let mut text = random_words(&mut rng, &words, (2 * step + 12_345) / 4);
+    text.truncate(2 * step + 12_345);
     check_decodes(gpu, std::slice::from_ref(&text), MIN_BLOCK_SIZE);
     let big = (step + (1 << 16)).next_power_of_two() as u32;
     check_decodes(gpu, std::slice::from_ref(&text), big.min(64 << 20));
@@ -139,20 +133,10 @@ fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
         let stream = cpu_stream(input, MIN_BLOCK_SIZE);
         for case in 0..per_stream {
             let mut bad = stream.clone();
-            match case % 3 {
-                0 => bad.truncate(rng.below(bad.len() as u64) as usize),
-                1 => {
-                    for _ in 0..1 + rng.below(3) {
-                        let at = rng.below(bad.len() as u64) as usize;
-                        bad[at] ^= 1 << rng.below(8);
-                    }
-                }
-                _ => {
-                    // Inside the first block's payload (indices, side, bitstream).
-                    let at = bad.len() - 1 - rng.below(bad.len().min(4000) as u64) as usize;
-                    bad[at] = rng.next() as u8;
-                }
-            }
+            // Rewrites hit the last block's payload (indices, side information, bits).
+            mutate(&mut rng, &mut bad, case, |rng, len| {
+                len - 1 - rng.below(len.min(4000) as u64) as usize
+            });
             total += 1;
             let cpu = CodecId::Bwt.decompress_batch(&Placement::CPU, &[&bad], &[input.len()]);
             let on_gpu = gpu_decompress(gpu, CodecId::Bwt, &[&bad], &[input.len()]);

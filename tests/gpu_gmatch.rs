@@ -9,7 +9,10 @@
 mod common;
 
 use colzip::codec::{Codec, CodecId, Placement, SnappyFormat, gmatch};
-use common::{Rng, cases, gpu_compress, gpu_decompress, gpu_or_skip, tpch_lineitem_columns};
+use common::{
+    Rng, cases, gpu_compress, gpu_decompress, gpu_or_skip, mutate, random_words,
+    tpch_lineitem_columns,
+};
 use std::io::Write;
 
 const FORMATS: [(SnappyFormat, CodecId); 3] = [
@@ -39,9 +42,7 @@ fn inputs() -> Vec<Vec<u8>> {
         "final ",
         "ironic ",
     ];
-    let text: Vec<u8> = (0..40_000)
-        .flat_map(|_| words[rng.below(words.len() as u64) as usize].bytes())
-        .collect();
+    let text = random_words(&mut rng, &words, 40_000);
     vec![
         Vec::new(),
         vec![42],
@@ -263,20 +264,10 @@ fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
             let stream = cpu_streams(format, &[input]).remove(0);
             for case in 0..per_stream {
                 let mut bad = stream.clone();
-                match case % 3 {
-                    0 => bad.truncate(rng.below(bad.len() as u64) as usize),
-                    1 => {
-                        for _ in 0..1 + rng.below(3) {
-                            let at = rng.below(bad.len() as u64) as usize;
-                            bad[at] ^= 1 << rng.below(8);
-                        }
-                    }
-                    _ => {
-                        // A tag (or table entry) near the start.
-                        let at = rng.below(64.min(bad.len() as u64)) as usize;
-                        bad[at] = rng.next() as u8;
-                    }
-                }
+                // Rewrites hit a tag (or table entry) near the start.
+                mutate(&mut rng, &mut bad, case, |rng, len| {
+                    rng.below(64.min(len as u64)) as usize
+                });
                 let cpu = id.decompress_batch(&Placement::CPU, &[&bad], &[input.len()]);
                 let on_gpu = gpu_decompress(gpu, id, &[&bad], &[input.len()]);
                 match (&cpu, &on_gpu) {

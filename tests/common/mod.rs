@@ -159,3 +159,35 @@ pub fn gpu_decompress(
     }
     packed.map(|p| p.into_vecs())
 }
+
+/// `count` words drawn from `words` with `rng`, concatenated (text with repeats).
+#[allow(dead_code)]
+pub fn random_words(rng: &mut Rng, words: &[&str], count: usize) -> Vec<u8> {
+    (0..count)
+        .flat_map(|_| words[rng.below(words.len() as u64) as usize].bytes())
+        .collect()
+}
+
+/// Case `case` of the corrupt-stream tests, applied to `stream`: a truncation, one to
+/// three bit flips, or a random byte at the place `rewrite_at` picks (given the length).
+#[allow(dead_code)]
+pub fn mutate(
+    rng: &mut Rng,
+    stream: &mut Vec<u8>,
+    case: usize,
+    rewrite_at: impl FnOnce(&mut Rng, usize) -> usize,
+) {
+    match case % 3 {
+        0 => stream.truncate(rng.below(stream.len() as u64) as usize),
+        1 => {
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(stream.len() as u64) as usize;
+                stream[at] ^= 1 << rng.below(8);
+            }
+        }
+        _ => {
+            let at = rewrite_at(rng, stream.len());
+            stream[at] = rng.next() as u8;
+        }
+    }
+}
