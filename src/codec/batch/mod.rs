@@ -377,7 +377,13 @@ impl CodecId {
             CodecId::GmatchRaw => SnappyFormat::Raw,
             CodecId::GmatchFramed => SnappyFormat::Framed,
             CodecId::GmatchBlocks => SnappyFormat::Blocks,
-            CodecId::Stored | CodecId::Bwt => {
+            CodecId::Bwt => {
+                return Err(CodecError::invalid(
+                    self.name(),
+                    "no device-resident decoder yet (the batched calls decode it on the GPU)",
+                ));
+            }
+            CodecId::Stored => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         };
