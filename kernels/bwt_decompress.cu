@@ -35,9 +35,8 @@
 // One block's place in the step's buffers and its geometry (the Rust BlockInfo).
 struct BlockInfo {
     u64 bits_at;      // its Huffman bitstream in `bits`
-    u64 sym_at;       // its symbols in `symbols` (room for n)
-    u64 out_at;       // its bytes in `out`
-    u64 entry_at;     // its n + 1 LF entries in `entries`
+    u64 out_at;       // its bytes in `out`, its symbols in `symbols` (room for n) and,
+                      // its block index b added, its n + 1 LF entries in `entries`
     u32 n;            // bytes
     u32 total_bits;   // bitstream length
     u32 sub_first;    // its first gap-array subsequence (global)
@@ -93,7 +92,7 @@ __device__ __forceinline__ u32 decode_symbol(const Table* t, u32 v, u32* len) {
 }
 
 // Stage 1. `write` = 0: counts[s] = the symbols of subsequence s; 1: writes them at
-// symbols[sym_at + counts[s]] (counts made offsets by bwt_symbol_offsets).
+// symbols[out_at + counts[s]] (counts made offsets by bwt_symbol_offsets).
 extern "C" __global__ void bwt_huffman(const BlockInfo* blocks, const u32* sub_block, u64 nsubs,
                                        const u8* gaps, const u8* selectors, const Table* tables,
                                        const u8* bits, u32* counts, u16* symbols, u32* status,
@@ -115,7 +114,7 @@ extern "C" __global__ void bwt_huffman(const BlockInfo* blocks, const u32* sub_b
     }
     const u8* stream = bits + k.bits_at;
     const u64 len = ((u64)k.total_bits + 7) >> 3;
-    u16* out = symbols + k.sym_at;
+    u16* out = symbols + k.out_at;
     const u32 at = write ? counts[s] : 0;
     u32 count = 0;
     u64 pos = start;
@@ -219,7 +218,7 @@ extern "C" __global__ void __launch_bounds__(MTF_THREADS)
     u8* list = shared_lists + threadIdx.x;
     u8* chunk_list = lists + c * 256;
     for (u32 i = 0; i < k.used; ++i) list[i * MTF_THREADS] = write ? chunk_list[i] : (u8)i;
-    const u16* sym = symbols + k.sym_at;
+    const u16* sym = symbols + k.out_at;
     // The digits of a zero run that started before the chunk (a run has at most 33).
     u32 shift = 0;
     for (u32 i = from; i > 0 && sym[i - 1] <= 1 && shift <= 33; --i) ++shift;
@@ -350,7 +349,7 @@ extern "C" __global__ void __launch_bounds__(LF_WARPS * 32)
     u32* next = next_rows[warp];
     for (u32 c = lane; c < 256; c += 32) next[c] = piece_counts[p * 256 + c];
     const u32 primary = aux[k.aux_at];  // the '$' row, in 1..=n (checked on the host)
-    u64* entry = entries + k.entry_at;
+    u64* entry = entries + k.out_at + b;
     const u32 from = (u32)(p - k.piece_first) * PIECE;
     const u32 to = min(from + PIECE, k.n);
     if (from == 0 && lane == 0) entry[primary] = 0;
@@ -387,7 +386,7 @@ extern "C" __global__ void bwt_walk(const BlockInfo* blocks, const u32* aux_bloc
     const u32 from = j << k.aux_log2;
     const u32 to = (u32)min((u64)from + (1ull << k.aux_log2), (u64)k.n);
     u32 row = j + 1 < k.naux ? aux[g + 1] : 0;
-    const u64* entry = entries + k.entry_at;
+    const u64* entry = entries + k.out_at + b;
     u8* dst = out + k.out_at;
     for (u32 i = to; i > from; --i) {
         const u64 e = entry[row];

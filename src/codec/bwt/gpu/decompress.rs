@@ -176,9 +176,7 @@ impl StepLayout {
             let pieces = n.div_ceil(PIECE);
             let info = BlockInfo {
                 bits_at: bits_at as u64,
-                sym_at: s.out_len as u64,
                 out_at: s.out_len as u64,
-                entry_at: (s.out_len + b) as u64,
                 n: narrow(n, "bytes")?,
                 total_bits: narrow(p.total_bits as usize, "bits")?,
                 sub_first: narrow(s.sub_block.len(), "subsequences")?,

@@ -94,9 +94,8 @@ impl BwtDecodeError {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct BlockInfo {
     pub bits_at: u64,
-    pub sym_at: u64,
+    /// Also where its symbols are, and (plus its index) its LF entries.
     pub out_at: u64,
-    pub entry_at: u64,
     pub n: u32,
     pub total_bits: u32,
     pub sub_first: u32,
@@ -115,11 +114,11 @@ pub(crate) struct BlockInfo {
 
 impl BlockInfo {
     /// Size of the device struct.
-    pub const BYTES: usize = 4 * 8 + 11 * 4 + 4;
+    pub const BYTES: usize = 2 * 8 + 11 * 4 + 4;
 
     /// Appends the device struct's bytes.
     pub fn write(&self, out: &mut Vec<u8>) {
-        for v in [self.bits_at, self.sym_at, self.out_at, self.entry_at] {
+        for v in [self.bits_at, self.out_at] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         for v in [
