@@ -2,8 +2,9 @@
 //! pinned memory): the CPU encoder's streams, at every block size and with stored
 //! blocks, singly, batched and across pipeline steps, decode to the input; corrupt
 //! streams are errors on the GPU exactly when the CPU decoder says so, and the GPU's
-//! output equals the CPU's when both accept. Without a GPU these tests say they were
-//! skipped; with `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
+//! output equals the CPU's when both accept; the device-resident decoder accepts and
+//! refuses the same streams. Without a GPU these tests say they were skipped; with
+//! `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
 
 mod common;
 
@@ -150,6 +151,80 @@ fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
                     "case {case}: CPU {:?} but GPU {:?}",
                     cpu.as_ref().map(|v| v.bytes().len()),
                     on_gpu.as_ref().map(|v| v.len())
+                ),
+            }
+        }
+    }
+    assert!(
+        rejected > total / 2,
+        "only {rejected} of {total} corrupt streams were rejected"
+    );
+}
+
+/// Runs the device-resident decoder over `streams`: bytes of output it wrote, or its error
+/// (when reading the streams or from the kernels' verdicts).
+fn resident_decode(
+    gpu: &'static colzip::gpu::Gpu,
+    streams: &[&[u8]],
+    lens: &[usize],
+) -> colzip::codec::Result<usize> {
+    let mut lane = gpu.lane().unwrap();
+    let mut job = CodecId::Bwt.device_decompressor(gpu, &mut lane, streams, lens)?;
+    job.enqueue(&mut lane)?;
+    // A second run over the same buffers must give the same verdicts.
+    job.enqueue(&mut lane)?;
+    job.output_bytes(gpu, &mut lane)
+}
+
+#[test]
+fn resident_streams_decode_on_the_device_and_corrupt_ones_fail() {
+    let Some(gpu) = gpu_or_skip("resident_streams_decode_on_the_device_and_corrupt_ones_fail")
+    else {
+        return;
+    };
+    // Compressible inputs only: every block is coded, none stored, so the resident
+    // decoder writes every byte.
+    let originals: Vec<Vec<u8>> = inputs()
+        .into_iter()
+        .filter(|i| {
+            let s = cpu_stream(i, MIN_BLOCK_SIZE);
+            s.len() < i.len() / 2
+        })
+        .collect();
+    assert!(originals.len() >= 3, "too few compressible inputs");
+    let streams: Vec<Vec<u8>> = originals
+        .iter()
+        .map(|i| cpu_stream(i, MIN_BLOCK_SIZE))
+        .collect();
+    let refs: Vec<&[u8]> = streams.iter().map(Vec::as_slice).collect();
+    let lens: Vec<usize> = originals.iter().map(Vec::len).collect();
+    assert_eq!(
+        resident_decode(gpu, &refs, &lens).unwrap(),
+        lens.iter().sum::<usize>()
+    );
+
+    let mut rng = Rng(99);
+    let (mut rejected, mut total) = (0, 0);
+    for (stream, original) in streams.iter().zip(&originals) {
+        for case in 0..cases(20, 2) {
+            let mut bad = stream.clone();
+            // Rewrite one byte of the last block's payload.
+            mutate(&mut rng, &mut bad, 3 * case + 2, |rng, len| {
+                len - 1 - rng.below(len.min(4000) as u64) as usize
+            });
+            total += 1;
+            let cpu = CodecId::Bwt.decompress_batch(&Placement::CPU, &[&bad], &[original.len()]);
+            let resident = resident_decode(gpu, &[&bad], &[original.len()]);
+            match (&cpu, &resident) {
+                (Ok(_), Ok(written)) => assert_eq!(*written, original.len(), "case {case}"),
+                (Err(_), Err(e)) => {
+                    rejected += 1;
+                    assert!(e.to_string().contains("bwt"), "{e}");
+                }
+                _ => panic!(
+                    "case {case}: CPU {:?} but the resident decoder {:?}",
+                    cpu.as_ref().map(|v| v.bytes().len()),
+                    resident
                 ),
             }
         }

@@ -378,10 +378,9 @@ impl CodecId {
             CodecId::GmatchFramed => SnappyFormat::Framed,
             CodecId::GmatchBlocks => SnappyFormat::Blocks,
             CodecId::Bwt => {
-                return Err(CodecError::invalid(
-                    self.name(),
-                    "no device-resident decoder yet (the batched calls decode it on the GPU)",
-                ));
+                return Ok(Box::new(bwt::gpu::device::device_decompress(
+                    gpu, lane, streams, lens,
+                )?));
             }
             CodecId::Stored => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
