@@ -198,7 +198,7 @@ pub fn gpu_row(
 }
 
 /// The GPU's decoding of streams another writer made (kernel, pinned, ordinary), checked
-/// against `buffers`.
+/// against `buffers`; the compression figures are `NaN` (not measured).
 pub fn gpu_decode_row(
     gpu: &'static Gpu,
     id: CodecId,
@@ -241,6 +241,9 @@ pub fn gpu_decode_row(
         decompress_kernel: gbps(total, decompress_kernel),
         decompress_pinned: gbps(total, decompress_pinned),
         decompress_vec: gbps(total, decompress_vec),
-        ..Figures::default()
+        // Not measured: another writer made the streams.
+        compress_kernel: f64::NAN,
+        compress_pinned: f64::NAN,
+        compress_vec: f64::NAN,
     })
 }

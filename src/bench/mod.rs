@@ -3,15 +3,20 @@
 //! plain form GPU papers measure ([`crate::tpch::peer_form`]: ints, cents, days,
 //! concatenated text), or a user's own file (`--file PATH --type T`).
 //!
-//! Suites: `lzss` (every (S, W, C) of the grid, the column as one buffer) and `gmatch`
+//! Suites: `lzss` (every (S, W, C) of the grid, the column as one buffer), `gmatch`
 //! (`gmatch:raw` on 64 KiB pages in one batch, as nvCOMP's Snappy batches; `gmatch`, the
 //! blocks format containers store, and `gmatch:framed`, on the column as one buffer; and
-//! `snap-stream:raw`, the GPU decoding pages the `snap` crate wrote). Each GPU row has
+//! `snap-stream:raw`, the GPU decoding pages the `snap` crate wrote) and `bwt` (the
+//! column as one buffer, with `bzip2 -9` on all cores as its CPU peer). Each GPU row has
 //! three forms ([`measure`]): kernel (device-resident), pinned host→host, and ordinary
 //! memory (the public call); each has its CPU row from the same run (all cores, ordinary
-//! memory; `snap` for the Snappy rows). GB/s are uncompressed bytes per second (10^9).
-//! Every GPU stream is checked equal to the CPU's and to decode back; a difference is an
-//! error, not a row.
+//! memory; `snap` for the Snappy rows). GB/s are uncompressed bytes per second (10^9); a
+//! direction the GPU does not run (bwt compresses on the CPU for now, the `snap` rows
+//! decode streams `snap` wrote) is `NaN` (JSON `null`, `-` in tables). Every GPU stream is
+//! checked equal to the CPU's and to decode back; a difference is an error, not a row.
+//!
+//! lzss and gmatch measure lineitem's fixed-width plain columns, bwt the string columns
+//! [`BWT_COLUMNS`], unless columns are named (of any table: their prefix says which).
 //!
 //! ```no_run
 //! use colzip::bench::{Config, gpulz_grid, run};
@@ -27,7 +32,7 @@ mod timing;
 
 use std::path::{Path, PathBuf};
 
-use arrow::array::Array;
+use arrow::array::{Array, ArrayRef};
 use serde::Serialize;
 
 use crate::archive::RawType;
@@ -44,6 +49,20 @@ pub enum Suite {
     Lzss,
     /// `gmatch:raw` pages, `gmatch` blocks, `gmatch:framed`, `snap-stream:raw`.
     Gmatch,
+    /// `bwt` on the column as one buffer, and `bzip2 -9`.
+    Bwt,
+}
+
+impl Suite {
+    /// Rows per column: GPU and CPU rows (the CPU rows only when `cpu`).
+    pub fn rows_per_column(self, grid: usize, cpu: bool) -> usize {
+        let (gpu_rows, cpu_rows) = match self {
+            Suite::Lzss => (grid, grid),
+            Suite::Gmatch => (GMATCH_ROWS / 2, GMATCH_ROWS / 2),
+            Suite::Bwt => (1, 2),
+        };
+        gpu_rows + if cpu { cpu_rows } else { 0 }
+    }
 }
 
 impl std::str::FromStr for Suite {
@@ -53,8 +72,9 @@ impl std::str::FromStr for Suite {
         match s.trim() {
             "lzss" => Ok(Suite::Lzss),
             "gmatch" => Ok(Suite::Gmatch),
+            "bwt" => Ok(Suite::Bwt),
             other => Err(Error::format(format!(
-                "unknown benchmark suite '{other}' (expected lzss or gmatch)"
+                "unknown benchmark suite '{other}' (expected lzss, gmatch or bwt)"
             ))),
         }
     }
@@ -88,6 +108,34 @@ impl PlainColumn {
     }
 }
 
+/// The string columns the bwt suite measures when no columns are named: TPC-H's comment
+/// columns, a name and a short categorical string.
+pub const BWT_COLUMNS: [&str; 5] = [
+    "l_comment",
+    "o_comment",
+    "ps_comment",
+    "p_name",
+    "l_shipinstruct",
+];
+
+/// The plain form of one generated column, or `None` when it has no fixed-width one.
+fn plain_column(table: Table, name: &str, array: &ArrayRef) -> Result<Option<PlainColumn>> {
+    let plain = peer_form(array)?;
+    let d = plain.to_data();
+    let Some(width) = d.data_type().primitive_width() else {
+        return Ok(None);
+    };
+    let values = &d.buffers()[0].as_slice()[d.offset() * width..(d.offset() + d.len()) * width];
+    Ok(Some(PlainColumn {
+        table: table.name().to_string(),
+        name: name.to_string(),
+        arrow_type: plain.data_type().to_string(),
+        width,
+        rows: array.len() as u64,
+        bytes: values.to_vec(),
+    }))
+}
+
 /// The fixed-width columns of `table` at `sf` in their plain forms (strings become their
 /// concatenated bytes); columns not in `only` (when given) are left out.
 pub fn plain_columns(table: Table, sf: f64, only: Option<&[String]>) -> Result<Vec<PlainColumn>> {
@@ -97,20 +145,7 @@ pub fn plain_columns(table: Table, sf: f64, only: Option<&[String]>) -> Result<V
         if only.is_some_and(|names| !names.iter().any(|n| n == field.name())) {
             continue;
         }
-        let plain = peer_form(array)?;
-        let d = plain.to_data();
-        let Some(width) = d.data_type().primitive_width() else {
-            continue;
-        };
-        let values = &d.buffers()[0].as_slice()[d.offset() * width..(d.offset() + d.len()) * width];
-        columns.push(PlainColumn {
-            table: table.name().to_string(),
-            name: field.name().clone(),
-            arrow_type: plain.data_type().to_string(),
-            width,
-            rows: array.len() as u64,
-            bytes: values.to_vec(),
-        });
+        columns.extend(plain_column(table, field.name(), array)?);
     }
     if let Some(names) = only {
         for name in names {
@@ -120,6 +155,91 @@ pub fn plain_columns(table: Table, sf: f64, only: Option<&[String]>) -> Result<V
         }
     }
     Ok(columns)
+}
+
+/// A column to measure and the suites that measure it.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub column: PlainColumn,
+    pub suites: Vec<Suite>,
+}
+
+/// The columns at `sf` that `suites` measure: those named (of any table, found by their
+/// prefix), or each suite's default; every table generated once. With no suite, lineitem's
+/// columns (for `--write-columns`).
+pub fn tpch_plan(sf: f64, named: Option<&[String]>, suites: &[Suite]) -> Result<Vec<Planned>> {
+    // (table, column or every fixed-width one, suite)
+    let mut wants: Vec<(Table, Option<&str>, Option<Suite>)> = Vec::new();
+    let every_suite: Vec<Option<Suite>> = if suites.is_empty() {
+        vec![None]
+    } else {
+        suites.iter().copied().map(Some).collect()
+    };
+    for &suite in &every_suite {
+        match (named, suite) {
+            (Some(names), _) => {
+                for name in names {
+                    let table = Table::of_column(name).ok_or_else(|| {
+                        Error::format(format!("no TPC-H table has a column '{name}'"))
+                    })?;
+                    wants.push((table, Some(name.as_str()), suite));
+                }
+            }
+            (None, Some(Suite::Bwt)) => {
+                for name in BWT_COLUMNS {
+                    wants.push((
+                        Table::of_column(name).expect("a TPC-H column"),
+                        Some(name),
+                        suite,
+                    ));
+                }
+            }
+            (None, _) => wants.push((Table::Lineitem, None, suite)),
+        }
+    }
+    let mut tables: Vec<Table> = Vec::new();
+    for (table, _, _) in &wants {
+        if !tables.contains(table) {
+            tables.push(*table);
+        }
+    }
+    // Planned columns with the index of the first want naming them, to keep that order.
+    let mut planned: Vec<(usize, Planned)> = Vec::new();
+    for table in tables {
+        let data = generate(table, sf)?;
+        for (field, array) in data.schema.fields().iter().zip(&data.columns) {
+            let matching: Vec<usize> = (0..wants.len())
+                .filter(|&i| {
+                    let (t, name, _) = wants[i];
+                    t == table && name.is_none_or(|n| n == field.name())
+                })
+                .collect();
+            let Some(&first) = matching.first() else {
+                continue;
+            };
+            let Some(column) = plain_column(table, field.name(), array)? else {
+                if wants[first].1.is_some() {
+                    return Err(Error::format(format!(
+                        "{table}.{} has no plain fixed-width form",
+                        field.name()
+                    )));
+                }
+                continue;
+            };
+            let mut suites: Vec<Suite> = matching.iter().filter_map(|&i| wants[i].2).collect();
+            suites.dedup();
+            planned.push((first, Planned { column, suites }));
+        }
+    }
+    for (table, name, _) in &wants {
+        if let Some(name) = name
+            && !planned.iter().any(|(_, p)| p.column.name == *name)
+        {
+            return Err(Error::format(format!("{table} has no column '{name}'")));
+        }
+    }
+    planned.sort_by_key(|(first, _)| *first);
+    Ok(planned.into_iter().map(|(_, p)| p).collect())
 }
 
 /// A user's file as one plain column of `raw_type` values.
@@ -256,12 +376,12 @@ impl ReportRow for BenchRow {
             r.codec.clone(),
             r.backend.clone(),
             format!("{:.4}", r.ratio),
-            format!("{:.2}", r.compress_gbps),
-            format!("{:.2}", r.decompress_gbps),
-            format!("{:.2}", self.compress_e2e_gbps),
-            format!("{:.2}", self.decompress_e2e_gbps),
-            format!("{:.2}", self.compress_vec_gbps),
-            format!("{:.2}", self.decompress_vec_gbps),
+            speed(r.compress_gbps),
+            speed(r.decompress_gbps),
+            speed(self.compress_e2e_gbps),
+            speed(self.decompress_e2e_gbps),
+            speed(self.compress_vec_gbps),
+            speed(self.decompress_vec_gbps),
         ]
     }
 
@@ -270,10 +390,20 @@ impl ReportRow for BenchRow {
     }
 }
 
+/// A GB/s cell: `-` for a direction not measured (`NaN`).
+fn speed(gbps: f64) -> String {
+    if gbps.is_nan() {
+        "-".to_string()
+    } else {
+        format!("{gbps:.2}")
+    }
+}
+
 /// Progress of a run.
 pub enum Event<'a> {
     Generating,
-    Generated(&'a [PlainColumn]),
+    /// The columns are ready; this many rows will follow.
+    Generated(&'a [Planned], usize),
     Measured(&'a BenchRow),
 }
 
@@ -289,38 +419,49 @@ pub fn run(config: &Config, on_event: &mut dyn FnMut(Event<'_>)) -> Result<Vec<B
         return Err(Error::format("no benchmark suite chosen"));
     }
     on_event(Event::Generating);
-    let columns = match &config.source {
-        Source::Tpch { sf, columns } => plain_columns(Table::Lineitem, *sf, columns.as_deref())?,
-        Source::File { path, raw_type } => vec![file_column(path, *raw_type)?],
+    let planned = match &config.source {
+        Source::Tpch { sf, columns } => tpch_plan(*sf, columns.as_deref(), &config.suites)?,
+        Source::File { path, raw_type } => vec![Planned {
+            column: file_column(path, *raw_type)?,
+            suites: config.suites.clone(),
+        }],
     };
     if let Some(dir) = &config.write_columns {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::format(format!("cannot create {}: {e}", dir.display())))?;
-        for column in &columns {
+        for Planned { column, .. } in &planned {
             let path = dir.join(column.file_name());
             std::fs::write(&path, &column.bytes)
                 .map_err(|e| Error::format(format!("cannot write {}: {e}", path.display())))?;
         }
     }
-    on_event(Event::Generated(&columns));
+    let expected = planned
+        .iter()
+        .flat_map(|p| &p.suites)
+        .map(|suite| suite.rows_per_column(config.grid.len(), config.cpu))
+        .sum();
+    on_event(Event::Generated(&planned, expected));
     if config.suites.is_empty() && config.write_columns.is_some() {
         // Only the column files were wanted (for peers): no GPU needed.
         return Ok(Vec::new());
     }
     let gpu = Gpu::get()?;
     let mut rows = Vec::new();
-    for column in &columns {
+    for Planned { column, suites } in &planned {
         let mut emit = |row: BenchRow| {
             on_event(Event::Measured(&row));
             rows.push(row);
         };
-        if config.suites.contains(&Suite::Gmatch) {
+        if suites.contains(&Suite::Gmatch) {
             rows::gmatch(gpu, config, column, &mut emit)?;
         }
-        if config.suites.contains(&Suite::Lzss) {
+        if suites.contains(&Suite::Lzss) {
             for params in &config.grid {
                 rows::lzss(gpu, config, column, params, &mut emit)?;
             }
+        }
+        if suites.contains(&Suite::Bwt) {
+            rows::bwt(gpu, config, column, &mut emit)?;
         }
     }
     Ok(rows)

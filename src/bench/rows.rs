@@ -4,10 +4,11 @@ use rayon::prelude::*;
 
 use super::measure::{Figures, cpu_row, gpu_decode_row, gpu_row, median_seconds};
 use super::{BenchRow, Config, PlainColumn, codec_name};
+use crate::codec::bwt::BwtParams;
 use crate::codec::lzss::LzssParams;
-use crate::codec::{Codec, CodecId, SnappyFormat};
+use crate::codec::{Codec, CodecId, Direction, Placement, SnappyFormat};
 use crate::gpu::Gpu;
-use crate::tpch::Row;
+use crate::tpch::{Baseline, Row};
 use crate::{Error, Result};
 
 /// Bytes per page of the batched Snappy rows (the unit nvCOMP's Snappy batches use).
@@ -42,6 +43,8 @@ fn within<T>(column: &PlainColumn, codec: &str, result: Result<T>) -> Result<T> 
 }
 
 /// A GPU row and (when configured) its CPU row, the GPU's streams checked against the CPU's.
+/// A codec that compresses only on the CPU gets a GPU row of decoding alone, of the
+/// CPU's streams.
 fn pair(
     gpu: &'static Gpu,
     config: &Config,
@@ -60,22 +63,65 @@ fn pair(
     } else {
         None
     };
-    let gpu_figures = within(
-        column,
-        name,
-        gpu_row(
-            gpu,
-            codec,
-            buffers,
-            cpu.as_ref().map(|(_, s)| s),
-            config.runs,
-        ),
-    )?;
+    let gpu_figures = if codec.id().has_gpu_path(Direction::Compress) {
+        within(
+            column,
+            name,
+            gpu_row(
+                gpu,
+                codec,
+                buffers,
+                cpu.as_ref().map(|(_, s)| s),
+                config.runs,
+            ),
+        )?
+    } else {
+        let streams = match &cpu {
+            Some((_, streams)) => streams.clone(),
+            None => within(
+                column,
+                name,
+                codec
+                    .compress_batch(&Placement::CPU, buffers)
+                    .map_err(Error::from),
+            )?,
+        };
+        let refs = streams.to_refs();
+        within(
+            column,
+            name,
+            gpu_decode_row(gpu, codec.id(), &refs, buffers, config.runs),
+        )?
+    };
     emit(row(column, name, "gpu", &gpu_figures));
     if let Some((figures, _)) = cpu {
         emit(row(column, name, "cpu", &figures));
     }
     Ok(())
+}
+
+/// The CPU row of a baseline compressor on `column` (all cores, 4 MiB pieces).
+fn baseline_row(column: &PlainColumn, baseline: Baseline, runs: usize) -> Result<BenchRow> {
+    let name = baseline.to_string();
+    let mut pieces = Vec::new();
+    let compress = median_seconds(runs, || {
+        pieces = baseline.compress(&column.bytes)?;
+        Ok(())
+    })?;
+    let mut back = Vec::new();
+    let decompress = median_seconds(runs, || {
+        back = baseline.decompress(&pieces, column.bytes.len())?;
+        Ok(())
+    })?;
+    if back != column.bytes {
+        return Err(Error::format(format!(
+            "{}: {name} did not round-trip",
+            column.name
+        )));
+    }
+    let compressed = pieces.iter().map(Vec::len).sum();
+    let figures = Figures::wall(compressed, column.bytes.len(), compress, decompress);
+    Ok(row(column, &name, "cpu", &figures))
 }
 
 /// The gmatch suite of one column.
@@ -176,4 +222,32 @@ pub(super) fn lzss(
         &[&column.bytes[..]],
         emit,
     )
+}
+
+/// The bwt suite of one column (the column as one buffer, the default block size), with
+/// `bzip2 -9` on all cores as its CPU peer.
+pub(super) fn bwt(
+    gpu: &'static Gpu,
+    config: &Config,
+    column: &PlainColumn,
+    emit: &mut dyn FnMut(BenchRow),
+) -> Result<()> {
+    let codec = Codec::Bwt(BwtParams::default());
+    pair(
+        gpu,
+        config,
+        column,
+        "bwt",
+        &codec,
+        &[&column.bytes[..]],
+        emit,
+    )?;
+    if config.cpu {
+        emit(baseline_row(
+            column,
+            Baseline::Bzip2(9),
+            config.runs.min(3),
+        )?);
+    }
+    Ok(())
 }

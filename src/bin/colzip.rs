@@ -159,7 +159,7 @@ enum Command {
     /// GPU), pinned host->host, and ordinary memory (the public call), with the CPU rows
     /// in the same run. Needs a GPU.
     Bench {
-        /// Scale factor of lineitem
+        /// Scale factor of the TPC-H tables
         #[arg(long, default_value_t = 1.0)]
         sf: f64,
         /// Measure this file instead of TPC-H (raw values of --type)
@@ -172,10 +172,12 @@ enum Command {
         /// peers such as ../shared/tools/peers.py on the same bytes)
         #[arg(long)]
         write_columns: Option<PathBuf>,
-        /// Suites to run: lzss, gmatch (`none` with --write-columns: only write the files)
+        /// Suites to run: lzss, gmatch, bwt (`none` with --write-columns: only write the files)
         #[arg(long, value_delimiter = ',', default_value = "lzss,gmatch")]
         suites: Vec<String>,
-        /// Comma-separated lineitem columns [default: all fixed-width plain columns]
+        /// Comma-separated TPC-H columns of any table (l_comment, o_comment, ...) [default:
+        /// lzss and gmatch: lineitem's fixed-width plain columns; bwt: l_comment, o_comment,
+        /// ps_comment, p_name, l_shipinstruct]
         #[arg(long)]
         columns: Option<String>,
         /// Symbol widths S of the grid
@@ -600,19 +602,9 @@ fn run(cli: Cli) -> Result<()> {
                 cpu: !no_cpu,
             };
             let bar = progress_bar();
-            let mut per_column = 0;
-            if config.suites.contains(&bench::Suite::Lzss) {
-                per_column += config.grid.len() as u64;
-            }
-            if config.suites.contains(&bench::Suite::Gmatch) {
-                per_column += bench::GMATCH_ROWS as u64 / 2;
-            }
-            let per_column = per_column * if config.cpu { 2 } else { 1 };
             let rows = bench::run(&config, &mut |event| match event {
                 bench::Event::Generating => bar.set_message("preparing the columns"),
-                bench::Event::Generated(columns) => {
-                    bar.inc_length(columns.len() as u64 * per_column)
-                }
+                bench::Event::Generated(_, rows) => bar.inc_length(rows as u64),
                 bench::Event::Measured(row) => {
                     bar.inc(1);
                     bar.set_message(format!(

@@ -55,6 +55,31 @@ impl Table {
         }
     }
 
+    /// The table a column belongs to, by the prefix TPC-H gives every column name
+    /// (`l_comment` is lineitem's, `ps_comment` partsupp's); whether it has such a
+    /// column is not checked.
+    ///
+    /// ```
+    /// use colzip::tpch::Table;
+    /// assert_eq!(Table::of_column("ps_comment"), Some(Table::Partsupp));
+    /// assert_eq!(Table::of_column("p_name"), Some(Table::Part));
+    /// assert_eq!(Table::of_column("comment"), None);
+    /// ```
+    pub fn of_column(name: &str) -> Option<Table> {
+        let (prefix, _) = name.split_once('_')?;
+        Some(match prefix {
+            "c" => Table::Customer,
+            "l" => Table::Lineitem,
+            "n" => Table::Nation,
+            "o" => Table::Orders,
+            "p" => Table::Part,
+            "ps" => Table::Partsupp,
+            "r" => Table::Region,
+            "s" => Table::Supplier,
+            _ => return None,
+        })
+    }
+
     /// Rows at scale factor 1 (nation and region do not scale).
     fn rows_at_sf1(self) -> f64 {
         match self {
