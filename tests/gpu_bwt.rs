@@ -1,10 +1,11 @@
-//! `bwt` decoding on the GPU, through the batched interface (ordinary, caller's and
-//! pinned memory): the CPU encoder's streams, at every block size and with stored
-//! blocks, singly, batched and across pipeline steps, decode to the input; corrupt
-//! streams are errors on the GPU exactly when the CPU decoder says so, and the GPU's
-//! output equals the CPU's when both accept; the device-resident decoder accepts and
-//! refuses the same streams. Without a GPU these tests say they were skipped; with
-//! `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
+//! `bwt` on the GPU, through the batched interface. Compression writes the CPU's bytes
+//! (ordinary, caller's and pinned memory; across steps; long repeats). Decoding
+//! (ordinary, caller's and pinned memory): the CPU encoder's streams, at every block size
+//! and with stored blocks, singly, batched and across pipeline steps, decode to the
+//! input; corrupt streams are errors on the GPU exactly when the CPU decoder says so, and
+//! the GPU's output equals the CPU's when both accept; the device-resident decoder
+//! accepts and refuses the same streams. Without a GPU these tests say they were skipped;
+//! with `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
 
 mod common;
 
@@ -233,4 +234,110 @@ fn resident_streams_decode_on_the_device_and_corrupt_ones_fail() {
         rejected > total / 2,
         "only {rejected} of {total} corrupt streams were rejected"
     );
+}
+
+/// Compresses `inputs` on the GPU through every entry point and checks each stream equal
+/// to the CPU's (so each side decodes the other's), and that the GPU decodes it back.
+fn check_compresses(gpu: &'static colzip::gpu::Gpu, inputs: &[Vec<u8>], block_size: u32) {
+    let codec = Codec::Bwt(BwtParams::new(block_size).unwrap());
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let cpu = codec.compress_batch(&Placement::CPU, &refs).unwrap();
+    let on_gpu = codec.compress_batch(&Placement::on(gpu), &refs).unwrap();
+    for (i, (g, c)) in on_gpu.iter().zip(cpu.iter()).enumerate() {
+        assert!(
+            g == c,
+            "block size {block_size}: input {i} ({} bytes): GPU stream ({} bytes) differs from the CPU's ({} bytes)",
+            inputs[i].len(),
+            g.len(),
+            c.len()
+        );
+    }
+    // Into the caller's buffers, and from pinned memory.
+    let mut outputs: Vec<Vec<u8>> = inputs
+        .iter()
+        .map(|i| vec![0u8; codec.max_compressed_len(i.len())])
+        .collect();
+    let mut slices: Vec<&mut [u8]> = outputs.iter_mut().map(Vec::as_mut_slice).collect();
+    let sizes = codec
+        .compress_into(&Placement::on(gpu), &refs, &mut slices)
+        .unwrap();
+    for (i, (out, &size)) in outputs.iter().zip(&sizes).enumerate() {
+        assert!(cpu.get(i) == &out[..size], "compress_into, input {i}");
+    }
+    let total: usize = refs.iter().map(|r| r.len()).sum();
+    let mut pinned_in = colzip::gpu::PinnedBuffer::new(gpu, total.max(1)).unwrap();
+    let mut at = 0;
+    for r in &refs {
+        pinned_in.as_mut_slice()[at..at + r.len()].copy_from_slice(r);
+        at += r.len();
+    }
+    let mut at = 0;
+    let pinned_refs: Vec<&[u8]> = refs
+        .iter()
+        .map(|r| {
+            at += r.len();
+            &pinned_in.as_slice()[at - r.len()..at]
+        })
+        .collect();
+    let room: usize = refs.iter().map(|r| codec.max_compressed_len(r.len())).sum();
+    let mut pinned_out = colzip::gpu::PinnedBuffer::new(gpu, room).unwrap();
+    let ranges = codec
+        .compress_pinned(gpu, &pinned_refs, &mut pinned_out)
+        .unwrap();
+    for (i, range) in ranges.iter().enumerate() {
+        assert!(
+            cpu.get(i) == &pinned_out.as_slice()[range.clone()],
+            "compress_pinned, input {i}"
+        );
+    }
+    let streams: Vec<&[u8]> = on_gpu.iter().collect();
+    let lens: Vec<usize> = inputs.iter().map(Vec::len).collect();
+    let back = gpu_decompress(gpu, CodecId::Bwt, &streams, &lens).unwrap();
+    assert!(back == inputs, "block size {block_size}: GPU round trip");
+}
+
+#[test]
+fn gpu_compression_writes_the_cpu_bytes() {
+    let Some(gpu) = gpu_or_skip("gpu_compression_writes_the_cpu_bytes") else {
+        return;
+    };
+    let mut originals = inputs();
+    originals.push(Vec::new());
+    if cases(1, 0) == 1 {
+        originals.extend(
+            tpch_lineitem_columns(0.002)
+                .into_iter()
+                .map(|(_, bytes)| bytes),
+        );
+    }
+    for &block_size in &[MIN_BLOCK_SIZE, 1 << 20][..cases(2, 1)] {
+        check_compresses(gpu, &originals, block_size);
+    }
+    // Each input alone (a batch of one block, or of a few).
+    for input in originals.iter().take(cases(usize::MAX, 3)) {
+        check_compresses(gpu, std::slice::from_ref(input), MIN_BLOCK_SIZE);
+    }
+}
+
+#[test]
+fn gpu_compression_across_steps_and_long_repeats() {
+    let Some(gpu) = gpu_or_skip("gpu_compression_across_steps_and_long_repeats") else {
+        return;
+    };
+    let step = gpu.step_bytes();
+    let mut rng = Rng(4242);
+    let words = ["pending ", "accounts ", "wake ", "slyly ", "express "];
+    let mut text = random_words(&mut rng, &words, (2 * step + 777) / 4);
+    text.truncate(2 * step + 777);
+    check_compresses(gpu, std::slice::from_ref(&text), MIN_BLOCK_SIZE);
+    // Periodic text (every suffix's group stays large for many rounds) and one byte
+    // repeated over a whole block (log2 of the block's length rounds).
+    let period: Vec<u8> = b"abcabcabd"
+        .iter()
+        .copied()
+        .cycle()
+        .take(cases(3 << 20, 100_000))
+        .collect();
+    let zeros = vec![0u8; cases(1 << 20, 70_000)];
+    check_compresses(gpu, &[period, zeros], 1 << 20);
 }

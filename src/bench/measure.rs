@@ -62,7 +62,9 @@ pub(crate) fn median_seconds(runs: usize, mut f: impl FnMut() -> Result<()>) -> 
 
 /// Uncompressed bytes per second, in 10^9.
 pub(crate) fn gbps(bytes: usize, seconds: f64) -> f64 {
-    if seconds > 0.0 {
+    if seconds.is_nan() {
+        f64::NAN // not measured
+    } else if seconds > 0.0 {
         bytes as f64 / seconds / 1e9
     } else {
         0.0
@@ -173,15 +175,19 @@ pub fn gpu_row(
     }
     drop((pinned_in, pinned_out));
 
-    // Device-resident: the kernels alone.
+    // Device-resident: the kernels alone (`NaN` for a codec with host stages).
     let mut lane = gpu.lane()?;
-    let mut job = codec.device_compressor(gpu, &mut lane, buffers)?;
     let stream = lane.stream().clone();
-    let compress_kernel = time_on_device(gpu, &stream, runs, || Ok(job.enqueue(&mut lane)?))?;
-    if job.output_bytes(gpu, &mut lane)? == 0 && total > 0 {
-        return Err(Error::format("the resident compression wrote nothing"));
-    }
-    drop(job);
+    let compress_kernel = if codec.has_device_compressor() {
+        let mut job = codec.device_compressor(gpu, &mut lane, buffers)?;
+        let seconds = time_on_device(gpu, &stream, runs, || Ok(job.enqueue(&mut lane)?))?;
+        if job.output_bytes(gpu, &mut lane)? == 0 && total > 0 {
+            return Err(Error::format("the resident compression wrote nothing"));
+        }
+        seconds
+    } else {
+        f64::NAN
+    };
     let mut job = id.device_decompressor(gpu, &mut lane, &refs, &lens)?;
     let decompress_kernel = time_on_device(gpu, &stream, runs, || Ok(job.enqueue(&mut lane)?))?;
     job.output_bytes(gpu, &mut lane)?;

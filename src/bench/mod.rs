@@ -11,9 +11,10 @@
 //! three forms ([`measure`]): kernel (device-resident), pinned host→host, and ordinary
 //! memory (the public call); each has its CPU row from the same run (all cores, ordinary
 //! memory; `snap` for the Snappy rows). GB/s are uncompressed bytes per second (10^9); a
-//! direction the GPU does not run (bwt compresses on the CPU for now, the `snap` rows
-//! decode streams `snap` wrote) is `NaN` (JSON `null`, `-` in tables). Every GPU stream is
-//! checked equal to the CPU's and to decode back; a difference is an error, not a row.
+//! figure not measured is `NaN` (JSON `null`, `-` in tables): the `snap` rows decode
+//! streams `snap` wrote, and bwt's compression has no kernel figure (its stages after the
+//! transform run on the host). Every GPU stream is checked equal to the CPU's and to
+//! decode back; a difference is an error, not a row.
 //!
 //! lzss and gmatch measure lineitem's fixed-width plain columns, bwt the string columns
 //! [`BWT_COLUMNS`], unless columns are named (of any table: their prefix says which).

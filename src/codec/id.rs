@@ -49,13 +49,15 @@ impl CodecId {
 
     /// Whether the codec has a GPU path in `direction`: the batched calls run it on the
     /// GPU when their [`Placement`] says so. The others run on the CPU whatever the
-    /// backend. (`bwt` decodes on the GPU; it compresses on the CPU.)
-    pub fn has_gpu_path(self, direction: Direction) -> bool {
+    /// backend. (Every codec but `stored` has one in both directions; `bwt` compresses
+    /// with its transform on the GPU and the stages after it on the host's cores.)
+    pub fn has_gpu_path(self, _direction: Direction) -> bool {
         match self {
-            CodecId::Lzss | CodecId::GmatchRaw | CodecId::GmatchFramed | CodecId::GmatchBlocks => {
-                true
-            }
-            CodecId::Bwt => direction == Direction::Decompress,
+            CodecId::Lzss
+            | CodecId::GmatchRaw
+            | CodecId::GmatchFramed
+            | CodecId::GmatchBlocks
+            | CodecId::Bwt => true,
             CodecId::Stored => false,
         }
     }

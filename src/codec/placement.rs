@@ -24,10 +24,9 @@ pub const GPU_MIN_BYTES: usize = 1 << 20;
 /// use colzip::codec::Direction::{Compress, Decompress};
 /// assert!(cpu.gpu().is_none() && cpu.gpu_for(CodecId::Lzss, Compress, 1 << 30).is_none());
 /// let auto = Placement::new(Backend::Auto)?;
-/// // Small batches and codecs without a GPU path always run on the CPU under auto
-/// // (bwt compresses on the CPU; with a GPU present it decodes there).
+/// // Small batches and codecs without a GPU path always run on the CPU under auto.
 /// assert!(auto.gpu_for(CodecId::Lzss, Decompress, GPU_MIN_BYTES - 1).is_none());
-/// assert!(auto.gpu_for(CodecId::Bwt, Compress, 1 << 30).is_none());
+/// assert!(auto.gpu_for(CodecId::Stored, Compress, 1 << 30).is_none());
 /// # Ok::<(), colzip::Error>(())
 /// ```
 /// Which way a codec runs: a codec may have a GPU path in one direction only.

@@ -214,10 +214,22 @@ impl Codec {
             Codec::Gmatch(format) => Box::new(gmatch::gpu::device::device_compress(
                 gpu, lane, *format, inputs,
             )?),
-            Codec::Stored | Codec::Bwt(_) => {
+            Codec::Bwt(_) => {
+                return Err(CodecError::invalid(
+                    self.name(),
+                    "no device-resident compressor: the stages after the transform run on the host",
+                ));
+            }
+            Codec::Stored => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         })
+    }
+
+    /// Whether [`Self::device_compressor`] has a device-resident form of this codec (one
+    /// whose every stage runs on the GPU).
+    pub fn has_device_compressor(&self) -> bool {
+        matches!(self, Codec::Lzss(_) | Codec::Gmatch(_))
     }
 
     fn compress_gpu(
@@ -232,7 +244,8 @@ impl Codec {
             Codec::Gmatch(format) => {
                 gmatch::gpu::compress::compress(gpu, *format, inputs, memory, sink)
             }
-            Codec::Stored | Codec::Bwt(_) => Err(CodecError::invalid(self.name(), "no GPU path")),
+            Codec::Bwt(params) => bwt::gpu::compress::compress(gpu, params, inputs, memory, sink),
+            Codec::Stored => Err(CodecError::invalid(self.name(), "no GPU path")),
         }
     }
 

@@ -105,51 +105,89 @@ fn corrupt(reason: impl Into<String>) -> CodecError {
 /// The largest stream an input of `len` bytes can give with `params`: the header, a
 /// directory entry per block (kind, varint length, CRC) and every block stored.
 pub fn max_compressed_len(len: usize, params: &BwtParams) -> usize {
-    let bs = params.block_size.clamp(MIN_BLOCK_SIZE, MAX_BLOCK_SIZE) as usize;
+    let bs = block_size(params);
     (4 + 1 + 10 + 10 + 3) + len.div_ceil(bs).saturating_mul(1 + 10 + 4) + len
+}
+
+/// The block size `params` give, within the format's bounds.
+pub(crate) fn block_size(params: &BwtParams) -> usize {
+    params.block_size.clamp(MIN_BLOCK_SIZE, MAX_BLOCK_SIZE) as usize
 }
 
 /// Compresses `input` into a self-describing stream.
 pub fn compress(input: &[u8], params: &BwtParams) -> Vec<u8> {
-    let bs = params.block_size.clamp(MIN_BLOCK_SIZE, MAX_BLOCK_SIZE) as usize;
-    let blocks: Vec<(u8, Vec<u8>, u32)> = input
+    let bs = block_size(params);
+    let blocks: Vec<CodedBlock> = input
         .par_chunks(bs)
         .map(|b| {
-            let crc = crc32c::crc32c(b);
-            match encode_block(b) {
-                Some(p) if p.len() < b.len() => (KIND_BWT, p, crc),
-                _ => (KIND_RAW, Vec::new(), crc),
-            }
+            let (bwt, aux) = transform::forward(b, AUX_LOG2);
+            CodedBlock::choose(b, encode_transformed(bwt, &aux))
         })
         .collect();
-    let payload: usize = blocks.iter().map(|(_, p, _)| p.len()).sum();
-    let mut out = Vec::with_capacity(32 + blocks.len() * 10 + payload);
+    assemble(input, bs, &blocks)
+}
+
+/// A block as the stream holds it: its kind, its payload (empty when stored) and the
+/// CRC-32C of its bytes.
+pub(crate) struct CodedBlock {
+    kind: u8,
+    payload: Vec<u8>,
+    crc: u32,
+}
+
+impl CodedBlock {
+    /// `block` coded as `payload`, or stored when that is not smaller.
+    pub(crate) fn choose(block: &[u8], payload: Vec<u8>) -> Self {
+        let crc = crc32c::crc32c(block);
+        if payload.len() < block.len() {
+            CodedBlock {
+                kind: KIND_BWT,
+                payload,
+                crc,
+            }
+        } else {
+            CodedBlock {
+                kind: KIND_RAW,
+                payload: Vec::new(),
+                crc,
+            }
+        }
+    }
+}
+
+/// The stream of `input` cut into blocks of `bs` bytes, coded as `blocks`.
+pub(crate) fn assemble(input: &[u8], bs: usize, blocks: &[CodedBlock]) -> Vec<u8> {
+    let payload: usize = blocks.iter().map(|b| b.payload.len()).sum();
+    let mut out = Vec::with_capacity(32 + blocks.len() * 15 + payload);
     out.extend_from_slice(&MAGIC);
     out.push(VERSION);
     varint::write_u64(&mut out, bs as u64);
     varint::write_u64(&mut out, input.len() as u64);
     out.extend_from_slice(&[SEG_LOG2, SUB_LOG2, AUX_LOG2]);
-    for ((kind, p, crc), raw) in blocks.iter().zip(input.chunks(bs)) {
-        out.push(*kind);
-        let len = if *kind == KIND_RAW {
+    for (block, raw) in blocks.iter().zip(input.chunks(bs)) {
+        out.push(block.kind);
+        let len = if block.kind == KIND_RAW {
             raw.len()
         } else {
-            p.len()
+            block.payload.len()
         };
         varint::write_u64(&mut out, len as u64);
-        out.extend_from_slice(&crc.to_le_bytes());
+        out.extend_from_slice(&block.crc.to_le_bytes());
     }
-    for ((kind, p, _), raw) in blocks.iter().zip(input.chunks(bs)) {
-        out.extend_from_slice(if *kind == KIND_RAW { raw } else { p });
+    for (block, raw) in blocks.iter().zip(input.chunks(bs)) {
+        out.extend_from_slice(if block.kind == KIND_RAW {
+            raw
+        } else {
+            &block.payload
+        });
     }
     out
 }
 
-/// The BWT payload of one non-empty block (`None` is never returned today; the caller
-/// stores the block raw when the payload is not smaller).
-fn encode_block(block: &[u8]) -> Option<Vec<u8>> {
-    let n = block.len();
-    let (bwt, aux) = transform::forward(block, AUX_LOG2);
+/// The BWT payload of one non-empty block from its transform (`bwt`, as long as the
+/// block) and auxiliary indices at rate `2^AUX_LOG2`: the stages after the transform
+/// (move-to-front, zero runs, Huffman coding), which the CPU and the GPU paths share.
+pub(crate) fn encode_transformed(bwt: Vec<u8>, aux: &[u32]) -> Vec<u8> {
     let alphabet = mtf::alphabet(&bwt);
     let values = mtf::encode(&bwt, &alphabet);
     drop(bwt);
@@ -162,7 +200,7 @@ fn encode_block(block: &[u8]) -> Option<Vec<u8>> {
     let enc = huffman::encode(&symbols, &freq, geo);
 
     let mut out = Vec::with_capacity(enc.bits.len() + 1024);
-    for &a in &aux {
+    for &a in aux {
         varint::write_u64(&mut out, u64::from(a));
     }
     varint::write_u64(&mut out, enc.total_bits);
@@ -171,8 +209,7 @@ fn encode_block(block: &[u8]) -> Option<Vec<u8>> {
     enc.write_side(&mut side);
     out.extend_from_slice(&side.finish());
     out.extend_from_slice(&enc.bits);
-    debug_assert!(n > 0);
-    Some(out)
+    out
 }
 
 fn write_used(w: &mut BitWriter, alphabet: &[u8]) {

@@ -36,7 +36,10 @@ const CRC_THREADS: u32 = 256;
 
 /// Every kernel file of bwt with the defines its launchers compile it with.
 pub(crate) fn kernel_builds() -> Vec<(KernelSource, Vec<Define>)> {
-    vec![(BWT_DECOMPRESS, BwtDecodeError::defines())]
+    vec![
+        (BWT_DECOMPRESS, BwtDecodeError::defines()),
+        (super::forward::BWT_FORWARD, Vec::new()),
+    ]
 }
 
 /// Why the GPU decoder rejected a block (`B_*` in `kernels/bwt_decompress.cu`).

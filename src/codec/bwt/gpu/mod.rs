@@ -1,14 +1,18 @@
-//! `bwt` on the GPU: decompression of batches of streams, every stage of the format's
-//! parallel decoder in kernels (gap-array Huffman decoding, zero runs and move-to-front
-//! by chunks, the LF mapping and the inverse BWT by stretches, the block CRCs), writing
-//! exactly the CPU decoder's bytes and failing exactly where it fails. Compression runs
-//! on the CPU. Callers go through the batched interface, [`crate::codec::CodecId`]; this
-//! module holds the step pipeline (`decompress.rs`), the device-resident form
-//! (`device.rs`), what both upload and check (`step.rs`) and the kernels' launchers
-//! (`launch.rs`).
+//! `bwt` on the GPU. Decompression: every stage of the format's parallel decoder in
+//! kernels (gap-array Huffman decoding, zero runs and move-to-front by chunks, the LF
+//! mapping and the inverse BWT by stretches, the block CRCs), writing exactly the CPU
+//! decoder's bytes and failing exactly where it fails. Compression: the forward transform
+//! of many blocks at once by suffix sorting on the GPU, the stages after it on the host's
+//! cores, the CPU's bytes. Callers go through the batched interface,
+//! [`crate::codec::Codec`] and [`crate::codec::CodecId`]; this module holds the step
+//! pipelines (`compress.rs`, `decompress.rs`), the device-resident decoder (`device.rs`),
+//! what decoding uploads and checks (`step.rs`), and the launchers (`forward.rs` for the
+//! transform, `launch.rs` for decoding).
 
+pub(crate) mod compress;
 pub(crate) mod decompress;
 pub(crate) mod device;
+pub(crate) mod forward;
 pub(crate) mod launch;
 mod step;
 
