@@ -88,6 +88,8 @@ async fn all_22_queries_match_with_a_codec_per_column() {
     let options = CompressOptions {
         codec: "gmatch".parse().unwrap(),
         block_rows: 10_000,
+        // Scans stream many windows of a few blocks each.
+        scan_window_bytes: 200_000,
         ..CompressOptions::default()
     }
     .with_column("l_comment", "bwt".parse().unwrap())
@@ -115,10 +117,12 @@ fn schema() -> SchemaRef {
     ]))
 }
 
-/// Three partitions of 3 blocks (2,500-row blocks, 7,000 rows each).
+/// Three partitions of 3 blocks (2,500-row blocks, 7,000 rows each), scanned a block or
+/// two at a time.
 fn table() -> CompressedTable {
     let options = CompressOptions {
         block_rows: 2_500,
+        scan_window_bytes: 50_000,
         ..CompressOptions::default()
     };
     let batch = sample(21_000);
@@ -157,6 +161,53 @@ async fn run_counting(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, Vec
         .sum_by_name("decompressed_columns")
         .map_or(0, |m| m.as_usize());
     (batches, scan.projection().to_vec(), decompressed)
+}
+
+#[tokio::test]
+async fn filters_skip_the_blocks_their_zones_rule_out() {
+    let ctx = SessionContext::new();
+    ctx.register_table("t", Arc::new(table())).unwrap();
+    let plain = SessionContext::new();
+    plain
+        .register_table(
+            "t",
+            Arc::new(MemTable::try_new(schema(), vec![vec![sample(21_000)]]).unwrap()),
+        )
+        .unwrap();
+    // ids run 0..21000 in order, so each of the 9 blocks holds one range of them.
+    for (sql, scanned) in [
+        // Only the last block (ids 19000..21000) can hold these rows.
+        ("SELECT id, name FROM t WHERE id >= 20500 ORDER BY id", 1),
+        // Blocks 2,500 rows wide: ids 2400..2600 lie in the first two.
+        (
+            "SELECT sum(grp) AS s FROM t WHERE id BETWEEN 2400 AND 2600",
+            2,
+        ),
+        (
+            "SELECT count(*) AS n FROM t WHERE name = 'name 3' AND id < 100",
+            1,
+        ),
+        // No zone rules anything out: every block is read.
+        ("SELECT count(*) AS n FROM t WHERE grp = 3", 9),
+        ("SELECT count(*) AS n FROM t WHERE id > 30000", 0),
+    ] {
+        let plan = ctx
+            .sql(sql)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let batches = collect(plan.clone(), ctx.task_ctx()).await.unwrap();
+        let expected = plain.sql(sql).await.unwrap().collect().await.unwrap();
+        assert_eq!(text(&batches), text(&expected), "{sql}");
+        let scan = find_scan(&plan).expect("a CompressedScanExec in the plan");
+        let metrics = scan.metrics().unwrap();
+        let count = |name: &str| metrics.sum_by_name(name).map_or(0, |m| m.as_usize());
+        assert_eq!(count("blocks_pruned"), 9 - scanned, "{sql}");
+        let columns = scan.projection().len();
+        assert_eq!(count("decompressed_columns"), scanned * columns, "{sql}");
+    }
 }
 
 #[tokio::test]

@@ -34,6 +34,7 @@
 mod memory;
 mod scan;
 mod sink;
+mod zones;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -48,8 +49,10 @@ use datafusion::common::{ColumnStatistics, SchemaExt, Statistics};
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::TableType;
 use datafusion::datasource::sink::DataSinkExec;
-use datafusion::logical_expr::Expr;
 use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 use rayon::prelude::*;
@@ -60,7 +63,7 @@ use crate::gpu::Backend;
 use crate::{Error, Result};
 
 pub use memory::arrow_memory;
-pub use scan::CompressedScanExec;
+pub use scan::{CompressedScanExec, WINDOW_BYTES};
 
 /// Rows per compressed block unless [`CompressOptions::block_rows`] says otherwise: large
 /// enough for the codecs to find repeats, small enough that a limit or a partition's
@@ -78,16 +81,21 @@ pub struct CompressOptions {
     pub placement: Placement,
     /// Rows per block: the input batches of a partition are cut and joined to this size.
     pub block_rows: usize,
+    /// Plain bytes of the projected columns a scan decodes per batched call (a window of
+    /// whole blocks, at least one): what a partition's scan holds, twice over, at a time.
+    pub scan_window_bytes: usize,
 }
 
 impl Default for CompressOptions {
-    /// `auto` for every column, on the CPU, blocks of [`DEFAULT_BLOCK_ROWS`].
+    /// `auto` for every column, on the CPU, blocks of [`DEFAULT_BLOCK_ROWS`], scans by
+    /// windows of [`scan::WINDOW_BYTES`].
     fn default() -> Self {
         CompressOptions {
             codec: CodecChoice::Auto,
             columns: HashMap::new(),
             placement: Placement::CPU,
             block_rows: DEFAULT_BLOCK_ROWS,
+            scan_window_bytes: scan::WINDOW_BYTES,
         }
     }
 }
@@ -123,11 +131,13 @@ impl CompressOptions {
     }
 }
 
-/// Up to [`CompressOptions::block_rows`] rows of a table, every column compressed.
+/// Up to [`CompressOptions::block_rows`] rows of a table, every column compressed, with
+/// each column's zone (minimum and maximum) for pruning.
 #[derive(Debug)]
 pub(crate) struct Block {
     rows: usize,
     columns: Vec<CompressedColumn>,
+    zones: Vec<Option<zones::Zone>>,
 }
 
 impl Block {
@@ -202,6 +212,23 @@ impl CompressedTable {
         let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
         let partitions = frame.collect_partitioned().await.map_err(Error::from)?;
         Self::try_new(schema, partitions, options)
+    }
+
+    /// The predicate that prunes blocks for `filters` (their conjunction), or `None` when
+    /// there are none or they say nothing about zones (pruning is only an optimization:
+    /// a filter it cannot use is left to the filter above the scan).
+    fn pruning_predicate(
+        &self,
+        state: &dyn Session,
+        filters: &[Expr],
+    ) -> Option<Arc<PruningPredicate>> {
+        let expr = conjunction(filters.iter().cloned())?;
+        let df_schema =
+            datafusion::common::DFSchema::try_from(self.schema.as_ref().clone()).ok()?;
+        let physical = state.create_physical_expr(expr, &df_schema).ok()?;
+        PruningPredicateBuilder::new()
+            .with_file_schema(self.schema.clone())
+            .build(physical)
     }
 
     /// The options the table compresses with (inserted rows too).
@@ -325,9 +352,15 @@ fn compress_block(
             column::compress_field_on(field, array.as_ref(), codec, placement)
         })
         .collect::<Result<Vec<_>>>()?;
+    let zones = batch
+        .columns()
+        .par_iter()
+        .map(|array| zones::Zone::of(array.as_ref()))
+        .collect();
     Ok(Arc::new(Block {
         rows: batch.num_rows(),
         columns,
+        zones,
     }))
 }
 
@@ -448,9 +481,9 @@ impl TableProvider for CompressedTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         limit: Option<usize>,
     ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
         let projection = match projection {
@@ -458,13 +491,26 @@ impl TableProvider for CompressedTable {
             None => (0..self.schema.fields().len()).collect(),
         };
         let partitions = self.read().clone();
-        Ok(Arc::new(CompressedScanExec::try_new(
-            &self.schema,
-            partitions,
-            projection,
-            limit,
-            self.options.placement,
-        )?))
+        Ok(Arc::new(
+            CompressedScanExec::try_new(
+                &self.schema,
+                partitions,
+                projection,
+                limit,
+                self.options.placement,
+                self.options.scan_window_bytes,
+            )?
+            .with_pruning(self.pruning_predicate(state, filters)),
+        ))
+    }
+
+    /// Every filter is offered to the scan for pruning blocks by their zones, and stays
+    /// above it as well (inexact): the scan only skips blocks no row of which passes.
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> datafusion::error::Result<Vec<TableProviderFilterPushDown>> {
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
     }
 
     /// Exact row and null counts; the total byte size is the compressed size (the memory

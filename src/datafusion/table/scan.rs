@@ -1,5 +1,8 @@
 //! The scan of a compressed table: per partition, the projected columns of its blocks are
-//! decompressed in one parallel call, off the async runtime's threads.
+//! decompressed a window of blocks at a time (about [`WINDOW_BYTES`] of plain bytes, one
+//! batched call each, on the GPU under `auto` when there is one), off the async runtime's
+//! threads, the next window decoding while the query works on the current one: memory
+//! during a scan stays near two windows per partition, not the table's plain size.
 
 use std::fmt;
 use std::sync::Arc;
@@ -21,22 +24,33 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
+use super::zones::blocks_to_scan;
 use super::{Block, Partitions, block_statistics};
 use crate::codec::Placement;
 use crate::column;
+use datafusion::physical_optimizer::pruning::PruningPredicate;
 
 /// Scans a [`CompressedTable`](super::CompressedTable): one output partition per table
 /// partition, only the projected columns decompressed.
 ///
-/// Metrics (shown by `EXPLAIN ANALYZE`): `output_rows`, `decompressed_columns` (column
-/// blocks decompressed), `decompressed_bytes` (their plain parts) and `decompress_time`.
+/// Blocks whose zones rule out every row under the pushed filters are skipped.
+///
+/// Metrics (shown by `EXPLAIN ANALYZE`): `output_rows`, `blocks_pruned` (blocks skipped by
+/// their zones), `decompressed_columns` (column blocks decompressed),
+/// `decompressed_bytes` (their plain parts) and `decompress_time`.
 pub struct CompressedScanExec {
+    /// The table's schema (the zones are of its columns).
+    schema_full: SchemaRef,
     partitions: Partitions,
     projection: Vec<usize>,
     /// Names of the projected columns, for display.
     names: Vec<String>,
     limit: Option<usize>,
     placement: Placement,
+    /// Projected plain bytes decoded per batched call.
+    window_bytes: usize,
+    /// Prunes blocks by their zones (from the pushed filters).
+    pruning: Option<Arc<PruningPredicate>>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -48,6 +62,7 @@ impl CompressedScanExec {
         projection: Vec<usize>,
         limit: Option<usize>,
         placement: Placement,
+        window_bytes: usize,
     ) -> Result<Self> {
         let projected = Arc::new(schema.project(&projection)?);
         let names = projected
@@ -62,14 +77,28 @@ impl CompressedScanExec {
             Boundedness::Bounded,
         );
         Ok(CompressedScanExec {
+            schema_full: schema.clone(),
             partitions,
             projection,
             names,
             limit,
             placement,
+            window_bytes: window_bytes.max(1),
+            pruning: None,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
         })
+    }
+
+    /// Skips, in every partition, the blocks whose zones `predicate` rules out.
+    pub(super) fn with_pruning(mut self, predicate: Option<Arc<PruningPredicate>>) -> Self {
+        self.pruning = predicate;
+        self
+    }
+
+    /// Whether the scan prunes blocks by a pushed filter.
+    pub fn prunes(&self) -> bool {
+        self.pruning.is_some()
     }
 
     /// The projected column indexes (into the table's schema).
@@ -167,36 +196,70 @@ impl ExecutionPlan for CompressedScanExec {
                 self.partitions.len()
             ))
         })?;
-        // Only the blocks a limit needs (each partition may stop at the limit).
+        let metrics = Metrics::new(&self.metrics, partition);
+        // The blocks the pushed filters do not rule out, then only those a limit needs
+        // (each partition may stop at the limit).
+        let keep = match &self.pruning {
+            Some(predicate) => blocks_to_scan(predicate, blocks, &self.schema_full),
+            None => vec![true; blocks.len()],
+        };
+        metrics
+            .pruned
+            .add(keep.iter().filter(|&&scan| !scan).count());
         let mut needed = Vec::new();
         let mut rows = 0;
-        for block in blocks {
+        for block in blocks
+            .iter()
+            .zip(&keep)
+            .filter(|(_, scan)| **scan)
+            .map(|(b, _)| b)
+        {
             if self.limit.is_some_and(|limit| rows >= limit) {
                 break;
             }
             rows += block.rows;
             needed.push(block.clone());
         }
-        let job = Job {
-            blocks: needed,
+        let job = Arc::new(Job {
             projection: self.projection.clone(),
             schema: self.schema(),
-            limit: self.limit,
             batch_size: context.session_config().batch_size().max(1),
             placement: self.placement,
-            metrics: Metrics::new(&self.metrics, partition),
+            metrics,
+        });
+        let windows = windows(&needed, &self.projection, self.limit, self.window_bytes);
+        let state = Windows {
+            job,
+            windows: windows.into_iter(),
+            next: None,
         };
-        let schema = self.schema();
-        let stream = futures::stream::once(async move {
-            tokio::task::spawn_blocking(move || job.run())
-                .await
-                .map_err(|e| DataFusionError::External(Box::new(e)))?
+        // Each window decodes on a blocking thread; the next one starts as soon as the
+        // current one is handed out, so decoding overlaps the query's work on it, and at
+        // most two windows' plain columns are held at a time.
+        let stream = futures::stream::unfold(state, |mut state| async move {
+            let current = match state.next.take() {
+                Some(handle) => handle,
+                None => state.start_next()?,
+            };
+            let result = match current.await {
+                Ok(result) => result,
+                Err(e) => Err(DataFusionError::External(Box::new(e))),
+            };
+            if result.is_ok() {
+                state.next = state.start_next();
+            } else {
+                state.windows = Vec::new().into_iter(); // stop after an error
+            }
+            Some((result, state))
         })
         .flat_map(|result: Result<Vec<RecordBatch>>| match result {
             Ok(batches) => futures::stream::iter(batches.into_iter().map(Ok).collect::<Vec<_>>()),
             Err(e) => futures::stream::iter(vec![Err(e)]),
         });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema(),
+            stream,
+        )))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
@@ -248,6 +311,7 @@ impl CompressedScanExec {
 
 struct Metrics {
     output_rows: datafusion::physical_plan::metrics::Count,
+    pruned: datafusion::physical_plan::metrics::Count,
     columns: datafusion::physical_plan::metrics::Count,
     bytes: datafusion::physical_plan::metrics::Count,
     time: datafusion::physical_plan::metrics::Time,
@@ -257,6 +321,7 @@ impl Metrics {
     fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
         Metrics {
             output_rows: MetricBuilder::new(set).output_rows(partition),
+            pruned: MetricBuilder::new(set).counter("blocks_pruned", partition),
             columns: MetricBuilder::new(set).counter("decompressed_columns", partition),
             bytes: MetricBuilder::new(set).counter("decompressed_bytes", partition),
             time: MetricBuilder::new(set).subset_time("decompress_time", partition),
@@ -264,43 +329,113 @@ impl Metrics {
     }
 }
 
-/// The decompression of one partition, run on a blocking thread.
-struct Job {
+/// Plain bytes of the projected columns that one window of a scan decodes in one batched
+/// call, by default ([`super::CompressOptions::scan_window_bytes`]): enough to send the
+/// call to the GPU under `auto` and to keep the pool busy, small enough that a partition
+/// holds little more than two windows at a time.
+pub const WINDOW_BYTES: usize = 64 << 20;
+
+/// A run of consecutive blocks decoded together, and how many of its rows to hand out.
+struct Window {
     blocks: Vec<Arc<Block>>,
+    rows: usize,
+}
+
+/// The blocks cut into windows of about `window_bytes` of projected plain bytes (at least
+/// one block each), with the rows each hands out under `limit`.
+fn windows(
+    blocks: &[Arc<Block>],
+    projection: &[usize],
+    limit: Option<usize>,
+    window_bytes: usize,
+) -> Vec<Window> {
+    let mut out = Vec::new();
+    let mut remaining = limit.unwrap_or(usize::MAX);
+    let mut current = Window {
+        blocks: Vec::new(),
+        rows: 0,
+    };
+    let mut bytes = 0;
+    for block in blocks {
+        if remaining == 0 {
+            break;
+        }
+        let block_bytes: usize = projection
+            .iter()
+            .map(|&c| block.columns[c].plain_bytes())
+            .sum();
+        if !current.blocks.is_empty() && bytes + block_bytes > window_bytes {
+            out.push(std::mem::replace(
+                &mut current,
+                Window {
+                    blocks: Vec::new(),
+                    rows: 0,
+                },
+            ));
+            bytes = 0;
+        }
+        let rows = block.rows.min(remaining);
+        remaining -= rows;
+        current.blocks.push(block.clone());
+        current.rows += rows;
+        bytes += block_bytes;
+    }
+    if !current.blocks.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// The windows of a partition's scan still to decode, and the one decoding ahead.
+struct Windows {
+    job: Arc<Job>,
+    windows: std::vec::IntoIter<Window>,
+    next: Option<tokio::task::JoinHandle<Result<Vec<RecordBatch>>>>,
+}
+
+impl Windows {
+    /// Starts decoding the next window on a blocking thread (`None` when none is left).
+    fn start_next(&mut self) -> Option<tokio::task::JoinHandle<Result<Vec<RecordBatch>>>> {
+        let window = self.windows.next()?;
+        let job = self.job.clone();
+        Some(tokio::task::spawn_blocking(move || job.run(&window)))
+    }
+}
+
+/// What every window of one partition's scan decodes with.
+struct Job {
     projection: Vec<usize>,
     schema: SchemaRef,
-    limit: Option<usize>,
     batch_size: usize,
     placement: Placement,
     metrics: Metrics,
 }
 
 impl Job {
-    fn run(self) -> Result<Vec<RecordBatch>> {
+    /// Decodes `window`'s projected columns in one batched call and cuts its rows into
+    /// batches of the session's batch size.
+    fn run(&self, window: &Window) -> Result<Vec<RecordBatch>> {
         let timer = self.metrics.time.timer();
-        // Every (block, column) pair at once: the pool sees all of the partition's work.
-        let pairs: Vec<(usize, usize)> = (0..self.blocks.len())
+        // Every (block, column) pair at once: the pool (or the GPU) sees the whole window.
+        let pairs: Vec<(usize, usize)> = (0..window.blocks.len())
             .flat_map(|b| self.projection.iter().map(move |&c| (b, c)))
             .collect();
         let columns: Vec<&column::CompressedColumn> = pairs
             .iter()
-            .map(|&(b, c)| &self.blocks[b].columns[c])
+            .map(|&(b, c)| &window.blocks[b].columns[c])
             .collect();
         let arrays: Vec<ArrayRef> = column::decompress_columns_on(&columns, self.placement)
             .map_err(DataFusionError::from)?;
         timer.done();
         self.metrics.columns.add(arrays.len());
-        self.metrics.bytes.add(
-            pairs
-                .iter()
-                .map(|&(b, c)| self.blocks[b].columns[c].plain_bytes())
-                .sum(),
-        );
+        self.metrics
+            .bytes
+            .add(columns.iter().map(|c| c.plain_bytes()).sum());
         let width = self.projection.len();
         let mut arrays = arrays.into_iter();
         let mut out = Vec::new();
-        let mut remaining = self.limit.unwrap_or(usize::MAX);
-        for block in &self.blocks {
+        let mut remaining = window.rows;
+        for block in &window.blocks {
             let columns: Vec<ArrayRef> = arrays.by_ref().take(width).collect();
             let options = RecordBatchOptions::new().with_row_count(Some(block.rows));
             let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
@@ -321,5 +456,48 @@ impl Job {
             .output_rows
             .add(out.iter().map(|b| b.num_rows()).sum());
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::Int64Array;
+
+    fn block(rows: usize) -> Arc<Block> {
+        let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows as i64));
+        let column = column::compress(&values, &"stored".parse().unwrap()).unwrap();
+        Arc::new(Block {
+            rows,
+            columns: vec![column],
+            zones: vec![None],
+        })
+    }
+
+    #[test]
+    fn windows_hold_whole_blocks_up_to_the_byte_bound_and_stop_at_the_limit() {
+        // 10 blocks of 1,000 Int64 rows: 8,000 plain bytes each.
+        let blocks: Vec<Arc<Block>> = (0..10).map(|_| block(1_000)).collect();
+        let sizes = |w: &[Window]| {
+            w.iter()
+                .map(|w| (w.blocks.len(), w.rows))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            sizes(&windows(&blocks, &[0], None, 20_000)),
+            vec![(2, 2_000); 5]
+        );
+        // A bound below one block still takes one block per window.
+        assert_eq!(
+            sizes(&windows(&blocks, &[0], None, 1)),
+            vec![(1, 1_000); 10]
+        );
+        // A limit ends the last window mid-block and leaves out the blocks after it.
+        assert_eq!(
+            sizes(&windows(&blocks, &[0], Some(2_500), 20_000)),
+            vec![(2, 2_000), (1, 500)]
+        );
+        assert!(windows(&blocks, &[0], Some(0), 20_000).is_empty());
+        assert!(windows(&[], &[0], None, 20_000).is_empty());
     }
 }
