@@ -185,19 +185,31 @@ pub(crate) fn assemble(input: &[u8], bs: usize, blocks: &[CodedBlock]) -> Vec<u8
 }
 
 /// The BWT payload of one non-empty block from its transform (`bwt`, as long as the
-/// block) and auxiliary indices at rate `2^AUX_LOG2`: the stages after the transform
-/// (move-to-front, zero runs, Huffman coding), which the CPU and the GPU paths share.
+/// block) and auxiliary indices at rate `2^AUX_LOG2`: move-to-front, zero runs, then
+/// [`encode_symbols`].
 pub(crate) fn encode_transformed(bwt: Vec<u8>, aux: &[u32]) -> Vec<u8> {
     let alphabet = mtf::alphabet(&bwt);
     let values = mtf::encode(&bwt, &alphabet);
     drop(bwt);
     let (symbols, freq) = zrle::encode(&values, alphabet.len() + 1);
     drop(values);
+    encode_symbols(&alphabet, &symbols, &freq, aux)
+}
+
+/// The BWT payload from the block's zero-run symbols (`freq`: their counts, one per
+/// symbol of the alphabet of `alphabet.len() + 1`): the auxiliary indices, the Huffman
+/// side information and bitstream. The CPU and GPU paths share it.
+pub(crate) fn encode_symbols(
+    alphabet: &[u8],
+    symbols: &[u16],
+    freq: &[u32],
+    aux: &[u32],
+) -> Vec<u8> {
     let geo = Geometry {
         seg_log2: SEG_LOG2,
         sub_log2: SUB_LOG2,
     };
-    let enc = huffman::encode(&symbols, &freq, geo);
+    let enc = huffman::encode(symbols, freq, geo);
 
     let mut out = Vec::with_capacity(enc.bits.len() + 1024);
     for &a in aux {
@@ -205,7 +217,7 @@ pub(crate) fn encode_transformed(bwt: Vec<u8>, aux: &[u32]) -> Vec<u8> {
     }
     varint::write_u64(&mut out, enc.total_bits);
     let mut side = BitWriter::with_capacity(1024);
-    write_used(&mut side, &alphabet);
+    write_used(&mut side, alphabet);
     enc.write_side(&mut side);
     out.extend_from_slice(&side.finish());
     out.extend_from_slice(&enc.bits);

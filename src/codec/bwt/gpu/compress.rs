@@ -1,8 +1,8 @@
 //! Compression of a batch with the transform on the GPU: steps of whole blocks go to the
-//! device, where every block of a step is suffix-sorted at once (`forward.rs`); the
-//! transformed bytes and auxiliary indices come back, and the stages after the transform
-//! (move-to-front, zero runs, Huffman coding) and the CRCs run on all host cores, one step
-//! while the GPU sorts the next. The streams are assembled as the CPU path assembles them
+//! device, where every block of a step is suffix-sorted at once (`forward.rs`) and
+//! move-to-front and zero-run coded (`symbols.rs`); the symbols and auxiliary indices
+//! come back, and the Huffman stage and the CRCs run on all host cores, one step while
+//! the GPU works on the next. The streams are assembled as the CPU path assembles them
 //! ([`assemble`]), so the bytes are the CPU's.
 
 use std::ops::Range;
@@ -11,9 +11,10 @@ use std::sync::mpsc;
 use rayon::prelude::*;
 
 use super::forward::{ForwardKernels, forward};
+use super::symbols::{SymbolKernels, enqueue_symbols, put_back};
 use crate::codec::batch::Sink;
 use crate::codec::bwt::{
-    AUX_LOG2, BwtParams, CodedBlock, NAME, assemble, block_size, encode_transformed,
+    AUX_LOG2, BwtParams, CodedBlock, NAME, assemble, block_size, encode_symbols,
 };
 use crate::codec::error::{CodecError, Result};
 use crate::gpu::{Gpu, HostMemory, copy_to_host, upload_pieces};
@@ -27,10 +28,11 @@ struct Block {
     range: Range<usize>,
 }
 
-/// A step's transform on the host: the transformed bytes of its blocks one after
-/// another, and their auxiliary indices with where each block's start.
+/// A step's blocks as the host codes them further: each block's zero-run symbols and
+/// alphabet, and the auxiliary indices with where each block's start.
 struct Transformed {
-    bwt: Vec<u8>,
+    symbols: Vec<Vec<u16>>,
+    alphabets: Vec<Vec<u8>>,
     aux: Vec<u32>,
     aux_first: Vec<usize>,
 }
@@ -61,7 +63,10 @@ pub(crate) fn compress(
         .max(2 * rayon::current_num_threads() * bs)
         .min(MAX_STEP_BYTES);
     let steps = plan_steps(&blocks, step);
-    let kernels = ForwardKernels::new(gpu)?;
+    let kernels = Kernels {
+        forward: ForwardKernels::new(gpu)?,
+        symbols: SymbolKernels::new(gpu)?,
+    };
     let mut lane = gpu.lane()?;
     // The host stages of a step run on another thread (and all cores) while the GPU
     // sorts the next; one step waits at most, so memory stays bounded.
@@ -145,56 +150,100 @@ fn plan_steps(blocks: &[Block], step: usize) -> Vec<Range<usize>> {
     steps
 }
 
-/// The forward transform of a step's blocks (`pieces`) on the GPU, brought back.
+/// The forward transform, move-to-front and zero runs of a step's blocks (`pieces`) on
+/// the GPU, the symbols brought back.
 fn transform_step(
     gpu: &Gpu,
     lane: &mut crate::gpu::Lane,
-    kernels: &ForwardKernels,
+    kernels: &Kernels,
     pieces: &[&[u8]],
     memory: HostMemory,
 ) -> Result<Transformed> {
     let lens: Vec<usize> = pieces.iter().map(|p| p.len()).collect();
     let total: usize = lens.iter().sum();
+    let count = lens.len();
     let mut text = lane.take_device("bwtf.text", total)?;
     upload_pieces(gpu, lane, pieces, memory, "bwtf.text", &mut text)?;
-    let t = forward(lane, kernels, &text, &lens, AUX_LOG2)?;
+    let t = forward(lane, &kernels.forward, &text, &lens, AUX_LOG2)?;
+    let s = enqueue_symbols(lane, &kernels.symbols, &t.out, &lens)?;
     let aux_total = *t.aux_first.last().expect("a total");
-    let mut bwt = vec![0u8; total];
     let mut aux_bytes = vec![0u8; 4 * aux_total];
-    copy_to_host(lane.stream(), &t.out.slice(..total), &mut bwt)?;
-    copy_to_host(lane.stream(), &t.aux.slice(..4 * aux_total), &mut aux_bytes)?;
+    let mut counts = vec![0u8; 8 * count];
+    let mut sets = vec![0u8; 32 * count];
+    let stream = lane.stream().clone();
+    copy_to_host(&stream, &t.aux.slice(..4 * aux_total), &mut aux_bytes)?;
+    copy_to_host(&stream, &s.counts.slice(..8 * count), &mut counts)?;
+    copy_to_host(&stream, &s.sets.slice(..32 * count), &mut sets)?;
+    lane.synchronize()?;
+    let counts: Vec<usize> = counts
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")) as usize)
+        .collect();
+    let mut symbol_bytes: Vec<Vec<u8>> = counts.iter().map(|&c| vec![0u8; 2 * c]).collect();
+    let mut at = 0;
+    for ((bytes, &len), &c) in symbol_bytes.iter_mut().zip(&lens).zip(&counts) {
+        if c > len {
+            return Err(CodecError::invalid(
+                NAME,
+                format!("the GPU wrote {c} symbols for a block of {len} bytes"),
+            ));
+        }
+        copy_to_host(&stream, &s.symbols.slice(2 * at..2 * (at + c)), bytes)?;
+        at += len;
+    }
     lane.synchronize()?;
     lane.put_device("bwtf.text", text);
     lane.put_device("bwtf.out", t.out);
     lane.put_device("bwtf.aux", t.aux);
+    put_back(lane, s);
+    let symbols = symbol_bytes
+        .into_par_iter()
+        .map(|bytes| {
+            bytes
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect()
+        })
+        .collect();
+    let alphabets = sets
+        .chunks_exact(32)
+        .map(|set| {
+            (0..=255u8)
+                .filter(|&v| set[v as usize / 8] & (1 << (v % 8)) != 0)
+                .collect()
+        })
+        .collect();
     let aux = aux_bytes
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
         .collect();
     Ok(Transformed {
-        bwt,
+        symbols,
+        alphabets,
         aux,
         aux_first: t.aux_first,
     })
 }
 
-/// The stages after the transform, and the CRCs, of a step's blocks on all cores.
+/// The Huffman stage and the CRCs of a step's blocks on all cores.
 fn encode_step(pieces: &[&[u8]], t: Transformed) -> Vec<CodedBlock> {
-    let mut at = 0;
-    let ranges: Vec<Range<usize>> = pieces
-        .iter()
-        .map(|p| {
-            at += p.len();
-            at - p.len()..at
-        })
-        .collect();
     pieces
         .par_iter()
-        .zip(ranges)
+        .zip(t.symbols.par_iter().zip(&t.alphabets))
         .enumerate()
-        .map(|(b, (piece, range))| {
+        .map(|(b, (piece, (symbols, alphabet)))| {
             let aux = &t.aux[t.aux_first[b]..t.aux_first[b + 1]];
-            CodedBlock::choose(piece, encode_transformed(t.bwt[range].to_vec(), aux))
+            let mut freq = vec![0u32; alphabet.len() + 1];
+            for &s in symbols {
+                freq[s as usize] += 1;
+            }
+            CodedBlock::choose(piece, encode_symbols(alphabet, symbols, &freq, aux))
         })
         .collect()
+}
+
+/// The kernels of compression.
+struct Kernels {
+    forward: ForwardKernels,
+    symbols: SymbolKernels,
 }

@@ -39,6 +39,7 @@ pub(crate) fn kernel_builds() -> Vec<(KernelSource, Vec<Define>)> {
     vec![
         (BWT_DECOMPRESS, BwtDecodeError::defines()),
         (super::forward::BWT_FORWARD, Vec::new()),
+        (super::symbols::BWT_ENCODE, Vec::new()),
     ]
 }
 
