@@ -29,7 +29,9 @@ use crate::Result;
 
 pub use create_table::{execute_logical_plan, set_table_kind, sql, table_kind};
 pub use table_kind::TableKind;
-pub use tpch::{QueryRun, TableMemory, TpchEvent, TpchSession, register_tables};
+pub use tpch::{
+    QueryRun, TableMemory, TpchEvent, TpchSession, register_generated, register_tables, run_query,
+};
 
 /// A session context with colzip's SQL functions and `COLZIP_PARQUET` format registered
 /// (see [`register`](super::register)), the information schema on, so `SHOW TABLES`
