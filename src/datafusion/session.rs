@@ -2,8 +2,9 @@
 //! format registered ([`context`]), optionally the eight TPC-H tables generated in-process
 //! as plain `MemTable`s or as [`CompressedTable`](super::table::CompressedTable)s
 //! ([`TpchSession`]), `CREATE TABLE` making compressed tables in a session put in
-//! compressed mode ([`set_table_kind`], [`sql`]), and the statement runner behind
-//! `colzip sql` ([`shell`]).
+//! compressed mode ([`set_table_kind`], [`sql`]), the statement runner behind
+//! `colzip sql` ([`shell`]), and whether two query results are the same
+//! ([`same_result`]).
 //!
 //! ```
 //! use colzip::datafusion::session::{TableKind, TpchSession};
@@ -19,6 +20,7 @@
 //! ```
 
 mod create_table;
+pub mod same_result;
 pub mod shell;
 mod table_kind;
 mod tpch;
