@@ -3,8 +3,8 @@
 //! as plain `MemTable`s or as [`CompressedTable`](super::table::CompressedTable)s
 //! ([`TpchSession`]), `CREATE TABLE` making compressed tables in a session put in
 //! compressed mode ([`set_table_kind`], [`sql`]), the statement runner behind
-//! `colzip sql` ([`shell`]), and whether two query results are the same
-//! ([`same_result`]).
+//! `colzip sql` ([`shell`]), and the TPC-H query benchmark over several stores behind
+//! `colzip queries` ([`query_bench`], comparing results with [`same_result`]).
 //!
 //! ```
 //! use colzip::datafusion::session::{TableKind, TpchSession};
@@ -20,6 +20,7 @@
 //! ```
 
 mod create_table;
+pub mod query_bench;
 pub mod same_result;
 pub mod shell;
 mod table_kind;
