@@ -1,6 +1,12 @@
 //! What this machine's memory allows, for checks that refuse work which cannot fit
 //! before it starts (allocations past it would abort the process or wake the OOM killer),
-//! and the one way sizes are written in options (`64k`, `512m`, `2GiB`).
+//! the one way sizes are written in options (`64k`, `512m`, `2GiB`), and this process's
+//! resident memory, now ([`resident_bytes`]) and at its peak over a stretch of work
+//! ([`PeakResident`]).
+
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// Physical memory in bytes, where it can be read (`MemTotal` of `/proc/meminfo` on
 /// Linux); `None` elsewhere, and the callers then do not check.
@@ -31,4 +37,86 @@ pub fn parse_byte_size(text: &str) -> Option<u64> {
         _ => (number, 0),
     };
     digits.trim().parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
+/// This process's resident set size in bytes (the second field of `/proc/self/statm`, in
+/// pages, on Linux); `None` where it cannot be read.
+pub fn resident_bytes() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+        let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+        // SAFETY: sysconf only reads a configuration value.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        pages.checked_mul(u64::try_from(page).ok()?)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// Hands memory that the allocator holds free back to the system (`malloc_trim` on
+/// glibc; nothing elsewhere), so that a [`PeakResident`] started next does not count
+/// what earlier work freed.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the heap to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// The peak of [`resident_bytes`] over a stretch of work: a thread samples it every
+/// `interval` from [`start`](Self::start) to [`stop`](Self::stop) (the kernel's own peak,
+/// `VmHWM`, cannot be reset between stretches). A peak shorter than the interval can be
+/// missed.
+///
+/// ```
+/// use std::time::Duration;
+/// use colzip::memory::PeakResident;
+///
+/// let sampler = PeakResident::start(Duration::from_millis(10));
+/// let block = vec![1u8; 64 << 20];
+/// std::thread::sleep(Duration::from_millis(50));
+/// let peak = sampler.stop();
+/// drop(block);
+/// if cfg!(target_os = "linux") {
+///     assert!(peak.unwrap() >= 64 << 20);
+/// }
+/// ```
+pub struct PeakResident {
+    stop: mpsc::Sender<()>,
+    thread: JoinHandle<Option<u64>>,
+}
+
+impl PeakResident {
+    /// Starts sampling every `interval`.
+    pub fn start(interval: Duration) -> PeakResident {
+        let (stop, stopped) = mpsc::channel();
+        let first = resident_bytes();
+        let thread = std::thread::spawn(move || {
+            let mut peak = first;
+            loop {
+                let stop = !matches!(
+                    stopped.recv_timeout(interval),
+                    Err(mpsc::RecvTimeoutError::Timeout)
+                );
+                peak = peak.max(resident_bytes());
+                if stop {
+                    return peak;
+                }
+            }
+        });
+        PeakResident { stop, thread }
+    }
+
+    /// Stops sampling; the largest resident set size seen, `None` where it cannot be read.
+    pub fn stop(self) -> Option<u64> {
+        let last = resident_bytes();
+        // The thread may have ended already (a send then fails): it returns all the same.
+        let _ = self.stop.send(());
+        let peak = self.thread.join().unwrap_or(None);
+        peak.max(last)
+    }
 }

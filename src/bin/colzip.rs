@@ -12,6 +12,8 @@ use colzip::codec::lzss::LzssParams;
 use colzip::codec::{Codec, Placement, SnappyFormat, gmatch};
 use colzip::column::CodecChoice;
 #[cfg(feature = "datafusion")]
+use colzip::datafusion::session::query_bench::Store;
+#[cfg(feature = "datafusion")]
 use colzip::datafusion::session::{self, TableKind, TpchEvent, shell};
 #[cfg(feature = "datafusion")]
 use colzip::datafusion::table::CompressOptions;
@@ -205,6 +207,137 @@ enum Command {
     /// exits; otherwise reads statements ending in ';' from stdin (`\q` or end of input
     /// quits).
     Sql(SqlArgs),
+    /// The 22 TPC-H queries over several stores of the same tables, generated once
+    /// in-process: memory (DataFusion MemTables), compressed (colzip compressed tables),
+    /// parquet (SNAPPY files DataFusion wrote, read by its stock reader). Each query runs
+    /// once to warm up, then --runs timed runs (the median counts); every result is
+    /// compared with the memory store's (which runs first, untimed and unreported when not
+    /// listed). Progress on stderr; exit status 1 when any result differs.
+    Queries(QueriesArgs),
+}
+
+/// A store of `colzip queries`; without the SQL layer any text (the command then says
+/// that it is not built in).
+#[cfg(not(feature = "datafusion"))]
+type Store = String;
+
+/// `colzip queries`' arguments.
+#[derive(Args)]
+struct QueriesArgs {
+    /// Scale factor
+    #[arg(long, default_value_t = 0.1)]
+    sf: f64,
+    /// Comma-separated stores, measured in this order: memory, compressed, parquet
+    /// (colzip-parquet, the GPU Parquet scan, is not built yet)
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "memory,compressed,parquet"
+    )]
+    stores: Vec<Store>,
+    /// Comma-separated queries, 1 to 22 [default: all 22]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u8).range(1..=22))]
+    queries: Option<Vec<u8>>,
+    /// Timed runs per query and store, after one warm-up run
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Codec of the compressed store: auto, lzss[:s=…,w=…,c=…], gmatch, bwt, stored
+    #[arg(long, default_value = "auto")]
+    codec: CodecChoice,
+    /// Directory for the parquet store's files, <table>.parquet (kept; they must not
+    /// exist yet) [default: a temporary directory, removed at the end]
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// table or json
+    #[arg(long, default_value = "table", value_parser = ["table", "json"])]
+    format: String,
+    #[command(flatten)]
+    backend: BackendArg,
+}
+
+#[cfg(feature = "datafusion")]
+fn queries(args: QueriesArgs) -> Result<()> {
+    use session::query_bench::{self, Event};
+
+    let config = query_bench::Config {
+        sf: args.sf,
+        stores: args.stores,
+        queries: match args.queries {
+            Some(list) => list.into_iter().map(usize::from).collect(),
+            None => (1..=22).collect(),
+        },
+        runs: args.runs as usize,
+        codec: args.codec,
+        backend: args.backend.backend,
+        dir: args.dir,
+    };
+    let format: Format = args.format.parse()?;
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    let report = query_bench::run(&config, &|event| {
+        let line = match event {
+            Event::Generating(table) => format!("generating {table} at SF {}", config.sf),
+            Event::Generated { table, rows } => format!("generated {table}: {rows} rows"),
+            Event::Loading(store) => format!("loading the {store} store"),
+            Event::Loaded {
+                store,
+                bytes_held,
+                seconds,
+            } => format!(
+                "loaded the {store} store: {:.1} MB in {seconds:.3} s",
+                mb(bytes_held)
+            ),
+            Event::Reference(query) => format!("Q{query} on memory (the reference, untimed)"),
+            Event::Measured(row) => format!(
+                "Q{} on {}: {:.3} s, {} rows, {}",
+                row.query,
+                row.store,
+                row.seconds,
+                row.rows,
+                if row.equal {
+                    "equal to memory"
+                } else {
+                    "DIFFERS from memory"
+                }
+            ),
+            Event::Done(row) => format!(
+                "{} store done: peak RSS {}",
+                row.store,
+                row.peak_rss_bytes
+                    .map_or("unknown".into(), |b| format!("{:.1} MB", mb(b)))
+            ),
+        };
+        eprintln!("colzip queries: {line}");
+    })?;
+    let text = match format {
+        Format::Json => format!("{}\n", report.to_json()?),
+        _ => report.to_table(),
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    let differ = report.queries.iter().filter(|q| !q.equal).count();
+    if differ > 0 {
+        return Err(Error::format(format!(
+            "{differ} of {} results differ from the memory store's",
+            report.queries.len()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "datafusion"))]
+fn queries(args: QueriesArgs) -> Result<()> {
+    let _ = (
+        args.sf,
+        args.stores,
+        args.queries,
+        args.runs,
+        args.codec,
+        args.dir,
+        args.format,
+        args.backend,
+    );
+    Err(Error::Unsupported(
+        "colzip queries needs the 'datafusion' feature".into(),
+    ))
 }
 
 /// `colzip sql`'s arguments.
@@ -620,6 +753,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Sql(args) => sql(args),
+        Command::Queries(args) => queries(args),
     }
 }
 

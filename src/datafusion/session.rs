@@ -2,8 +2,9 @@
 //! format registered ([`context`]), optionally the eight TPC-H tables generated in-process
 //! as plain `MemTable`s or as [`CompressedTable`](super::table::CompressedTable)s
 //! ([`TpchSession`]), `CREATE TABLE` making compressed tables in a session put in
-//! compressed mode ([`set_table_kind`], [`sql`]), and the statement runner behind
-//! `colzip sql` ([`shell`]).
+//! compressed mode ([`set_table_kind`], [`sql`]), the statement runner behind
+//! `colzip sql` ([`shell`]), and the TPC-H query benchmark over several stores behind
+//! `colzip queries` ([`query_bench`], comparing results with [`same_result`]).
 //!
 //! ```
 //! use colzip::datafusion::session::{TableKind, TpchSession};
@@ -19,6 +20,8 @@
 //! ```
 
 mod create_table;
+pub mod query_bench;
+pub mod same_result;
 pub mod shell;
 mod table_kind;
 mod tpch;
@@ -29,7 +32,9 @@ use crate::Result;
 
 pub use create_table::{execute_logical_plan, set_table_kind, sql, table_kind};
 pub use table_kind::TableKind;
-pub use tpch::{QueryRun, TableMemory, TpchEvent, TpchSession, register_tables};
+pub use tpch::{
+    QueryRun, TableMemory, TpchEvent, TpchSession, register_generated, register_tables, run_query,
+};
 
 /// A session context with colzip's SQL functions and `COLZIP_PARQUET` format registered
 /// (see [`register`](super::register)), the information schema on, so `SHOW TABLES`

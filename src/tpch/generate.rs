@@ -118,7 +118,9 @@ const BATCH_ROWS: usize = 64 * 1024;
 /// Rows per generator part: parts are generated on worker threads.
 const ROWS_PER_PART: f64 = 250_000.0;
 
-/// A generated table: its schema and one array per column.
+/// A generated table: its schema and one array per column (cheap to clone: the arrays
+/// are shared).
+#[derive(Clone, Debug)]
 pub struct TableData {
     pub table: Table,
     pub schema: SchemaRef,

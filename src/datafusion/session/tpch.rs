@@ -115,16 +115,7 @@ impl TpchSession {
 
     /// Runs TPC-H query `n` (1 to 22), timing planning and execution.
     pub async fn run_query(&self, n: usize) -> Result<QueryRun> {
-        let sql = queries::query(n)
-            .ok_or_else(|| Error::format(format!("there is no TPC-H query {n} (1 to 22)")))?;
-        let start = Instant::now();
-        let frame = self.ctx.sql(sql).await.map_err(Error::from)?;
-        let batches = frame.collect().await.map_err(Error::from)?;
-        Ok(QueryRun {
-            query: n,
-            elapsed: start.elapsed(),
-            batches,
-        })
+        run_query(&self.ctx, n).await
     }
 
     /// Runs `queries` one after another (e.g. `1..=22`).
@@ -151,9 +142,6 @@ pub fn register_tables(
 ) -> Result<Vec<TableMemory>> {
     // The eight tables are generated at once: all of them must fit.
     tpch::check_scale_factor(&Table::ALL, sf)?;
-    let config = ctx.state().config().clone();
-    let partitions = config.target_partitions().max(1);
-    let batch_rows = config.batch_size().max(1);
     let loaded = Table::ALL
         .par_iter()
         .map(|&table| {
@@ -161,45 +149,113 @@ pub fn register_tables(
             let start = Instant::now();
             let data = tpch::generate(table, sf)?;
             let generate_time = start.elapsed();
-            let start = Instant::now();
-            let rows = data.rows();
-            let (provider, plain_bytes, held_bytes): (Arc<dyn TableProvider>, usize, usize) =
-                match kind {
-                    TableKind::Plain => {
-                        let parts = split(&data, partitions, batch_rows)?;
-                        let plain = arrow_memory(&parts.concat());
-                        let table =
-                            MemTable::try_new(data.schema.clone(), parts).map_err(Error::from)?;
-                        (Arc::new(table), plain, plain)
-                    }
-                    TableKind::Compressed(options) => {
-                        // One batch per partition: the table cuts them into its blocks.
-                        let parts = split(&data, partitions, usize::MAX)?;
-                        let schema = data.schema.clone();
-                        drop(data);
-                        // Per-column codecs are given for the whole session: each table
-                        // takes those of its own columns.
-                        let mut options = options.clone();
-                        options
-                            .columns
-                            .retain(|name, _| schema.field_with_name(name).is_ok());
-                        let table = CompressedTable::try_new(schema, parts, &options)?;
-                        let (plain, held) = (table.plain_bytes(), table.compressed_bytes());
-                        (Arc::new(table), plain, held)
-                    }
-                };
-            let memory = TableMemory {
-                table,
-                rows,
-                plain_bytes,
-                held_bytes,
-                generate_time,
-                load_time: start.elapsed(),
-            };
+            let (provider, mut memory) = load(ctx, data, kind)?;
+            memory.generate_time = generate_time;
             progress(TpchEvent::Loaded(&memory));
             Ok((provider, memory))
         })
         .collect::<Result<Vec<_>>>()?;
+    register(ctx, loaded)
+}
+
+/// Registers tables generated beforehand (by [`tpch::generate`]) in `ctx` under their
+/// TPC-H names, as `kind` says, like [`register_tables`]: one generation can then fill
+/// several sessions (a [`TableData`] is cheap to clone: its columns are shared). The
+/// [`TableMemory::generate_time`] it reports is zero.
+///
+/// ```
+/// use colzip::datafusion::session::{self, TableKind};
+/// use colzip::tpch::{self, Table};
+///
+/// let data = vec![tpch::generate(Table::Nation, 0.001)?];
+/// let ctx = session::context()?;
+/// let tables = session::register_generated(&ctx, data, &TableKind::Plain, &|_| {})?;
+/// assert_eq!(tables[0].rows, 25);
+/// # Ok::<(), colzip::Error>(())
+/// ```
+pub fn register_generated(
+    ctx: &SessionContext,
+    tables: Vec<TableData>,
+    kind: &TableKind,
+    progress: &(dyn Fn(TpchEvent<'_>) + Sync),
+) -> Result<Vec<TableMemory>> {
+    let loaded = tables
+        .into_par_iter()
+        .map(|data| {
+            let (provider, memory) = load(ctx, data, kind)?;
+            progress(TpchEvent::Loaded(&memory));
+            Ok((provider, memory))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    register(ctx, loaded)
+}
+
+/// Runs TPC-H query `n` (1 to 22) in `ctx`, timing planning and execution.
+pub async fn run_query(ctx: &SessionContext, n: usize) -> Result<QueryRun> {
+    let sql = queries::query(n)
+        .ok_or_else(|| Error::format(format!("there is no TPC-H query {n} (1 to 22)")))?;
+    let start = Instant::now();
+    let frame = ctx.sql(sql).await.map_err(Error::from)?;
+    let batches = frame.collect().await.map_err(Error::from)?;
+    Ok(QueryRun {
+        query: n,
+        elapsed: start.elapsed(),
+        batches,
+    })
+}
+
+/// The table provider for `data`, as `kind` says, in as many partitions as `ctx`'s
+/// `target_partitions`, and the memory it holds (`generate_time` zero).
+fn load(
+    ctx: &SessionContext,
+    data: TableData,
+    kind: &TableKind,
+) -> Result<(Arc<dyn TableProvider>, TableMemory)> {
+    let config = ctx.state().config().clone();
+    let partitions = config.target_partitions().max(1);
+    let batch_rows = config.batch_size().max(1);
+    let table = data.table;
+    let start = Instant::now();
+    let rows = data.rows();
+    let (provider, plain_bytes, held_bytes): (Arc<dyn TableProvider>, usize, usize) = match kind {
+        TableKind::Plain => {
+            let parts = split(&data, partitions, batch_rows)?;
+            let plain = arrow_memory(&parts.concat());
+            let table = MemTable::try_new(data.schema.clone(), parts).map_err(Error::from)?;
+            (Arc::new(table), plain, plain)
+        }
+        TableKind::Compressed(options) => {
+            // One batch per partition: the table cuts them into its blocks.
+            let parts = split(&data, partitions, usize::MAX)?;
+            let schema = data.schema.clone();
+            drop(data);
+            // Per-column codecs are given for the whole session: each table
+            // takes those of its own columns.
+            let mut options = options.clone();
+            options
+                .columns
+                .retain(|name, _| schema.field_with_name(name).is_ok());
+            let table = CompressedTable::try_new(schema, parts, &options)?;
+            let (plain, held) = (table.plain_bytes(), table.compressed_bytes());
+            (Arc::new(table), plain, held)
+        }
+    };
+    let memory = TableMemory {
+        table,
+        rows,
+        plain_bytes,
+        held_bytes,
+        generate_time: Duration::ZERO,
+        load_time: start.elapsed(),
+    };
+    Ok((provider, memory))
+}
+
+/// Registers the loaded tables in `ctx` by name; their memory, in the order given.
+fn register(
+    ctx: &SessionContext,
+    loaded: Vec<(Arc<dyn TableProvider>, TableMemory)>,
+) -> Result<Vec<TableMemory>> {
     let mut tables = Vec::new();
     for (provider, memory) in loaded {
         ctx.register_table(memory.table.name(), provider)

@@ -1,0 +1,225 @@
+//! `colzip queries` (issue 15 item 3): the 22 TPC-H queries over the memory, compressed
+//! and parquet stores at a small scale factor give the memory store's results; the JSON
+//! report's shape; the parquet store's files; refused stores and queries.
+#![cfg(feature = "datafusion")]
+
+use std::path::Path;
+use std::process::Command;
+
+mod cli_run;
+use cli_run::{colzip, ok};
+
+/// The smallest scale factor at which every query returns rows (tests/tpch_queries.rs).
+const SF: &str = "0.01";
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn store<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["store"] == name)
+        .unwrap_or_else(|| panic!("no store {name} in {report}"))
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn all_queries_on_every_store_equal_the_memory_store() {
+    // The parquet store's temporary directory goes under TMPDIR and is removed at the end.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_colzip"))
+        .args([
+            "queries",
+            "--sf",
+            SF,
+            "--stores",
+            "memory,compressed,parquet",
+            "--runs",
+            "1",
+            "--format",
+            "json",
+            "--backend",
+            "cpu",
+        ])
+        .env("TMPDIR", tmp.path())
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
+    // Progress on stderr, the report alone on stdout.
+    for line in [
+        "generating lineitem",
+        "loading the parquet store",
+        "Q22 on compressed",
+    ] {
+        assert!(stderr.contains(line), "no '{line}' in {stderr}");
+    }
+    let report = json(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(report["sf"], 0.01);
+    assert_eq!(report["backend"], "cpu");
+    assert_eq!(report["gpu"], serde_json::Value::Null);
+    assert_eq!(report["codec"], "auto");
+    assert_eq!(report["runs"], 1);
+    let queries = report["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 22 * 3);
+    for (i, row) in queries.iter().enumerate() {
+        let (store, query) = (["memory", "compressed", "parquet"][i / 22], i % 22 + 1);
+        assert_eq!(row["store"], store, "{row}");
+        assert_eq!(row["query"], query, "{row}");
+        assert_eq!(row["equal"], true, "{row}");
+        assert!(row["seconds"].as_f64().unwrap() > 0.0, "{row}");
+        // Every query returns rows at this scale factor, the same number on every store.
+        let rows = row["rows"].as_u64().unwrap();
+        assert!(rows > 0, "{row}");
+        assert_eq!(rows, queries[query - 1]["rows"].as_u64().unwrap(), "{row}");
+    }
+    assert_eq!(queries[0]["rows"], 4, "Q1 has 4 flag/status groups");
+    assert_eq!(queries[5]["rows"], 1, "Q6 is one sum");
+    let stores = report["stores"].as_array().unwrap();
+    assert_eq!(stores.len(), 3);
+    let held = |name| store(&report, name)["bytes_held"].as_u64().unwrap();
+    assert!(held("compressed") < held("memory"), "{report}");
+    // SNAPPY Parquet holds the tables smaller than Arrow memory too.
+    assert!(
+        held("parquet") > 0 && held("parquet") < held("memory"),
+        "{report}"
+    );
+    for row in stores {
+        assert!(row["load_seconds"].as_f64().unwrap() >= 0.0, "{row}");
+        if cfg!(target_os = "linux") {
+            let peak = row["peak_rss_bytes"].as_u64().unwrap();
+            assert!(peak >= row["rss_before_bytes"].as_u64().unwrap(), "{row}");
+        }
+    }
+    if cfg!(target_os = "linux") {
+        // The memory store's queries run with the plain tables held.
+        let peak = |name| store(&report, name)["peak_rss_bytes"].as_u64().unwrap();
+        assert!(peak("memory") > held("memory"), "{report}");
+    }
+}
+
+#[test]
+fn a_parquet_dir_keeps_the_files_and_is_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("tpch");
+    let files_arg = files.to_str().unwrap();
+    let args = [
+        "queries",
+        "--sf",
+        SF,
+        "--stores",
+        "parquet",
+        "--queries",
+        "6,1",
+        "--runs",
+        "2",
+        "--dir",
+        files_arg,
+        "--format",
+        "json",
+    ];
+    let report = json(&ok(&args));
+    // The memory store gives the reference but is not reported.
+    let queries = report["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 2);
+    assert_eq!(queries[0]["query"], 6);
+    assert_eq!(queries[1]["query"], 1);
+    assert!(
+        queries
+            .iter()
+            .all(|q| q["store"] == "parquet" && q["equal"] == true)
+    );
+    assert_eq!(report["stores"].as_array().unwrap().len(), 1);
+    let expected: Vec<String> = [
+        "customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier",
+    ]
+    .iter()
+    .map(|t| format!("{t}.parquet"))
+    .collect();
+    assert_eq!(names(&files), expected);
+    let mut bytes = 0;
+    for name in &expected {
+        let data = std::fs::read(files.join(name)).unwrap();
+        assert!(
+            data.starts_with(b"PAR1") && data.ends_with(b"PAR1"),
+            "{name}"
+        );
+        bytes += data.len() as u64;
+    }
+    assert_eq!(store(&report, "parquet")["bytes_held"], bytes);
+    // A second run does not overwrite them.
+    let out = colzip(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("customer.parquet exists"), "{stderr}");
+}
+
+#[test]
+fn the_table_names_every_query_and_store() {
+    let text = ok(&[
+        "queries",
+        "--sf",
+        SF,
+        "--stores",
+        "compressed,memory",
+        "--queries",
+        "14",
+        "--runs",
+        "1",
+        "--codec",
+        "gmatch",
+    ]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("codec gmatch"), "{text}");
+    let header: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(header[..3], ["query", "compressed", "memory"], "{text}");
+    assert!(
+        lines[2].starts_with("Q14 ") && lines[2].ends_with("yes"),
+        "{text}"
+    );
+    assert!(lines[3].starts_with("total "), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("compressed ")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("memory ")), "{text}");
+}
+
+#[test]
+fn unbuilt_stores_and_bad_values_exit_2() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["queries", "--stores", "memory,colzip-parquet"],
+            "colzip-parquet store needs the GPU Parquet scan of issue 15 item 2, which is not built yet",
+        ),
+        (
+            &["queries", "--stores", "disk"],
+            "expected memory, compressed or parquet",
+        ),
+        (&["queries", "--queries", "1,23"], "1..=22"),
+        (&["queries", "--runs", "0"], "1.."),
+        (&["queries", "--format", "csv"], "table, json"),
+    ];
+    for (args, expected) in cases {
+        let out = colzip(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "colzip {args:?}: {stderr}");
+        assert!(stderr.contains(expected), "colzip {args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "colzip {args:?}");
+    }
+    // Refused before any table is generated.
+    let out = colzip(&["queries", "--stores", "parquet,parquet", "--sf", "1000000"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("named twice"), "{stderr}");
+}
