@@ -20,6 +20,7 @@ mod device;
 mod error;
 mod kernel_cache;
 mod lane;
+mod launch;
 mod pinned;
 mod pipeline;
 mod steps;
@@ -37,6 +38,7 @@ pub use device::{
 pub use error::{GpuError, GpuResult};
 pub use kernel_cache::KERNEL_CACHE_ENV;
 pub use lane::{Lane, LaneGuard, MAX_LANES};
+pub use launch::{launch_error, launch_for};
 pub use pinned::PinnedBuffer;
 pub use pipeline::{PIPELINE_LANES, Stages, run_pipeline};
 pub use steps::{ArrayPack, HostMemory, step_bytes, upload_pieces};

@@ -13,7 +13,10 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::codec::bwt::transform::aux_count;
-use crate::gpu::{Gpu, GpuError, GpuResult, KernelSource, Lane, copy_to_device, copy_to_host};
+use crate::gpu::{
+    Gpu, GpuError, GpuResult, KernelSource, Lane, copy_to_device, copy_to_host, launch_error,
+    launch_for,
+};
 
 /// The forward transform's kernels.
 pub const BWT_FORWARD: KernelSource = KernelSource {
@@ -63,25 +66,16 @@ impl ForwardKernels {
     }
 }
 
-fn launch_error(e: impl std::fmt::Display) -> GpuError {
-    GpuError::driver("kernel launch", e)
-}
-
+/// `blocks` thread blocks of `threads` threads.
 fn grid(blocks: usize, threads: u32) -> GpuResult<LaunchConfig> {
-    Ok(LaunchConfig {
-        grid_dim: (
-            u32::try_from(blocks.max(1))
-                .map_err(|_| GpuError::Limit("too many thread blocks in one launch".into()))?,
-            1,
-            1,
-        ),
+    launch_for(blocks, 1, "thread blocks").map(|c| LaunchConfig {
         block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
+        ..c
     })
 }
 
 fn per_element(n: usize) -> GpuResult<LaunchConfig> {
-    grid(n.div_ceil(THREADS as usize), THREADS)
+    launch_for(n, THREADS, "elements")
 }
 
 /// Bits to write values up to `v`.

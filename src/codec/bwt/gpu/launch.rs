@@ -11,7 +11,7 @@ use cudarc::driver::{
 };
 
 use crate::codec::gmatch::gpu::launch::CRC32C;
-use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource};
+use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, launch_error, launch_for};
 
 /// The decoder's kernels.
 pub const BWT_DECOMPRESS: KernelSource = KernelSource {
@@ -223,24 +223,6 @@ pub(crate) struct DecodeLaunch<'a> {
     pub out_len: usize,
 }
 
-fn launch_error(e: impl std::fmt::Display) -> GpuError {
-    GpuError::driver("kernel launch", e)
-}
-
-fn config(items: usize, threads: u32, what: &str) -> GpuResult<LaunchConfig> {
-    let blocks = items.div_ceil(threads as usize).max(1);
-    Ok(LaunchConfig {
-        grid_dim: (
-            u32::try_from(blocks)
-                .map_err(|_| GpuError::Limit(format!("too many {what} in one launch")))?,
-            1,
-            1,
-        ),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    })
-}
-
 fn check_len(what: &str, have: usize, need: usize) -> GpuResult<()> {
     if have < need {
         return Err(GpuError::Limit(format!(
@@ -303,7 +285,8 @@ pub(crate) fn enqueue_decompress(
             .arg(&mut l.symbols)
             .arg(&mut l.status)
             .arg(&write);
-        unsafe { launch.launch(config(subs, THREADS, "subsequences")?) }.map_err(launch_error)?;
+        unsafe { launch.launch(launch_for(subs, THREADS, "subsequences")?) }
+            .map_err(launch_error)?;
         if write == 0 {
             let mut launch = stream.launch_builder(&kernels.symbol_offsets);
             launch
@@ -328,7 +311,8 @@ pub(crate) fn enqueue_decompress(
             .arg(&mut l.out)
             .arg(&mut l.status)
             .arg(&write);
-        unsafe { launch.launch(config(chunks, MTF_THREADS, "chunks")?) }.map_err(launch_error)?;
+        unsafe { launch.launch(launch_for(chunks, MTF_THREADS, "chunks")?) }
+            .map_err(launch_error)?;
         if write == 0 {
             let mut launch = stream.launch_builder(&kernels.mtf_compose);
             launch
@@ -378,7 +362,7 @@ pub(crate) fn enqueue_decompress(
         .arg(&mut l.entries)
         .arg(&mut l.out)
         .arg(&mut l.status);
-    unsafe { launch.launch(config(auxs, THREADS, "stretches")?) }.map_err(launch_error)?;
+    unsafe { launch.launch(launch_for(auxs, THREADS, "stretches")?) }.map_err(launch_error)?;
     let blocks64 = blocks as u64;
     let mut launch = stream.launch_builder(&kernels.crc);
     launch
@@ -395,7 +379,7 @@ pub(crate) fn enqueue_decompress(
 
 /// A warp per LF piece, [`LF_WARPS`] per block.
 fn per_piece(pieces: usize) -> GpuResult<LaunchConfig> {
-    let mut launch = config(pieces, LF_WARPS, "pieces")?;
+    let mut launch = launch_for(pieces, LF_WARPS, "pieces")?;
     launch.block_dim = (LF_WARPS * 32, 1, 1);
     Ok(launch)
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use crate::gpu::{Gpu, GpuError, GpuResult, KernelSource, Lane, copy_to_device};
+use crate::gpu::{
+    Gpu, GpuError, GpuResult, KernelSource, Lane, copy_to_device, launch_error, launch_for,
+};
 
 /// The encoder's kernels.
 pub const BWT_ENCODE: KernelSource = KernelSource {
@@ -36,23 +38,6 @@ impl SymbolKernels {
             compose: f("bwte_compose")?,
         })
     }
-}
-
-fn launch_error(e: impl std::fmt::Display) -> GpuError {
-    GpuError::driver("kernel launch", e)
-}
-
-fn grid(items: usize, threads: u32) -> GpuResult<LaunchConfig> {
-    Ok(LaunchConfig {
-        grid_dim: (
-            u32::try_from(items.div_ceil(threads as usize).max(1))
-                .map_err(|_| GpuError::Limit("too many chunks in one launch".into()))?,
-            1,
-            1,
-        ),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    })
 }
 
 /// The symbols of a run of blocks on the device: block `b`'s `counts[b]` symbols (u16)
@@ -142,7 +127,7 @@ pub(crate) fn enqueue_symbols(
         .arg(&firsts)
         .arg(&chunks64)
         .arg(&mut sets);
-    unsafe { launch.launch(grid(chunks, THREADS)?) }.map_err(launch_error)?;
+    unsafe { launch.launch(launch_for(chunks, THREADS, "chunks")?) }.map_err(launch_error)?;
     for write in [0u32, 1] {
         let mut launch = stream.launch_builder(&k.chunks);
         launch
@@ -159,7 +144,8 @@ pub(crate) fn enqueue_symbols(
             .arg(&used)
             .arg(&mut symbols)
             .arg(&write);
-        unsafe { launch.launch(grid(chunks, MTF_THREADS)?) }.map_err(launch_error)?;
+        unsafe { launch.launch(launch_for(chunks, MTF_THREADS, "chunks")?) }
+            .map_err(launch_error)?;
         if write == 0 {
             let mut launch = stream.launch_builder(&k.compose);
             launch

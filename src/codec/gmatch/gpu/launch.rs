@@ -14,7 +14,7 @@ use cudarc::driver::{
 
 use super::super::BLOCK_SIZE;
 use super::super::hash::{HASH_BITS, HASH_MULTIPLIER, NO_CANDIDATE};
-use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource};
+use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, launch_error};
 
 /// The compression kernels.
 pub const GMATCH_COMPRESS: KernelSource = KernelSource {
@@ -168,10 +168,6 @@ impl CompressKernels {
 
 fn crc_kernel(gpu: &Gpu) -> GpuResult<CudaFunction> {
     gpu.function(&CRC32C, &[], "crc32c_masked")
-}
-
-fn launch_error(e: impl std::fmt::Display) -> GpuError {
-    GpuError::driver("kernel launch", e)
 }
 
 fn grid(count: usize, what: &str) -> GpuResult<u32> {

@@ -15,7 +15,7 @@ use cudarc::driver::{
     CudaFunction, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg,
 };
 
-use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource};
+use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, launch_error};
 
 /// Kernels I and III.
 pub const LZSS_COMPRESS: KernelSource = KernelSource {
@@ -152,10 +152,6 @@ fn decode_warps(params: &LzssShape) -> u32 {
 fn decode_shared_bytes(params: &LzssShape) -> usize {
     let c = params.chunk_size as usize;
     round8(c) + round8(2 * (c / usize::from(params.symbol_width)))
-}
-
-fn launch_error(e: impl std::fmt::Display) -> GpuError {
-    GpuError::driver("kernel launch", e)
 }
 
 /// Lets `function` use `bytes` of dynamic shared memory, when the device has them.
