@@ -7,6 +7,9 @@
 mod cli_run;
 mod crafted;
 
+mod common;
+
+use common::dir_listing;
 use std::path::Path;
 
 use cli_run::{colzip, ok};
@@ -34,16 +37,6 @@ fn fails_with(code: i32, args: &[&str]) -> String {
 
 fn s(path: &Path) -> &str {
     path.to_str().unwrap()
-}
-
-/// The names in `dir`, sorted.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// Issue 13: `colzip compress` of an empty file with `--type int32` (and int16, int64,
@@ -97,7 +90,7 @@ fn outputs_never_follow_symlinks_and_failures_leave_nothing() {
         b"\xff\x06\x00\x00sNaPpY\x00\x08\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08",
     )
     .unwrap();
-    let before = listing(dir.path());
+    let before = dir_listing(dir.path());
     let out = dir.path().join("out");
     fails_with(1, &["decompress", s(&garbage), "-o", s(&out)]);
     fails_with(
@@ -115,7 +108,7 @@ fn outputs_never_follow_symlinks_and_failures_leave_nothing() {
             s(&out),
         ],
     );
-    assert_eq!(listing(dir.path()), before, "a failed run left a file");
+    assert_eq!(dir_listing(dir.path()), before, "a failed run left a file");
 
     // I/O errors name the path.
     let nowhere = dir.path().join("no/such/dir/out.czip");

@@ -3,7 +3,9 @@
 //! report's shape; the parquet store's files; refused stores and queries.
 #![cfg(feature = "datafusion")]
 
-use std::path::Path;
+mod common;
+
+use common::dir_listing;
 use std::process::Command;
 
 mod cli_run;
@@ -23,15 +25,6 @@ fn store<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value
         .iter()
         .find(|s| s["store"] == name)
         .unwrap_or_else(|| panic!("no store {name} in {report}"))
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 #[test]
@@ -58,7 +51,11 @@ fn all_queries_on_every_store_equal_the_memory_store() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
+    assert!(
+        dir_listing(tmp.path()).is_empty(),
+        "{:?}",
+        dir_listing(tmp.path())
+    );
     // Progress on stderr, the report alone on stdout.
     for line in [
         "generating lineitem",
@@ -149,7 +146,7 @@ fn a_parquet_dir_keeps_the_files_and_is_not_overwritten() {
     .iter()
     .map(|t| format!("{t}.parquet"))
     .collect();
-    assert_eq!(names(&files), expected);
+    assert_eq!(dir_listing(&files), expected);
     let mut bytes = 0;
     for name in &expected {
         let data = std::fs::read(files.join(name)).unwrap();

@@ -106,6 +106,15 @@ fn gpu_decodes_the_cpu_streams_in_one_batch() {
     }
 }
 
+/// Random words (seeded) filling two GPU steps of `step` bytes and `extra` bytes more.
+fn words_over_two_steps(step: usize, seed: u64, extra: usize) -> Vec<u8> {
+    let mut rng = Rng(seed);
+    let words = ["regular ", "packages ", "sleep ", "furiously ", "quick "];
+    let mut text = random_words(&mut rng, &words, (2 * step + extra) / 4);
+    text.truncate(2 * step + extra);
+    text
+}
+
 #[test]
 fn gpu_decodes_batches_larger_than_a_step() {
     let Some(gpu) = gpu_or_skip("gpu_decodes_batches_larger_than_a_step") else {
@@ -113,10 +122,7 @@ fn gpu_decodes_batches_larger_than_a_step() {
     };
     // Several steps of 64 KiB blocks, and one block larger than a step.
     let step = gpu.step_bytes();
-    let mut rng = Rng(17);
-    let words = ["regular ", "packages ", "sleep ", "furiously ", "quick "];
-    let mut text = random_words(&mut rng, &words, (2 * step + 12_345) / 4);
-    text.truncate(2 * step + 12_345);
+    let text = words_over_two_steps(step, 17, 12_345);
     check_decodes(gpu, std::slice::from_ref(&text), MIN_BLOCK_SIZE);
     let big = (step + (1 << 16)).next_power_of_two() as u32;
     check_decodes(gpu, std::slice::from_ref(&text), big.min(64 << 20));
@@ -325,10 +331,7 @@ fn gpu_compression_across_steps_and_long_repeats() {
         return;
     };
     let step = gpu.step_bytes();
-    let mut rng = Rng(4242);
-    let words = ["pending ", "accounts ", "wake ", "slyly ", "express "];
-    let mut text = random_words(&mut rng, &words, (2 * step + 777) / 4);
-    text.truncate(2 * step + 777);
+    let text = words_over_two_steps(step, 4242, 777);
     check_compresses(gpu, std::slice::from_ref(&text), MIN_BLOCK_SIZE);
     // Periodic text (every suffix's group stays large for many rounds) and one byte
     // repeated over a whole block (log2 of the block's length rounds).

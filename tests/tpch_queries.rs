@@ -144,8 +144,22 @@ fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<&CompressedScanExec> {
     plan.children().into_iter().find_map(find_scan)
 }
 
-/// Runs `sql` and returns the result and the scan's `decompressed_columns` metric.
-async fn run_counting(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, Vec<usize>, usize) {
+/// What a query's compressed scan did: the result, the scan's projection and its metrics.
+struct ScanRun {
+    batches: Vec<RecordBatch>,
+    projection: Vec<usize>,
+    metrics: datafusion::physical_plan::metrics::MetricsSet,
+}
+
+impl ScanRun {
+    /// The scan metric `name` summed over partitions (0 when absent).
+    fn count(&self, name: &str) -> usize {
+        self.metrics.sum_by_name(name).map_or(0, |m| m.as_usize())
+    }
+}
+
+/// Runs `sql` and returns its result with what the `CompressedScanExec` in its plan did.
+async fn run_scan(ctx: &SessionContext, sql: &str) -> ScanRun {
     let plan = ctx
         .sql(sql)
         .await
@@ -155,18 +169,23 @@ async fn run_counting(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, Vec
         .unwrap();
     let batches = collect(plan.clone(), ctx.task_ctx()).await.unwrap();
     let scan = find_scan(&plan).expect("a CompressedScanExec in the plan");
-    let decompressed = scan
-        .metrics()
-        .unwrap()
-        .sum_by_name("decompressed_columns")
-        .map_or(0, |m| m.as_usize());
-    (batches, scan.projection().to_vec(), decompressed)
+    ScanRun {
+        batches,
+        projection: scan.projection().to_vec(),
+        metrics: scan.metrics().unwrap(),
+    }
 }
 
-#[tokio::test]
-async fn filters_skip_the_blocks_their_zones_rule_out() {
-    let ctx = SessionContext::new();
-    ctx.register_table("t", Arc::new(table())).unwrap();
+/// Runs `sql` and returns the result, the scan's projection and its
+/// `decompressed_columns` metric.
+async fn run_counting(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, Vec<usize>, usize) {
+    let run = run_scan(ctx, sql).await;
+    let decompressed = run.count("decompressed_columns");
+    (run.batches, run.projection, decompressed)
+}
+
+/// The sample table as a plain `MemTable` named `t`: the reference results.
+fn plain_context() -> SessionContext {
     let plain = SessionContext::new();
     plain
         .register_table(
@@ -174,6 +193,14 @@ async fn filters_skip_the_blocks_their_zones_rule_out() {
             Arc::new(MemTable::try_new(schema(), vec![vec![sample(21_000)]]).unwrap()),
         )
         .unwrap();
+    plain
+}
+
+#[tokio::test]
+async fn filters_skip_the_blocks_their_zones_rule_out() {
+    let ctx = SessionContext::new();
+    ctx.register_table("t", Arc::new(table())).unwrap();
+    let plain = plain_context();
     // ids run 0..21000 in order, so each of the 9 blocks holds one range of them.
     for (sql, scanned) in [
         // Only the last block (ids 19000..21000) can hold these rows.
@@ -191,22 +218,16 @@ async fn filters_skip_the_blocks_their_zones_rule_out() {
         ("SELECT count(*) AS n FROM t WHERE grp = 3", 9),
         ("SELECT count(*) AS n FROM t WHERE id > 30000", 0),
     ] {
-        let plan = ctx
-            .sql(sql)
-            .await
-            .unwrap()
-            .create_physical_plan()
-            .await
-            .unwrap();
-        let batches = collect(plan.clone(), ctx.task_ctx()).await.unwrap();
+        let run = run_scan(&ctx, sql).await;
         let expected = plain.sql(sql).await.unwrap().collect().await.unwrap();
-        assert_eq!(text(&batches), text(&expected), "{sql}");
-        let scan = find_scan(&plan).expect("a CompressedScanExec in the plan");
-        let metrics = scan.metrics().unwrap();
-        let count = |name: &str| metrics.sum_by_name(name).map_or(0, |m| m.as_usize());
-        assert_eq!(count("blocks_pruned"), 9 - scanned, "{sql}");
-        let columns = scan.projection().len();
-        assert_eq!(count("decompressed_columns"), scanned * columns, "{sql}");
+        assert_eq!(text(&run.batches), text(&expected), "{sql}");
+        assert_eq!(run.count("blocks_pruned"), 9 - scanned, "{sql}");
+        let columns = run.projection.len();
+        assert_eq!(
+            run.count("decompressed_columns"),
+            scanned * columns,
+            "{sql}"
+        );
     }
 }
 
@@ -216,13 +237,7 @@ async fn scans_decompress_only_the_projected_columns() {
     assert_eq!(table.partition_count(), 3);
     let ctx = SessionContext::new();
     ctx.register_table("t", Arc::new(table)).unwrap();
-    let plain = SessionContext::new();
-    plain
-        .register_table(
-            "t",
-            Arc::new(MemTable::try_new(schema(), vec![vec![sample(21_000)]]).unwrap()),
-        )
-        .unwrap();
+    let plain = plain_context();
 
     // 9 blocks: 3 per partition (batches of 4,000 and 3,000 rows cut and joined into
     // blocks of 2,500, 2,500 and 2,000 rows).

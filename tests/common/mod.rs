@@ -1,4 +1,4 @@
-//! Helpers shared by the GPU test binaries (each uses some of them).
+//! Helpers shared by the test binaries (each uses some of them).
 
 use std::io::Write;
 
@@ -6,6 +6,7 @@ use colzip::gpu::Gpu;
 
 /// The GPU, or `None` after saying on stderr that `test` was skipped. With
 /// `COLZIP_REQUIRE_GPU=1` (the device machine's runs) a missing GPU fails the test.
+#[allow(dead_code)]
 pub fn gpu_or_skip(test: &str) -> Option<&'static Gpu> {
     match Gpu::get() {
         Ok(gpu) => Some(gpu),
@@ -190,4 +191,15 @@ pub fn mutate(
             stream[at] = rng.next() as u8;
         }
     }
+}
+
+/// The names of the entries in `dir`, sorted (what a run left behind).
+#[allow(dead_code)]
+pub fn dir_listing(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
