@@ -40,8 +40,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
-use arrow::array::{RecordBatch, RecordBatchOptions};
-use arrow::datatypes::SchemaRef;
+use arrow::array::{Array, RecordBatch, RecordBatchOptions};
+use arrow::datatypes::{Field, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
@@ -326,6 +326,9 @@ fn compress_partitions(
         .into_iter()
         .map(|batches| cut_blocks(schema, batches, options.block_rows))
         .collect::<Result<_>>()?;
+    if options.placement.gpu().is_some() {
+        return compress_windows_on_gpu(schema, blocks, &codecs, options.placement);
+    }
     blocks
         .into_par_iter()
         .map(|partition| {
@@ -337,31 +340,106 @@ fn compress_partitions(
         .collect()
 }
 
+/// Plain bytes of the blocks compressed together in one batched call when a GPU may run
+/// them: as large as a scan's window, so the GPU gets calls it can fill.
+const COMPRESS_WINDOW_BYTES: usize = scan::WINDOW_BYTES;
+
+/// [`compress_partitions`]' GPU path: the blocks of every partition in windows of about
+/// [`COMPRESS_WINDOW_BYTES`], each window's columns in one batched call, one window after
+/// another. Not one call per block from every rayon worker: workers blocked waiting for a
+/// GPU lane would starve the lane holders, whose host stages run on the same pool.
+fn compress_windows_on_gpu(
+    schema: &SchemaRef,
+    partitions: Vec<Vec<RecordBatch>>,
+    codecs: &[CodecChoice],
+    placement: Placement,
+) -> Result<Partitions> {
+    let mut out: Partitions = Vec::with_capacity(partitions.len());
+    for blocks in partitions {
+        let mut compressed = Vec::with_capacity(blocks.len());
+        let mut window: Vec<RecordBatch> = Vec::new();
+        let mut window_bytes = 0;
+        for block in blocks {
+            window_bytes += block.get_array_memory_size();
+            window.push(block);
+            if window_bytes >= COMPRESS_WINDOW_BYTES {
+                compressed.extend(compress_blocks(schema, &window, codecs, placement)?);
+                window.clear();
+                window_bytes = 0;
+            }
+        }
+        if !window.is_empty() {
+            compressed.extend(compress_blocks(schema, &window, codecs, placement)?);
+        }
+        out.push(compressed);
+    }
+    Ok(out)
+}
+
 fn compress_block(
     schema: &SchemaRef,
     batch: &RecordBatch,
     codecs: &[CodecChoice],
     placement: Placement,
 ) -> Result<Arc<Block>> {
-    let columns = schema
-        .fields()
-        .par_iter()
-        .zip(batch.columns().par_iter())
-        .zip(codecs.par_iter())
-        .map(|((field, array), codec)| {
-            column::compress_field_on(field, array.as_ref(), codec, placement)
+    Ok(compress_blocks(schema, std::slice::from_ref(batch), codecs, placement)?.remove(0))
+}
+
+/// Compresses `batches` (blocks of `schema`): the columns sharing a codec choice, over
+/// all the blocks, in one batched call.
+fn compress_blocks(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    codecs: &[CodecChoice],
+    placement: Placement,
+) -> Result<Vec<Arc<Block>>> {
+    // The columns sharing a codec choice (usually all of them) go in one batched call:
+    // fewer, larger calls keep the GPU busy.
+    let mut groups: Vec<(CodecChoice, Vec<usize>)> = Vec::new();
+    for (i, codec) in codecs.iter().enumerate() {
+        match groups.iter_mut().find(|(c, _)| c == codec) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((*codec, vec![i])),
+        }
+    }
+    let width = codecs.len();
+    let mut columns: Vec<Option<CompressedColumn>> = vec![None; width * batches.len()];
+    for (codec, members) in groups {
+        let inputs: Vec<(&Field, &dyn Array)> = batches
+            .iter()
+            .flat_map(|batch| {
+                members
+                    .iter()
+                    .map(move |&i| (schema.field(i), batch.column(i).as_ref()))
+            })
+            .collect();
+        let compressed = column::compress_columns_on(&inputs, &codec, placement)?;
+        let slots = (0..batches.len()).flat_map(|b| members.iter().map(move |&i| b * width + i));
+        for (slot, column) in slots.zip(compressed) {
+            columns[slot] = Some(column);
+        }
+    }
+    let mut columns = columns.into_iter();
+    batches
+        .iter()
+        .map(|batch| {
+            let block_columns = columns
+                .by_ref()
+                .take(width)
+                .map(|c| c.expect("every column is in one group"))
+                .collect();
+            let zones = batch
+                .columns()
+                .par_iter()
+                .map(|array| zones::Zone::of(array.as_ref()))
+                .collect();
+            Ok(Arc::new(Block {
+                rows: batch.num_rows(),
+                columns: block_columns,
+                zones,
+            }))
         })
-        .collect::<Result<Vec<_>>>()?;
-    let zones = batch
-        .columns()
-        .par_iter()
-        .map(|array| zones::Zone::of(array.as_ref()))
-        .collect();
-    Ok(Arc::new(Block {
-        rows: batch.num_rows(),
-        columns,
-        zones,
-    }))
+        .collect()
 }
 
 /// The batches of one partition as blocks of `block_rows` rows (the last one shorter),
