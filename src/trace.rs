@@ -53,6 +53,11 @@ impl Busy {
     pub fn seconds(&self) -> f64 {
         self.0.as_secs_f64()
     }
+
+    /// Adds another tally's time (work timed on several threads).
+    pub fn add(&mut self, other: &Busy) {
+        self.0 += other.0;
+    }
 }
 
 /// Process-wide totals of the host work around the GPU, for the pipeline's trace line.

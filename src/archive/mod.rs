@@ -70,36 +70,76 @@ pub type Progress<'a> = &'a mut dyn FnMut(u64);
 /// issue 13's bound of twice the largest block.
 const IN_FLIGHT: usize = 0;
 
-/// Runs `produce` (reading), `transform` (the codecs) and `consume` (writing) on three
-/// threads joined by bounded queues, so batch n+1 is read and batch n-1 written while
-/// batch n is compressed or decompressed. The first error stops all three.
+/// Batches a file compression codes at once: while the host stages of one batch run
+/// (bwt's Huffman coding, gathering into pinned staging), the GPU works on the next.
+/// Costs one more batch of memory; decompression keeps one (issue 13's bound).
+const COMPRESSING_AT_ONCE: usize = 2;
+
+/// Runs `produce` (reading), `transform` (the codecs) and `consume` (writing) on threads
+/// joined by bounded queues, so batch n+1 is read and batch n-1 written while batch n is
+/// compressed or decompressed; up to `coders` batches are transformed at once, each on
+/// its own thread, and handed on in order, `account` seeing each as it is handed on.
+/// The first error stops all stages.
 fn pipeline<A: Send, B: Send, C: Send>(
+    coders: usize,
     produce: impl FnOnce(&dyn Fn(A) -> bool) -> Result<()> + Send,
-    mut transform: impl FnMut(A) -> Result<B>,
+    transform: impl Fn(A) -> Result<B> + Sync,
+    mut account: impl FnMut(&B),
     consume: impl FnOnce(&mut dyn Iterator<Item = B>) -> Result<C> + Send,
 ) -> Result<C> {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
     use std::sync::mpsc::sync_channel;
     let started = std::time::Instant::now();
-    let mut coding = Busy::default();
+    let coding = Mutex::new(Busy::default());
     let result = std::thread::scope(|scope| {
         let (in_tx, in_rx) = sync_channel::<A>(IN_FLIGHT);
         let (out_tx, out_rx) = sync_channel::<B>(IN_FLIGHT);
         let reader = scope.spawn(move || produce(&|item| in_tx.send(item).is_ok()));
         let writer = scope.spawn(move || consume(&mut out_rx.into_iter()));
+        let (transform, coding) = (&transform, &coding);
+        let mut running = VecDeque::new();
         let mut failed = None;
-        for item in in_rx {
-            match coding.time(|| transform(item)) {
-                Ok(out) => {
-                    if out_tx.send(out).is_err() {
-                        break;
-                    }
+        // Hands the oldest transformed batch to the writer; false when the pipeline stops.
+        let mut hand_on = |running: &mut VecDeque<std::thread::ScopedJoinHandle<'_, Result<B>>>| {
+            let Some(oldest) = running.pop_front() else {
+                return false;
+            };
+            match oldest.join() {
+                Ok(Ok(out)) => {
+                    account(&out);
+                    out_tx.send(out).is_ok()
                 }
-                Err(e) => {
+                Ok(Err(e)) => {
                     failed = Some(e);
-                    break;
+                    false
+                }
+                Err(_) => {
+                    failed = Some(Error::format("a coding thread panicked"));
+                    false
                 }
             }
+        };
+        let mut stopped = false;
+        for item in in_rx {
+            running.push_back(scope.spawn(move || {
+                let mut busy = Busy::default();
+                let out = busy.time(|| transform(item));
+                let mut total = coding.lock().unwrap_or_else(|e| e.into_inner());
+                total.add(&busy);
+                out
+            }));
+            if running.len() >= coders.max(1) && !hand_on(&mut running) {
+                stopped = true;
+                break;
+            }
         }
+        while !stopped && !running.is_empty() {
+            stopped = !hand_on(&mut running);
+        }
+        drop(hand_on);
+        // Batches still running after a failure are joined (and dropped) by the scope.
+        drop(running);
         drop(out_tx);
         let written = writer
             .join()
@@ -112,6 +152,7 @@ fn pipeline<A: Send, B: Send, C: Send>(
             None => read.and(written),
         }
     });
+    let coding = coding.into_inner().unwrap_or_else(|e| e.into_inner());
     trace::line(|| {
         format!(
             "file pipeline in {:.3} s: codecs busy {:.3} s",
@@ -153,6 +194,7 @@ pub fn compress_file(
             archive_source,
         )?;
         let writer = pipeline(
+            COMPRESSING_AT_ONCE,
             |send| {
                 let mut batches = batches;
                 let mut reading = Busy::default();
@@ -168,11 +210,13 @@ pub fn compress_file(
             |batch: Result<arrow::array::RecordBatch>| {
                 let batch = batch.map_err(read_error(input))?;
                 let columns = compress_batch(&schema, &batch, codec, placement)?;
+                Ok((batch.num_rows(), columns))
+            },
+            |(rows, columns): &(usize, Vec<column::CompressedColumn>)| {
                 summary.batches += 1;
-                summary.rows += batch.num_rows() as u64;
+                summary.rows += *rows as u64;
                 summary.plain_bytes += columns.iter().map(|c| c.plain_bytes() as u64).sum::<u64>();
                 progress(summary.plain_bytes);
-                Ok((batch.num_rows(), columns))
             },
             |compressed: &mut dyn Iterator<Item = (usize, Vec<column::CompressedColumn>)>| {
                 let mut writer = writer;
@@ -264,6 +308,7 @@ pub fn decompress_file_with_limit(
     write_atomically(output, true, |file| {
         let sink = output::file_sink(kind, file, schema.clone(), WRITE_BUFFER)?;
         let (sink, trailing) = pipeline(
+            1,
             |send| {
                 let mut reading = Busy::default();
                 while let Some(batch) =
@@ -277,12 +322,13 @@ pub fn decompress_file_with_limit(
                 Ok(())
             },
             |(rows, columns): (usize, Vec<column::CompressedColumn>)| {
-                let batch = decompress_batch(&schema, rows, &columns, placement)?;
+                decompress_batch(&schema, rows, &columns, placement)
+            },
+            |batch: &arrow::array::RecordBatch| {
                 summary.batches += 1;
                 summary.rows += batch.num_rows() as u64;
                 summary.plain_bytes += batch.get_array_memory_size() as u64;
                 progress(summary.plain_bytes);
-                Ok(batch)
             },
             |batches: &mut dyn Iterator<Item = arrow::array::RecordBatch>| {
                 let mut sink = sink;
