@@ -2,8 +2,8 @@
 //! (SNAPPY pages made by gmatch, on the GPU when there is one) and by DataFusion's own
 //! `STORED AS PARQUET` with SNAPPY, read back in SQL; then the compression stage alone,
 //! gmatch against the `snap` crate on all cores over the same pages.
-//! `cargo run --release --example parquet_from_query [SF] [DIR]` (default SF 0.1, a
-//! temporary directory).
+//! `cargo run --release --example parquet_from_query [SF] [DIR] [RUNS]` (default SF 0.1,
+//! a temporary directory, 5 runs of each `COPY`, alternating, medians reported).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -31,12 +31,27 @@ async fn sql(ctx: &SessionContext, text: &str) -> colzip::Result<Vec<arrow::arra
         .map_err(fail)
 }
 
-/// Seconds to run `text`, which writes `path`, and the file's size.
+/// Seconds to run `text`, which writes `path` (removed first, so every run writes a new
+/// file), and the file's size.
 async fn timed_copy(ctx: &SessionContext, text: &str, path: &Path) -> colzip::Result<(f64, u64)> {
+    if path.exists() {
+        std::fs::remove_file(path)?;
+    }
     let start = Instant::now();
     sql(ctx, text).await?;
     let seconds = start.elapsed().as_secs_f64();
     Ok((seconds, std::fs::metadata(path)?.len()))
+}
+
+/// The median of `seconds` (not empty).
+fn median(mut seconds: Vec<f64>) -> f64 {
+    seconds.sort_by(f64::total_cmp);
+    let n = seconds.len();
+    if n % 2 == 1 {
+        seconds[n / 2]
+    } else {
+        (seconds[n / 2 - 1] + seconds[n / 2]) / 2.0
+    }
 }
 
 /// The page payloads of an UNCOMPRESSED Parquet file: what a SNAPPY writer compresses.
@@ -68,29 +83,44 @@ async fn main() -> colzip::Result<()> {
         .next()
         .map(PathBuf::from)
         .unwrap_or_else(|| scratch.path().into());
+    let runs: usize = match args.next() {
+        Some(text) => text
+            .parse()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| fail(format!("RUNS must be a whole number >= 1, not '{text}'")))?,
+        None => 5,
+    };
     let session = TpchSession::new(sf, TableKind::Plain)?;
     let ctx = session.context();
     let ours = dir.join("lineitem-colzip.parquet");
     let stock = dir.join("lineitem-stock.parquet");
-    let (ours_s, ours_bytes) = timed_copy(
-        ctx,
-        &format!(
-            "COPY (SELECT * FROM lineitem) TO '{}' STORED AS COLZIP_PARQUET",
-            ours.display()
-        ),
-        &ours,
-    )
-    .await?;
-    let (stock_s, stock_bytes) = timed_copy(
-        ctx,
-        &format!(
-            "COPY (SELECT * FROM lineitem) TO '{}' STORED AS PARQUET OPTIONS ('compression' 'snappy')",
-            stock.display()
-        ),
-        &stock,
-    )
-    .await?;
-    println!("lineitem SF {sf}, written from a query:");
+    let ours_sql = format!(
+        "COPY (SELECT * FROM lineitem) TO '{}' STORED AS COLZIP_PARQUET",
+        ours.display()
+    );
+    let stock_sql = format!(
+        "COPY (SELECT * FROM lineitem) TO '{}' STORED AS PARQUET OPTIONS ('compression' 'snappy')",
+        stock.display()
+    );
+    // Alternating runs, so a slow phase of the machine does not fall on one writer only.
+    let (mut ours_runs, mut stock_runs) = (Vec::new(), Vec::new());
+    let (mut ours_bytes, mut stock_bytes) = (0, 0);
+    for run in 1..=runs {
+        let (s, bytes) = timed_copy(ctx, &ours_sql, &ours).await?;
+        ours_runs.push(s);
+        ours_bytes = bytes;
+        let (s, bytes) = timed_copy(ctx, &stock_sql, &stock).await?;
+        stock_runs.push(s);
+        stock_bytes = bytes;
+        eprintln!(
+            "run {run}/{runs}: COLZIP_PARQUET {:.3} s, PARQUET SNAPPY {:.3} s",
+            ours_runs[run - 1],
+            stock_runs[run - 1]
+        );
+    }
+    let (ours_s, stock_s) = (median(ours_runs), median(stock_runs));
+    println!("lineitem SF {sf}, written from a query (median of {runs} runs):");
     println!("  COLZIP_PARQUET   {ours_s:>7.3} s  {ours_bytes:>12} bytes");
     println!(
         "  PARQUET, SNAPPY  {stock_s:>7.3} s  {stock_bytes:>12} bytes  (ours: {:.2}x faster, size {:+.2}%)",
