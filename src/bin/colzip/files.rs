@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use colzip::archive::{self, InputKind, OutputKind, RawType};
+use colzip::archive::{self, InputKind, OutputKind, ParquetCodec, RawType};
 use colzip::codec::{Codec, Placement, SnappyFormat, gmatch};
 use colzip::column::CodecChoice;
 use colzip::gpu::Backend;
@@ -61,6 +61,30 @@ pub struct DecompressArgs {
     /// k, m, g, t: powers of 1024) [default: no limit]
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     max_output: Option<u64>,
+    /// Codec of a Parquet output: uncompressed, snappy, gzip[(0..9)], lz4, lz4_raw,
+    /// zstd[(1..22)] [default: the source Parquet file's when the archive records it,
+    /// else zstd(1)]
+    #[arg(long, value_name = "CODEC", value_parser = parse_parquet_codec)]
+    parquet_compression: Option<ParquetCodec>,
+    #[command(flatten)]
+    backend: BackendArg,
+}
+
+/// A Parquet codec for clap: [`ParquetCodec`]'s names.
+fn parse_parquet_codec(text: &str) -> std::result::Result<ParquetCodec, String> {
+    text.parse().map_err(|e: Error| e.to_string())
+}
+
+/// `colzip head`'s arguments.
+#[derive(Args)]
+pub struct HeadArgs {
+    input: PathBuf,
+    /// Rows to print
+    #[arg(short = 'n', long = "rows", default_value_t = 10)]
+    rows: usize,
+    /// table, json or csv
+    #[arg(long, default_value = "table")]
+    format: Format,
     #[command(flatten)]
     backend: BackendArg,
 }
@@ -125,16 +149,89 @@ pub fn decompress_command(args: DecompressArgs) -> Result<()> {
         snappy,
         force,
         max_output,
+        parquet_compression,
         backend: BackendArg { backend },
     } = args;
     // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
     Placement::new(backend)?;
+    if snappy.is_some() && (to.is_some() || parquet_compression.is_some()) {
+        return Err(Error::format(
+            "--to and --parquet-compression apply to archives, not to --snappy streams",
+        ));
+    }
     let mut pipes = Pipes::default();
     let (input, output) = pipes.paths(&input, output, strip_extension)?;
     check_output(&input, &output, force || pipes.to_stdout())?;
-    let max_output = max_output.unwrap_or(u64::MAX);
-    decompress(&input, &output, to, snappy, backend, max_output)?;
-    pipes.finish(&output)
+    let options = archive::DecompressOptions {
+        to,
+        backend,
+        max_output: max_output.unwrap_or(u64::MAX),
+        parquet_codec: parquet_compression,
+    };
+    let summary = decompress(&input, &output, snappy, &options)?;
+    pipes.finish(&output)?;
+    if let (Some(codec), Some(origin)) = (summary.parquet_codec, summary.parquet_codec_origin) {
+        // On stderr when stdout holds the data.
+        let line = format!(
+            "{}: Parquet compressed with {codec} ({origin})",
+            pipes.shown(&output).display()
+        );
+        if pipes.to_stdout() {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    Ok(())
+}
+
+/// `colzip head`: the first rows of an archive, decoding only the batches they are in.
+pub fn head_command(args: HeadArgs) -> Result<()> {
+    let HeadArgs {
+        input,
+        rows,
+        format,
+        backend: BackendArg { backend },
+    } = args;
+    let (schema, batches) =
+        archive::head(&input, rows, backend).map_err(|e| name_non_archive(&input, e))?;
+    let text = render_batches(&schema, &batches, format)?;
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// Record batches as a table, JSON (one array of objects) or CSV (with a header).
+#[cfg(feature = "datafusion")]
+fn render_batches(
+    schema: &arrow::datatypes::SchemaRef,
+    batches: &[arrow::array::RecordBatch],
+    format: Format,
+) -> Result<String> {
+    use colzip::datafusion::session::shell::{self, OutputFormat};
+    let format = match format {
+        Format::Table => OutputFormat::Table,
+        Format::Json => OutputFormat::Json,
+        Format::Csv => OutputFormat::Csv,
+    };
+    shell::render(schema, batches, format)
+}
+
+/// Record batches as a table (JSON and CSV come with the 'datafusion' feature's writers).
+#[cfg(not(feature = "datafusion"))]
+fn render_batches(
+    schema: &arrow::datatypes::SchemaRef,
+    batches: &[arrow::array::RecordBatch],
+    format: Format,
+) -> Result<String> {
+    match format {
+        Format::Table => Ok(format!(
+            "{}\n",
+            arrow::util::pretty::pretty_format_batches_with_schema(schema.clone(), batches)?
+        )),
+        _ => Err(Error::Unsupported(
+            "colzip head prints JSON and CSV with the 'datafusion' feature".into(),
+        )),
+    }
 }
 
 /// `colzip info`.
@@ -220,17 +317,16 @@ fn compress(
 fn decompress(
     input: &Path,
     output: &Path,
-    to: Option<OutputKind>,
     snappy: Option<SnappyArg>,
-    backend: Backend,
-    max_output: u64,
-) -> Result<()> {
+    options: &archive::DecompressOptions,
+) -> Result<archive::Summary> {
+    let max_output = options.max_output;
     if let Some(snappy) = snappy {
         // On the CPU: a framed stream states no total length for a GPU decoder to
         // size its output by.
         let stream = std::fs::read(input).map_err(Error::file("read", &input))?;
         let limit = usize::try_from(max_output).unwrap_or(usize::MAX);
-        return archive::write_atomically(output, true, |file| {
+        archive::write_atomically(output, true, |file| {
             let mut out = std::io::BufWriter::new(file);
             match snappy {
                 // At most 2^32 - 1 bytes, and what the elements can produce.
@@ -245,15 +341,15 @@ fn decompress(
                 }
             }
             Ok(out.flush()?)
-        });
+        })?;
+        return Ok(archive::Summary::default());
     }
     let bar = bytes_bar(0, "decompress");
-    archive::decompress_file_with_limit(input, output, to, backend, max_output, &mut |done| {
-        bar.set_position(done)
-    })
-    .map_err(|e| name_non_archive(input, e))?;
+    let summary =
+        archive::decompress_file_with(input, output, options, &mut |done| bar.set_position(done))
+            .map_err(|e| name_non_archive(input, e))?;
     bar.finish_and_clear();
-    Ok(())
+    Ok(summary)
 }
 
 fn print_info(input: &Path, info: &archive::ArchiveInfo, format: Format) -> Result<()> {
@@ -273,8 +369,8 @@ fn print_info(input: &Path, info: &archive::ArchiveInfo, format: Format) -> Resu
                 info.archive_bytes
             );
             println!(
-                "{:<24} {:<28} {:>14} {:>14} {:>8}  codecs",
-                "column", "type", "plain", "compressed", "ratio"
+                "{:<24} {:<28} {:>12} {:>12} {:>14} {:>14} {:>8}  codecs",
+                "column", "type", "rows", "nulls", "plain", "compressed", "ratio"
             );
             for c in &info.columns {
                 let codecs: Vec<String> = c
@@ -283,9 +379,11 @@ fn print_info(input: &Path, info: &archive::ArchiveInfo, format: Format) -> Resu
                     .map(|(k, v)| format!("{k} ({v} B)"))
                     .collect();
                 println!(
-                    "{:<24} {:<28} {:>14} {:>14} {:>8.3}  {}",
+                    "{:<24} {:<28} {:>12} {:>12} {:>14} {:>14} {:>8.3}  {}",
                     c.name,
                     c.arrow_type,
+                    c.rows,
+                    c.null_count,
                     c.plain_bytes,
                     c.compressed_bytes,
                     c.ratio,

@@ -45,10 +45,13 @@ enum Command {
     Compress(files::CompressArgs),
     /// Decompress a .czip archive (back to what it was made from), or with --snappy a Snappy stream.
     Decompress(files::DecompressArgs),
-    /// Show an archive's columns, codecs and ratios. Checks every CRC of the archive and
-    /// its column containers and every codec stream's header; --verify also decodes every
-    /// part and checks its xxh3-64 and the codecs' CRCs.
+    /// Show an archive's columns (Arrow type, rows, nulls), codecs and ratios. Checks every
+    /// CRC of the archive and its column containers and every codec stream's header;
+    /// --verify also decodes every part and checks its xxh3-64 and the codecs' CRCs.
     Info(files::InfoArgs),
+    /// Print the first rows of an archive (-n, default 10) as a table, JSON or CSV,
+    /// decoding only the batches they are in.
+    Head(files::HeadArgs),
     /// Show the GPU colzip would use (or why there is none) and run its self-test kernel.
     Gpu(experiments::GpuArgs),
     /// The TPC-H column experiment: generate tables in-process, compress every column with
@@ -109,6 +112,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Compress(args) => files::compress_command(args),
         Command::Decompress(args) => files::decompress_command(args),
         Command::Info(args) => files::info_command(args),
+        Command::Head(args) => files::head_command(args),
         Command::Gpu(args) => experiments::gpu_command(args),
         Command::Tpch(args) => experiments::tpch_command(args),
         Command::Bench(args) => experiments::bench_command(args),
