@@ -100,6 +100,10 @@ pub struct BenchArgs {
     /// table, json or csv
     #[arg(long, default_value = "table")]
     format: Format,
+    /// Also draw ratio against compression and decompression GB/s (kernel figures on
+    /// the GPU) per codec and backend, totals over the columns, into this SVG file
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
 }
 
 /// `colzip gpu`.
@@ -258,7 +262,12 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
         runs,
         no_cpu,
         format,
+        plot,
     } = args;
+    if let Some(path) = &plot {
+        // Before the run, not after minutes of it.
+        colzip::plot::check_plot_path(path)?;
+    }
     let mut grid = Vec::new();
     for &s in &s {
         for &w in &w {
@@ -306,6 +315,24 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
         }
     })?;
     bar.finish_and_clear();
+    if let Some(path) = &plot {
+        // One point per codec and backend: the totals over the measured columns.
+        let labelled: Vec<tpch::Row> = rows
+            .iter()
+            .map(|r| tpch::Row {
+                codec: format!("{} ({})", r.row.codec, r.row.backend),
+                ..r.row.clone()
+            })
+            .collect();
+        let totals = tpch::summarize(&labelled);
+        let columns = rows
+            .iter()
+            .map(|r| (&r.row.table, &r.row.column))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        let title = format!("colzip bench: {columns} columns, kernel GB/s on the GPU");
+        colzip::plot::plot_codecs(&totals, path, &title)?;
+    }
     std::io::stdout()
         .lock()
         .write_all(tpch::render(&rows, format)?.as_bytes())?;

@@ -53,6 +53,9 @@ pub struct QueriesArgs {
     /// table or json
     #[arg(long, default_value = "table", value_parser = ["table", "json"])]
     format: String,
+    /// Also draw the median seconds per query and store as bars into this SVG file
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
     #[command(flatten)]
     backend: BackendArg,
 }
@@ -74,8 +77,19 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
         dir: args.dir,
     };
     let format: Format = args.format.parse()?;
+    if let Some(path) = &args.plot {
+        // Before the run, not after minutes of it.
+        colzip::plot::check_plot_path(path)?;
+    }
     let mb = |bytes: u64| bytes as f64 / 1e6;
+    // A bar on a terminal; otherwise one line per event (a log of the run).
+    let bar = progress_bar();
+    let terminal = !bar.is_hidden();
+    bar.set_length((config.stores.len() * config.queries.len()) as u64);
     let report = query_bench::run(&config, &|event| {
+        if let Event::Measured(_) = event {
+            bar.inc(1);
+        }
         let line = match event {
             Event::Generating(table) => format!("generating {table} at SF {}", config.sf),
             Event::Generated { table, rows } => format!("generated {table}: {rows} rows"),
@@ -108,8 +122,39 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
                     .map_or("unknown".into(), |b| format!("{:.1} MB", mb(b)))
             ),
         };
-        eprintln!("colzip queries: {line}");
+        if terminal {
+            bar.set_message(line);
+        } else {
+            eprintln!("colzip queries: {line}");
+        }
     })?;
+    bar.finish_and_clear();
+    if let Some(path) = &args.plot {
+        let groups: Vec<String> = config.queries.iter().map(|q| format!("Q{q}")).collect();
+        let series: Vec<colzip::plot::Series> = report
+            .stores
+            .iter()
+            .map(|store| colzip::plot::Series {
+                name: store.store.to_string(),
+                values: config
+                    .queries
+                    .iter()
+                    .map(|&q| {
+                        report
+                            .queries
+                            .iter()
+                            .find(|r| r.query == q && r.store == store.store)
+                            .map_or(0.0, |r| r.seconds)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let title = format!(
+            "colzip queries --sf {}: median seconds of {} runs",
+            config.sf, config.runs
+        );
+        colzip::plot::plot_bars(&groups, &series, "seconds", path, &title)?;
+    }
     let text = match format {
         Format::Json => format!("{}\n", report.to_json()?),
         _ => report.to_table(),
@@ -135,6 +180,7 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
         args.codec,
         args.dir,
         args.format,
+        args.plot,
         args.backend,
     );
     Err(Error::Unsupported(
