@@ -37,6 +37,7 @@ pub mod memory;
 pub mod panics;
 #[cfg(feature = "parquet")]
 pub mod parquet;
+pub mod plot;
 pub mod tpch;
 pub mod trace;
 

@@ -2,8 +2,11 @@
 //!
 //! ```text
 //! header := magic "CZIP" | version u8 (2) | source u8 (0 raw, 1 Arrow IPC, 2 Parquet)
-//!           | raw type u8 (0 unless raw) | schema length varint
-//!           | schema (field count varint, fields as in the column container) | crc u32
+//!           | raw type u8 (raw: the type; Parquet: 1 when options follow, else 0; else 0)
+//!           | schema length varint
+//!           | schema (field count varint, fields as in the column container)
+//!           | [Parquet options: length varint | count varint | (key, value strings)*]
+//!           | crc u32
 //! batch  := 0x01 | rows varint | per column: container length varint | column container | crc u32
 //! end    := 0x00 | flags u8 | batch count varint | crc u32
 //! ```
@@ -23,6 +26,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::{Schema, SchemaRef};
 
 use super::input::RawType;
+use super::parquet_options::ParquetOptions;
 use crate::codec::{Placement, varint};
 use crate::column::{self, CodecChoice, CompressedColumn};
 use crate::{Error, Result};
@@ -36,6 +40,41 @@ const BATCH: u8 = 1;
 const END: u8 = 0;
 /// End-record flag: a `utf8-lines` file ended with `\n`.
 const FLAG_TRAILING_NEWLINE: u8 = 1;
+/// The header's second source byte of a Parquet archive: Parquet options follow the schema.
+const PARQUET_OPTIONS: u8 = 1;
+
+/// Appends a varint length and the string's UTF-8 bytes.
+fn write_str(out: &mut Vec<u8>, text: &str) {
+    varint::write_u64(out, text.len() as u64);
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// The key-value pairs of a Parquet options block (count, then key and value strings).
+fn encode_pairs(pairs: &[(String, String)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    varint::write_u64(&mut out, pairs.len() as u64);
+    for (key, value) in pairs {
+        write_str(&mut out, key);
+        write_str(&mut out, value);
+    }
+    out
+}
+
+/// Reads what [`encode_pairs`] wrote, all of it.
+fn decode_pairs(bytes: &[u8]) -> Result<Vec<(String, String)>> {
+    let mut reader = crate::column::Reader::new(bytes);
+    let count = reader.varint()?;
+    let mut pairs = Vec::new();
+    for _ in 0..count {
+        let key = reader.string()?;
+        let value = reader.string()?;
+        pairs.push((key, value));
+    }
+    if !reader.is_empty() {
+        return Err(Error::format("bytes after the archive's Parquet options"));
+    }
+    Ok(pairs)
+}
 
 /// What the archived data was before it was compressed (and what it becomes again).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +172,21 @@ pub struct ArchiveWriter<W: Write> {
 impl<W: Write> ArchiveWriter<W> {
     /// Writes the header.
     pub fn new(out: W, schema: SchemaRef, source: Source) -> Result<Self> {
+        Self::with_options(out, schema, source, None)
+    }
+
+    /// [`Self::new`] for an archive of a Parquet file, recording how that file was
+    /// written (`decompress --to parquet` writes it so again).
+    pub fn for_parquet(out: W, schema: SchemaRef, options: &ParquetOptions) -> Result<Self> {
+        Self::with_options(out, schema, Source::Parquet, Some(options))
+    }
+
+    fn with_options(
+        out: W,
+        schema: SchemaRef,
+        source: Source,
+        parquet: Option<&ParquetOptions>,
+    ) -> Result<Self> {
         source.check_schema(&schema)?;
         let mut header = Vec::new();
         header.extend_from_slice(MAGIC);
@@ -140,6 +194,7 @@ impl<W: Write> ArchiveWriter<W> {
         let (kind, raw) = match source {
             Source::Raw(raw) => (0, raw.tag()),
             Source::ArrowIpc => (1, 0),
+            Source::Parquet if parquet.is_some() => (2, PARQUET_OPTIONS),
             Source::Parquet => (2, 0),
         };
         header.extend_from_slice(&[kind, raw]);
@@ -150,6 +205,11 @@ impl<W: Write> ArchiveWriter<W> {
         }
         varint::write_u64(&mut header, fields.len() as u64);
         header.extend_from_slice(&fields);
+        if let Some(options) = parquet {
+            let block = encode_pairs(&options.to_pairs());
+            varint::write_u64(&mut header, block.len() as u64);
+            header.extend_from_slice(&block);
+        }
         let mut out = Crc { inner: out, crc: 0 };
         out.put(&header)?;
         out.write_crc()?;
@@ -262,6 +322,7 @@ pub struct ArchiveReader<R: Read> {
     input: CrcReader<R>,
     schema: SchemaRef,
     source: Source,
+    parquet: Option<ParquetOptions>,
     batches: u64,
     trailing_newline: Option<bool>,
     /// Decoded bytes the batches read so far claim, and the most they may claim.
@@ -351,7 +412,7 @@ impl<R: Read> ArchiveReader<R> {
                     .ok_or_else(|| Error::format(format!("unknown raw type {raw} in archive")))?,
             ),
             (1, 0) => Source::ArrowIpc,
-            (2, 0) => Source::Parquet,
+            (2, 0 | PARQUET_OPTIONS) => Source::Parquet,
             (1 | 2, raw) => {
                 return Err(Error::format(format!(
                     "raw type {raw} given for a source that is not raw"
@@ -361,13 +422,25 @@ impl<R: Read> ArchiveReader<R> {
         };
         let len = read_varint(&mut input)?;
         let fields = read_exact_vec(&mut input, len, None, "the schema")?;
+        let parquet = if (head[5], head[6]) == (2, PARQUET_OPTIONS) {
+            let len = read_varint(&mut input)?;
+            let block = read_exact_vec(&mut input, len, None, "the Parquet options")?;
+            Some(block)
+        } else {
+            None
+        };
         input.check_crc(|| "the archive header".into())?;
+        let parquet = match parquet {
+            Some(block) => Some(ParquetOptions::from_pairs(&decode_pairs(&block)?)?),
+            None => None,
+        };
         let schema = Arc::new(Schema::new(column::read_fields(&fields)?));
         source.check_schema(&schema)?;
         Ok(ArchiveReader {
             input,
             schema,
             source,
+            parquet,
             batches: 0,
             trailing_newline: None,
             claimed: 0,
@@ -397,6 +470,12 @@ impl<R: Read> ArchiveReader<R> {
 
     pub fn source(&self) -> Source {
         self.source
+    }
+
+    /// How the Parquet file the archive was made from was written, when the archive says
+    /// (archives of Parquet files made before colzip recorded it do not).
+    pub fn parquet_options(&self) -> Option<&ParquetOptions> {
+        self.parquet.as_ref()
     }
 
     /// Whether a `utf8-lines` file ended with a newline; known after the last batch.

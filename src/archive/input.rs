@@ -178,6 +178,8 @@ pub struct Input {
     pub batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
     /// Set after the last batch of a `utf8-lines` file: whether it ended with `\n`.
     pub trailing_newline: Arc<std::sync::atomic::AtomicBool>,
+    /// For a Parquet file: how it was written (its codec), which the archive records.
+    pub parquet: Option<super::ParquetOptions>,
 }
 
 /// Opens `path` as `kind`, reading batches of about `batch_bytes` of raw data
@@ -185,6 +187,8 @@ pub struct Input {
 pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize) -> Result<Input> {
     let file = File::open(path).map_err(Error::file("open", path))?;
     let trailing_newline = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    #[cfg_attr(not(feature = "parquet"), allow(unused_mut))]
+    let mut parquet_options = None;
     let (schema, batches): (
         SchemaRef,
         Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
@@ -220,6 +224,7 @@ pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize)
         InputKind::Parquet => {
             let builder =
                 parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)?;
+            parquet_options = Some(super::ParquetOptions::from_metadata(builder.metadata()));
             let reader = builder.with_batch_size(batch_rows).build()?;
             let schema = arrow::array::RecordBatchReader::schema(&reader);
             (schema, Box::new(reader.map(|b| b.map_err(Error::from))))
@@ -230,6 +235,7 @@ pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize)
         schema,
         batches,
         trailing_newline,
+        parquet: parquet_options,
     })
 }
 

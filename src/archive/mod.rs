@@ -19,6 +19,7 @@
 mod format;
 mod input;
 mod output;
+mod parquet_options;
 mod safe_file;
 
 use std::collections::BTreeMap;
@@ -35,7 +36,8 @@ use crate::trace::{self, Busy};
 use crate::{Error, Result};
 pub use format::{ArchiveReader, ArchiveWriter, Source, compress_batch, decompress_batch};
 pub use input::{InputKind, RawType};
-pub use output::OutputKind;
+pub use output::{OutputKind, ParquetWrite};
+pub use parquet_options::{ParquetCodec, ParquetOptions};
 pub use safe_file::write_atomically;
 
 /// Rows per batch read from Arrow IPC and Parquet files.
@@ -52,6 +54,10 @@ pub struct Summary {
     pub plain_bytes: u64,
     /// Bytes of the archive file.
     pub archive_bytes: u64,
+    /// A Parquet output's codec (as `colzip decompress --parquet-compression` names it)
+    /// and why it was chosen.
+    pub parquet_codec: Option<String>,
+    pub parquet_codec_origin: Option<String>,
 }
 
 impl Summary {
@@ -185,14 +191,15 @@ pub fn compress_file(
     };
     let schema = source.schema.clone();
     let trailing_newline = source.trailing_newline.clone();
+    let parquet_options = source.parquet;
     let batches = source.batches;
     let mut summary = Summary::default();
     write_atomically(output, true, |file| {
-        let writer = ArchiveWriter::new(
-            BufWriter::with_capacity(WRITE_BUFFER, file),
-            schema.clone(),
-            archive_source,
-        )?;
+        let out = BufWriter::with_capacity(WRITE_BUFFER, file);
+        let writer = match &parquet_options {
+            Some(options) => ArchiveWriter::for_parquet(out, schema.clone(), options)?,
+            None => ArchiveWriter::new(out, schema.clone(), archive_source)?,
+        };
         let writer = pipeline(
             COMPRESSING_AT_ONCE,
             |send| {
@@ -295,18 +302,89 @@ pub fn decompress_file_with_limit(
     max_output: u64,
     progress: Progress<'_>,
 ) -> Result<Summary> {
-    let placement = Placement::new(backend)?;
-    let mut reader = open_archive(input, max_output)?;
-    let kind = to.unwrap_or_else(|| OutputKind::for_source(reader.source()));
+    let options = DecompressOptions {
+        to,
+        backend,
+        max_output,
+        parquet_codec: None,
+    };
+    decompress_file_with(input, output, &options, progress)
+}
+
+/// How [`decompress_file_with`] decompresses.
+#[derive(Clone, Debug)]
+pub struct DecompressOptions {
+    /// The output's kind [default: what the archive was made from].
+    pub to: Option<OutputKind>,
+    pub backend: Backend,
+    /// Refuse a batch that would take the decoded bytes over this many.
+    pub max_output: u64,
+    /// A Parquet output's codec [default: the source Parquet file's, when the archive
+    /// records it, else [`ParquetCodec::DEFAULT`]].
+    pub parquet_codec: Option<ParquetCodec>,
+}
+
+impl Default for DecompressOptions {
+    fn default() -> Self {
+        DecompressOptions {
+            to: None,
+            backend: Backend::Auto,
+            max_output: u64::MAX,
+            parquet_codec: None,
+        }
+    }
+}
+
+/// Decompresses an archive into a file as `options` say. A Parquet output keeps the
+/// codec (and row group size) of the Parquet file the archive was made from, where the
+/// archive records them; [`Summary::parquet_codec`] says which codec was written.
+///
+/// ```no_run
+/// use std::path::Path;
+/// use colzip::archive::{self, DecompressOptions, OutputKind};
+///
+/// let options = DecompressOptions {
+///     to: Some(OutputKind::Parquet),
+///     parquet_codec: Some("zstd(3)".parse()?),
+///     ..DecompressOptions::default()
+/// };
+/// let summary = archive::decompress_file_with(
+///     Path::new("table.parquet.czip"), Path::new("back.parquet"), &options, &mut |_| {})?;
+/// assert_eq!(summary.parquet_codec.as_deref(), Some("zstd(3)"));
+/// # Ok::<(), colzip::Error>(())
+/// ```
+pub fn decompress_file_with(
+    input: &Path,
+    output: &Path,
+    options: &DecompressOptions,
+    progress: Progress<'_>,
+) -> Result<Summary> {
+    let placement = Placement::new(options.backend)?;
+    let mut reader = open_archive(input, options.max_output)?;
+    let kind = options
+        .to
+        .unwrap_or_else(|| OutputKind::for_source(reader.source()));
     let schema = reader.schema();
+    let parquet = ParquetWrite::resolve(options.parquet_codec, reader.parquet_options());
+    #[cfg(feature = "parquet")]
+    let writes_parquet = kind == OutputKind::Parquet;
+    #[cfg(not(feature = "parquet"))]
+    let writes_parquet = false;
+    if options.parquet_codec.is_some() && !writes_parquet {
+        return Err(Error::format(
+            "--parquet-compression applies to Parquet output (--to parquet)",
+        ));
+    }
     let mut summary = Summary {
         archive_bytes: std::fs::metadata(input)
             .map_err(Error::file("read the metadata of", input))?
             .len(),
+        parquet_codec: writes_parquet.then(|| parquet.codec.to_string()),
+        parquet_codec_origin: writes_parquet.then(|| parquet.origin.clone()),
         ..Default::default()
     };
     write_atomically(output, true, |file| {
-        let sink = output::file_sink(kind, file, schema.clone(), WRITE_BUFFER)?;
+        let sink = output::file_sink(kind, file, schema.clone(), WRITE_BUFFER, &parquet)?;
         let (sink, trailing) = pipeline(
             1,
             |send| {
@@ -350,8 +428,14 @@ pub fn decompress_file_with_limit(
 #[derive(Clone, Debug, Serialize)]
 pub struct ColumnInfo {
     pub name: String,
+    /// The Arrow data type, as Arrow prints it.
     pub arrow_type: String,
+    /// Whether the field allows nulls.
+    pub nullable: bool,
     pub rows: u64,
+    /// Null values (of the column itself; a dictionary's values or a list's items are not
+    /// counted), from the containers' headers: nothing is decoded.
+    pub null_count: u64,
     pub plain_bytes: u64,
     pub compressed_bytes: u64,
     pub ratio: f64,
@@ -410,7 +494,9 @@ fn info_with(path: &Path, verify: bool, max_output: u64) -> Result<ArchiveInfo> 
         .map(|f| ColumnInfo {
             name: f.name().clone(),
             arrow_type: f.data_type().to_string(),
+            nullable: f.is_nullable(),
             rows: 0,
+            null_count: 0,
             plain_bytes: 0,
             compressed_bytes: 0,
             ratio: 0.0,
@@ -435,6 +521,7 @@ fn info_with(path: &Path, verify: bool, max_output: u64) -> Result<ArchiveInfo> 
                 })?;
             }
             info.rows += column.len() as u64;
+            info.null_count += column.root().null_count as u64;
             info.plain_bytes += column.plain_bytes() as u64;
             info.compressed_bytes += column.compressed_bytes() as u64;
             for part in column.root().all_parts() {
@@ -467,4 +554,48 @@ fn info_with(path: &Path, verify: bool, max_output: u64) -> Result<ArchiveInfo> 
         checked,
         not_checked,
     })
+}
+
+/// The first `rows` rows of an archive (fewer when it holds fewer), decoding only the
+/// batches they are in (what `colzip head` prints): the batches after them are not read.
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow::array::{Int64Array, RecordBatch};
+/// use arrow::datatypes::{DataType, Field, Schema};
+/// use colzip::archive::{self, ArchiveWriter, Source};
+/// use colzip::column::CodecChoice;
+///
+/// let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("ids.czip");
+/// let mut writer = ArchiveWriter::new(std::fs::File::create(&path)?, schema.clone(), Source::ArrowIpc)?;
+/// for start in [0i64, 1000] {
+///     let ids = Arc::new(Int64Array::from_iter_values(start..start + 1000));
+///     writer.write_batch(&RecordBatch::try_new(schema.clone(), vec![ids])?, &CodecChoice::Auto)?;
+/// }
+/// writer.finish(false)?;
+/// let (_, batches) = archive::head(&path, 3, colzip::gpu::Backend::Cpu)?;
+/// assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn head(
+    path: &Path,
+    rows: usize,
+    backend: Backend,
+) -> Result<(arrow::datatypes::SchemaRef, Vec<arrow::array::RecordBatch>)> {
+    let placement = Placement::new(backend)?;
+    let mut reader = open_archive(path, u64::MAX)?;
+    let schema = reader.schema();
+    let mut batches = Vec::new();
+    let mut left = rows;
+    while left > 0 {
+        let Some(batch) = reader.next_batch_on(placement).map_err(read_error(path))? else {
+            break;
+        };
+        let take = batch.num_rows().min(left);
+        left -= take;
+        batches.push(batch.slice(0, take));
+    }
+    Ok((schema, batches))
 }

@@ -6,6 +6,7 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, SchemaRef};
 
 use super::format::Source;
+use super::parquet_options::{ParquetCodec, ParquetOptions};
 use crate::{Error, Result};
 
 /// The file kind `colzip decompress` writes.
@@ -15,7 +16,8 @@ pub enum OutputKind {
     Raw,
     /// An Arrow IPC file.
     ArrowIpc,
-    /// A Parquet file (written by the parquet crate, ZSTD-compressed).
+    /// A Parquet file (written by the parquet crate) with the source Parquet file's codec
+    /// when the archive records it, else ZSTD ([`ParquetCodec::DEFAULT`]).
     #[cfg(feature = "parquet")]
     Parquet,
 }
@@ -50,6 +52,88 @@ impl std::str::FromStr for OutputKind {
     }
 }
 
+/// How a Parquet output is written: the codec and where it comes from, and the rest of
+/// the source file's options the archive records.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParquetWrite {
+    pub codec: ParquetCodec,
+    /// Why this codec: "chosen", "the source file's", or the default and why.
+    pub origin: String,
+    /// Codecs of single leaf columns (dotted paths) that differ from `codec`.
+    pub columns: Vec<(String, ParquetCodec)>,
+    /// Rows per row group at most (0: the parquet crate's default).
+    pub max_row_group_rows: u64,
+}
+
+impl ParquetWrite {
+    /// What to write: `chosen` when given, else what the archive recorded of its source
+    /// (`recorded`), else [`ParquetCodec::DEFAULT`].
+    pub fn resolve(chosen: Option<ParquetCodec>, recorded: Option<&ParquetOptions>) -> Self {
+        let max_row_group_rows = recorded.map_or(0, |r| r.max_row_group_rows);
+        if let Some(codec) = chosen {
+            return ParquetWrite {
+                codec,
+                origin: "chosen".into(),
+                columns: Vec::new(),
+                max_row_group_rows,
+            };
+        }
+        let Some(recorded) = recorded else {
+            return ParquetWrite {
+                codec: ParquetCodec::DEFAULT,
+                origin: "the default: the archive does not record a source Parquet codec".into(),
+                columns: Vec::new(),
+                max_row_group_rows,
+            };
+        };
+        let (codec, origin) = match recorded.compression.parse::<ParquetCodec>() {
+            Ok(codec) => (codec, "the source file's".to_string()),
+            Err(_) => (
+                ParquetCodec::DEFAULT,
+                format!(
+                    "the default: the source file's {} is not a codec colzip writes",
+                    recorded.compression
+                ),
+            ),
+        };
+        let columns = recorded
+            .column_compression
+            .iter()
+            .filter_map(|(column, name)| Some((column.clone(), name.parse().ok()?)))
+            .collect();
+        ParquetWrite {
+            codec,
+            origin,
+            columns,
+            max_row_group_rows,
+        }
+    }
+
+    #[cfg(feature = "parquet")]
+    fn properties(&self) -> parquet::file::properties::WriterProperties {
+        let mut builder = parquet::file::properties::WriterProperties::builder()
+            .set_compression(self.codec.to_parquet());
+        for (column, codec) in &self.columns {
+            let path = parquet::schema::types::ColumnPath::new(
+                column.split('.').map(str::to_string).collect(),
+            );
+            builder = builder.set_column_compression(path, codec.to_parquet());
+        }
+        if let Ok(rows) = usize::try_from(self.max_row_group_rows)
+            && rows > 0
+        {
+            builder = builder.set_max_row_group_row_count(Some(rows));
+        }
+        builder.build()
+    }
+}
+
+impl Default for ParquetWrite {
+    fn default() -> Self {
+        ParquetWrite::resolve(None, None)
+    }
+}
+
 /// A sink for decompressed batches (written on a thread of its own).
 pub trait BatchSink: Send {
     fn write(&mut self, batch: &RecordBatch) -> Result<()>;
@@ -64,6 +148,7 @@ pub fn file_sink(
     file: std::fs::File,
     schema: SchemaRef,
     buffer: usize,
+    parquet: &ParquetWrite,
 ) -> Result<Box<dyn BatchSink>> {
     let fixed_width =
         schema.fields().len() == 1 && schema.field(0).data_type().primitive_width().is_some();
@@ -74,6 +159,7 @@ pub fn file_sink(
         kind,
         std::io::BufWriter::with_capacity(buffer, file),
         schema,
+        parquet,
     )
 }
 
@@ -136,7 +222,10 @@ pub fn sink<W: Write + Send + 'static>(
     kind: OutputKind,
     out: W,
     schema: SchemaRef,
+    parquet: &ParquetWrite,
 ) -> Result<Box<dyn BatchSink>> {
+    #[cfg(not(feature = "parquet"))]
+    let _ = parquet;
     Ok(match kind {
         OutputKind::Raw => {
             if schema.fields().len() != 1 {
@@ -153,16 +242,11 @@ pub fn sink<W: Write + Send + 'static>(
         }
         OutputKind::ArrowIpc => Box::new(arrow::ipc::writer::FileWriter::try_new(out, &schema)?),
         #[cfg(feature = "parquet")]
-        OutputKind::Parquet => {
-            let props = parquet::file::properties::WriterProperties::builder()
-                .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
-                .build();
-            Box::new(parquet::arrow::ArrowWriter::try_new(
-                out,
-                schema,
-                Some(props),
-            )?)
-        }
+        OutputKind::Parquet => Box::new(parquet::arrow::ArrowWriter::try_new(
+            out,
+            schema,
+            Some(parquet.properties()),
+        )?),
     })
 }
 

@@ -66,6 +66,7 @@ use rayon::prelude::*;
 
 use crate::codec::{CodecId, CodecSpec, Placement};
 use crate::{Error, Result};
+pub(crate) use bytes::Reader;
 pub use checksum::part_checksum;
 pub use container::{MAGIC, VERSION};
 pub use plain::{PartRole, PlainNode, PlainPart};

@@ -13,7 +13,6 @@
 mod baselines;
 mod experiment;
 mod generate;
-mod plot;
 pub mod queries;
 mod report;
 
@@ -22,5 +21,6 @@ pub use experiment::{
     Config, Contender, Event, Row, arrow_bytes, measure, measure_column, peer_form, run,
 };
 pub use generate::{Table, TableData, check_scale_factor, estimated_bytes, generate};
-pub use plot::{check_plot_path, plot_codecs};
+// The plots moved to `crate::plot`; kept here for existing callers.
+pub use crate::plot::{check_plot_path, plot_codecs};
 pub use report::{CodecSummary, Format, ReportRow, render, summarize};

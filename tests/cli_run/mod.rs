@@ -48,3 +48,87 @@ pub fn with_stdin(args: &[&str], stdin: &[u8]) -> Output {
     writer.join().expect("the writer thread ends");
     out
 }
+
+/// Checks that `text` is a well-formed XML document whose root element is `<svg>`: tags
+/// nest and close, attribute values are quoted, only whitespace lies outside the root.
+/// Returns the names of the elements, in document order.
+#[allow(dead_code)]
+pub fn svg_elements(text: &str) -> Vec<String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut names = Vec::new();
+    let mut roots = 0;
+    let mut rest = text;
+    while let Some(at) = rest.find('<') {
+        let before = &rest[..at];
+        assert!(
+            !stack.is_empty() || before.trim().is_empty(),
+            "text outside the root element: {before:?}"
+        );
+        rest = &rest[at..];
+        if let Some(body) = rest.strip_prefix("<?") {
+            let end = body.find("?>").expect("an unclosed <? ?>");
+            rest = &body[end + 2..];
+            continue;
+        }
+        if let Some(body) = rest.strip_prefix("<!--") {
+            let end = body.find("-->").expect("an unclosed comment");
+            rest = &body[end + 3..];
+            continue;
+        }
+        // A tag: up to the '>' outside quotes.
+        let mut quote = None;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| match quote {
+                Some(q) => {
+                    if c == q {
+                        quote = None;
+                    }
+                    false
+                }
+                None if c == '"' || c == '\'' => {
+                    quote = Some(c);
+                    false
+                }
+                None => c == '>',
+            })
+            .map(|(i, _)| i)
+            .expect("an unclosed tag");
+        let tag = &rest[1..end];
+        rest = &rest[end + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            let open = stack.pop().expect("a closing tag without an opening one");
+            assert_eq!(open, name.trim(), "tags cross");
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let tag = tag.trim_end_matches('/');
+        let name: String = tag.chars().take_while(|c| !c.is_whitespace()).collect();
+        assert!(!name.is_empty(), "a tag without a name");
+        // Attributes: name="value" pairs.
+        let mut attributes = tag[name.len()..].trim();
+        while !attributes.is_empty() {
+            let eq = attributes.find('=').expect("an attribute without a value");
+            let value = attributes[eq + 1..].trim_start();
+            let q = value.chars().next().expect("an attribute without a value");
+            assert!(
+                q == '"' || q == '\'',
+                "an unquoted attribute value in <{name}>"
+            );
+            let close = value[1..].find(q).expect("an unclosed attribute value");
+            attributes = value[close + 2..].trim_start();
+        }
+        if stack.is_empty() {
+            roots += 1;
+            assert_eq!(name, "svg", "the root element is <{name}>, not <svg>");
+        }
+        names.push(name.clone());
+        if !self_closing {
+            stack.push(name);
+        }
+    }
+    assert!(stack.is_empty(), "unclosed elements: {stack:?}");
+    assert!(rest.trim().is_empty(), "text after the root element");
+    assert_eq!(roots, 1, "one root element");
+    names
+}

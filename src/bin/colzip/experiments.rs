@@ -1,0 +1,340 @@
+//! `colzip gpu`, `tpch` and `bench`: the device check and the experiments.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use colzip::archive::RawType;
+use colzip::bench;
+use colzip::codec::lzss::LzssParams;
+use colzip::gpu::Gpu;
+use colzip::tpch::{self, Config, Contender, Event, Format, Table};
+use colzip::{Error, Result};
+
+use crate::BackendArg;
+use crate::progress::progress_bar;
+
+/// `colzip gpu`'s arguments.
+#[derive(Args)]
+pub struct GpuArgs {
+    /// table or json
+    #[arg(long, default_value = "table")]
+    format: Format,
+}
+
+/// `colzip tpch`'s arguments.
+#[derive(Args)]
+pub struct TpchArgs {
+    /// Scale factor
+    #[arg(long, default_value_t = 0.1)]
+    sf: f64,
+    /// Comma-separated tables [default: all eight]
+    #[arg(long)]
+    tables: Option<String>,
+    /// Comma-separated codecs and baselines, e.g. lzss:s=2,w=128,c=2048,gmatch,bwt,auto,snap,lz4,zstd-1,zstd-3,bzip2-9
+    #[arg(long)]
+    codecs: Option<String>,
+    /// table, json or csv
+    #[arg(long, default_value = "table")]
+    format: Format,
+    /// Runs per measurement (the fastest counts)
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Worker threads [default: all cores]
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Measure decimals as Int32/Int64 and strings as their concatenated bytes, the forms GPU papers use
+    #[arg(long)]
+    peer_forms: bool,
+    /// Print only the per-codec totals over all measured columns (a table ends with
+    /// them anyway)
+    #[arg(long)]
+    summary: bool,
+    /// Also draw ratio against compression and decompression GB/s per codec (the
+    /// totals) into this SVG file
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    backend: BackendArg,
+}
+
+/// `colzip bench`'s arguments.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Scale factor of the TPC-H tables
+    #[arg(long, default_value_t = 1.0)]
+    sf: f64,
+    /// Measure this file instead of TPC-H (raw values of --type)
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// How --file's bytes are read: bytes, int8..int64, uint8..uint64, float32, float64
+    #[arg(short = 't', long = "type", default_value = "bytes")]
+    raw_type: RawType,
+    /// Write each measured plain column to this directory (one file per column, for
+    /// peers such as ../shared/tools/peers.py on the same bytes)
+    #[arg(long)]
+    write_columns: Option<PathBuf>,
+    /// Suites to run: lzss, gmatch, bwt (`none` with --write-columns: only write the files)
+    #[arg(long, value_delimiter = ',', default_value = "lzss,gmatch")]
+    suites: Vec<String>,
+    /// Comma-separated TPC-H columns of any table (l_comment, o_comment, ...) [default:
+    /// lzss and gmatch: lineitem's fixed-width plain columns; bwt: l_comment, o_comment,
+    /// ps_comment, p_name, l_shipinstruct]
+    #[arg(long)]
+    columns: Option<String>,
+    /// Symbol widths S of the grid
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    s: Vec<u8>,
+    /// Windows W of the grid, in symbols
+    #[arg(long, value_delimiter = ',', default_value = "32,64,128,255")]
+    w: Vec<u8>,
+    /// Chunk sizes C of the grid, in bytes
+    #[arg(long, value_delimiter = ',', default_value = "2048,4096,8192,16384")]
+    c: Vec<u32>,
+    /// Timed runs per GPU figure (the median counts)
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Leave out the CPU reference rows
+    #[arg(long)]
+    no_cpu: bool,
+    /// table, json or csv
+    #[arg(long, default_value = "table")]
+    format: Format,
+    /// Also draw ratio against compression and decompression GB/s (kernel figures on
+    /// the GPU) per codec and backend, totals over the columns, into this SVG file
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
+
+/// `colzip gpu`.
+pub fn gpu_command(args: GpuArgs) -> Result<()> {
+    let GpuArgs { format } = args;
+    let start = std::time::Instant::now();
+    let report = match Gpu::get() {
+        Ok(gpu) => {
+            let opened = start.elapsed().as_secs_f64();
+            // The first kernel: from the disk cache when an earlier process
+            // compiled it, else by NVRTC.
+            let origin = gpu
+                .module_with_origin(&colzip::gpu::SELFTEST, &[])
+                .map(|(_, origin)| origin);
+            let first_kernel = start.elapsed().as_secs_f64();
+            // Every codec kernel, so later processes find them all on disk.
+            let mut cached = 0;
+            let builds = colzip::codec::kernel_builds();
+            for (kernel, defines) in &builds {
+                let (_, origin) = gpu.module_with_origin(kernel, defines)?;
+                cached += usize::from(origin == colzip::gpu::KernelOrigin::Cached);
+            }
+            let self_test = gpu
+                .self_test(1 << 24)
+                .map(|()| "passed".to_string())
+                .unwrap_or_else(|e| e.to_string());
+            serde_json::json!({
+                "available": true,
+                "device": gpu.info(),
+                "self_test": self_test,
+                "kernel": origin.map_or_else(|e| serde_json::json!(e.to_string()), |o| serde_json::json!(o)),
+                "open_seconds": opened,
+                "first_kernel_seconds": first_kernel,
+                "codec_kernels": builds.len(),
+                "codec_kernels_cached": cached,
+                "all_kernels_seconds": start.elapsed().as_secs_f64(),
+            })
+        }
+        Err(reason) => {
+            serde_json::json!({"available": false, "reason": reason.to_string()})
+        }
+    };
+    match format {
+        Format::Json => println!("{report}"),
+        _ => match report["available"].as_bool() {
+            Some(true) => println!(
+                "{} (compute capability {}, {} SMs, {} bytes): self-test {}; first kernel {} after {:.3} s",
+                report["device"]["name"].as_str().unwrap_or(""),
+                report["device"]["compute_capability"]
+                    .as_str()
+                    .unwrap_or(""),
+                report["device"]["multiprocessors"],
+                report["device"]["memory_bytes"],
+                report["self_test"].as_str().unwrap_or(""),
+                report["kernel"].as_str().unwrap_or(""),
+                report["first_kernel_seconds"].as_f64().unwrap_or(0.0)
+            ),
+            _ => println!("{}", report["reason"].as_str().unwrap_or("")),
+        },
+    }
+    Ok(())
+}
+
+/// `colzip tpch`.
+pub fn tpch_command(args: TpchArgs) -> Result<()> {
+    let TpchArgs {
+        sf,
+        tables,
+        codecs,
+        format,
+        repeat,
+        threads,
+        peer_forms,
+        summary,
+        plot,
+        backend: BackendArg { backend },
+    } = args;
+    if let Some(path) = &plot {
+        // Before the run, not after minutes of it.
+        tpch::check_plot_path(path)?;
+    }
+    if let Some(threads) = threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build_global()
+            .map_err(|e| Error::format(e.to_string()))?;
+    }
+    let tables = match tables {
+        Some(list) => list
+            .split(',')
+            .map(str::parse)
+            .collect::<Result<Vec<Table>>>()?,
+        None => Table::ALL.to_vec(),
+    };
+    let contenders = match codecs {
+        Some(list) => Contender::parse_list(&list)?,
+        None => Contender::defaults(),
+    };
+    let config = Config {
+        sf,
+        tables,
+        contenders,
+        repeat,
+        peer_forms,
+        backend,
+    };
+    let bar = progress_bar();
+    let per_column = config.contenders.len() as u64;
+    let rows = tpch::run(&config, &mut |event| match event {
+        Event::Generating(table) => bar.set_message(format!("generating {table} at SF {sf}")),
+        Event::Generated(data) => {
+            bar.inc_length(data.columns.len() as u64 * per_column);
+            bar.set_message(format!("{}: {} rows", data.table, data.rows()));
+        }
+        Event::Measured(row) => {
+            bar.inc(1);
+            bar.set_message(format!("{}.{} {}", row.table, row.column, row.codec));
+        }
+    })?;
+    bar.finish_and_clear();
+    let totals = tpch::summarize(&rows);
+    if let Some(path) = &plot {
+        let title = format!(
+            "colzip tpch --sf {sf}: {} columns",
+            rows.len() / totals.len().max(1)
+        );
+        tpch::plot_codecs(&totals, path, &title)?;
+    }
+    let text = match (summary, format) {
+        (true, _) => tpch::render(&totals, format)?,
+        (false, Format::Table) => format!(
+            "{}\nper codec, over all {} measured columns:\n{}",
+            tpch::render(&rows, format)?,
+            rows.len() / totals.len().max(1),
+            tpch::render(&totals, format)?
+        ),
+        // Machine-readable output stays one document of rows (--summary for the totals).
+        (false, _) => tpch::render(&rows, format)?,
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// `colzip bench`.
+pub fn bench_command(args: BenchArgs) -> Result<()> {
+    let BenchArgs {
+        sf,
+        file,
+        raw_type,
+        write_columns,
+        suites,
+        columns,
+        s,
+        w,
+        c,
+        runs,
+        no_cpu,
+        format,
+        plot,
+    } = args;
+    if let Some(path) = &plot {
+        // Before the run, not after minutes of it.
+        colzip::plot::check_plot_path(path)?;
+    }
+    let mut grid = Vec::new();
+    for &s in &s {
+        for &w in &w {
+            for &c in &c {
+                grid.push(LzssParams::new(s, w, c)?);
+            }
+        }
+    }
+    let source = match file {
+        Some(path) => {
+            if columns.is_some() {
+                return Err(Error::format(
+                    "--columns names TPC-H columns; it does not go with --file",
+                ));
+            }
+            bench::Source::File { path, raw_type }
+        }
+        None => bench::Source::Tpch {
+            sf,
+            columns: columns.map(|list| list.split(',').map(|c| c.trim().to_string()).collect()),
+        },
+    };
+    let config = bench::Config {
+        source,
+        write_columns,
+        grid,
+        suites: suites
+            .iter()
+            .filter(|s| s.as_str() != "none")
+            .map(|s| s.parse())
+            .collect::<Result<Vec<bench::Suite>>>()?,
+        runs,
+        cpu: !no_cpu,
+    };
+    let bar = progress_bar();
+    let rows = bench::run(&config, &mut |event| match event {
+        bench::Event::Generating => bar.set_message("preparing the columns"),
+        bench::Event::Generated(_, rows) => bar.inc_length(rows as u64),
+        bench::Event::Measured(row) => {
+            bar.inc(1);
+            bar.set_message(format!(
+                "{} {} {}",
+                row.row.column, row.row.codec, row.row.backend
+            ));
+        }
+    })?;
+    bar.finish_and_clear();
+    if let Some(path) = &plot {
+        // One point per codec and backend: the totals over the measured columns.
+        let labelled: Vec<tpch::Row> = rows
+            .iter()
+            .map(|r| tpch::Row {
+                codec: format!("{} ({})", r.row.codec, r.row.backend),
+                ..r.row.clone()
+            })
+            .collect();
+        let totals = tpch::summarize(&labelled);
+        let columns = rows
+            .iter()
+            .map(|r| (&r.row.table, &r.row.column))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        let title = format!("colzip bench: {columns} columns, kernel GB/s on the GPU");
+        colzip::plot::plot_codecs(&totals, path, &title)?;
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(tpch::render(&rows, format)?.as_bytes())?;
+    Ok(())
+}

@@ -1,0 +1,544 @@
+//! `colzip compress`, `decompress` and `info`: files, pipes and archive summaries.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use colzip::archive::{self, InputKind, OutputKind, ParquetCodec, RawType};
+use colzip::codec::{Codec, Placement, SnappyFormat, gmatch};
+use colzip::column::CodecChoice;
+use colzip::gpu::Backend;
+use colzip::tpch::Format;
+use colzip::{Error, Result};
+
+use crate::progress::bytes_bar;
+use crate::{BackendArg, SnappyArg, parse_size};
+
+/// `colzip compress`'s arguments.
+#[derive(Args)]
+pub struct CompressArgs {
+    input: PathBuf,
+    /// Output path [default: INPUT.czip, or INPUT.snappy / INPUT.sz with --snappy]
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Codec: auto, lzss[:s=1|2|4|8,w=1..255,c=2048..16384,level=1..4], gmatch[:raw|framed], bwt[:block=4m], stored
+    #[arg(short, long, default_value = "auto")]
+    codec: CodecChoice,
+    /// How a raw file's bytes are read: bytes, int8..int64, uint8..uint64, float32,
+    /// float64, utf8-lines [default: bytes]; not for Arrow IPC and Parquet files, whose
+    /// schema gives the types
+    #[arg(short = 't', long = "type")]
+    raw_type: Option<RawType>,
+    /// Write a bare Snappy stream made by gmatch (raw or framing format) instead of an archive
+    #[arg(long, value_enum)]
+    snappy: Option<SnappyArg>,
+    /// Overwrite the output if it exists
+    #[arg(short, long)]
+    force: bool,
+    /// Summary format: table, json or csv
+    #[arg(long, default_value = "table")]
+    format: Format,
+    #[command(flatten)]
+    backend: BackendArg,
+}
+
+/// `colzip decompress`'s arguments.
+#[derive(Args)]
+pub struct DecompressArgs {
+    input: PathBuf,
+    /// Output path [default: INPUT without its .czip / .snappy / .sz extension]
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Output kind for archives: raw, arrow or parquet [default: the archive's source]
+    #[arg(long)]
+    to: Option<OutputKind>,
+    /// Read a bare Snappy stream (raw or framing format)
+    #[arg(long, value_enum)]
+    snappy: Option<SnappyArg>,
+    #[arg(short, long)]
+    force: bool,
+    /// Fail, before decoding, when the output would exceed this many bytes (suffixes
+    /// k, m, g, t: powers of 1024) [default: no limit]
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    max_output: Option<u64>,
+    /// Codec of a Parquet output: uncompressed, snappy, gzip[(0..9)], lz4, lz4_raw,
+    /// zstd[(1..22)] [default: the source Parquet file's when the archive records it,
+    /// else zstd(1)]
+    #[arg(long, value_name = "CODEC", value_parser = parse_parquet_codec)]
+    parquet_compression: Option<ParquetCodec>,
+    #[command(flatten)]
+    backend: BackendArg,
+}
+
+/// A Parquet codec for clap: [`ParquetCodec`]'s names.
+fn parse_parquet_codec(text: &str) -> std::result::Result<ParquetCodec, String> {
+    text.parse().map_err(|e: Error| e.to_string())
+}
+
+/// `colzip head`'s arguments.
+#[derive(Args)]
+pub struct HeadArgs {
+    input: PathBuf,
+    /// Rows to print
+    #[arg(short = 'n', long = "rows", default_value_t = 10)]
+    rows: usize,
+    /// table, json or csv
+    #[arg(long, default_value = "table")]
+    format: Format,
+    #[command(flatten)]
+    backend: BackendArg,
+}
+
+/// `colzip info`'s arguments.
+#[derive(Args)]
+pub struct InfoArgs {
+    input: PathBuf,
+    /// table or json
+    #[arg(long, default_value = "table")]
+    format: Format,
+    /// Decode every part and check every checksum the archive holds
+    #[arg(long)]
+    verify: bool,
+    /// With --verify: fail when the archive would decode to more than this many bytes
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, requires = "verify")]
+    max_output: Option<u64>,
+}
+
+/// `colzip compress`.
+pub fn compress_command(args: CompressArgs) -> Result<()> {
+    let CompressArgs {
+        input,
+        output,
+        codec,
+        raw_type,
+        snappy,
+        force,
+        format,
+        backend: BackendArg { backend },
+    } = args;
+    // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
+    let placement = Placement::new(backend)?;
+    let mut pipes = Pipes::default();
+    let default_output = |input: &Path| {
+        let ext = match snappy {
+            None => "czip",
+            Some(SnappyArg::Raw) => "snappy",
+            Some(SnappyArg::Framed) => "sz",
+        };
+        Ok(with_extension(input, ext))
+    };
+    let (input, output) = pipes.paths(&input, output, default_output)?;
+    check_output(&input, &output, force || pipes.to_stdout())?;
+    let result = compress(&input, &output, codec, raw_type, snappy, placement, backend)?;
+    pipes.finish(&output)?;
+    print_summary(
+        &pipes.shown(&output),
+        result.0,
+        result.1,
+        format,
+        pipes.to_stdout(),
+    )
+}
+
+/// `colzip decompress`.
+pub fn decompress_command(args: DecompressArgs) -> Result<()> {
+    let DecompressArgs {
+        input,
+        output,
+        to,
+        snappy,
+        force,
+        max_output,
+        parquet_compression,
+        backend: BackendArg { backend },
+    } = args;
+    // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
+    Placement::new(backend)?;
+    if snappy.is_some() && (to.is_some() || parquet_compression.is_some()) {
+        return Err(Error::format(
+            "--to and --parquet-compression apply to archives, not to --snappy streams",
+        ));
+    }
+    let mut pipes = Pipes::default();
+    let (input, output) = pipes.paths(&input, output, strip_extension)?;
+    check_output(&input, &output, force || pipes.to_stdout())?;
+    let options = archive::DecompressOptions {
+        to,
+        backend,
+        max_output: max_output.unwrap_or(u64::MAX),
+        parquet_codec: parquet_compression,
+    };
+    let summary = decompress(&input, &output, snappy, &options)?;
+    pipes.finish(&output)?;
+    if let (Some(codec), Some(origin)) = (summary.parquet_codec, summary.parquet_codec_origin) {
+        // On stderr when stdout holds the data.
+        let line = format!(
+            "{}: Parquet compressed with {codec} ({origin})",
+            pipes.shown(&output).display()
+        );
+        if pipes.to_stdout() {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    Ok(())
+}
+
+/// `colzip head`: the first rows of an archive, decoding only the batches they are in.
+pub fn head_command(args: HeadArgs) -> Result<()> {
+    let HeadArgs {
+        input,
+        rows,
+        format,
+        backend: BackendArg { backend },
+    } = args;
+    let (schema, batches) =
+        archive::head(&input, rows, backend).map_err(|e| name_non_archive(&input, e))?;
+    let text = render_batches(&schema, &batches, format)?;
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// Record batches as a table, JSON (one array of objects) or CSV (with a header).
+#[cfg(feature = "datafusion")]
+fn render_batches(
+    schema: &arrow::datatypes::SchemaRef,
+    batches: &[arrow::array::RecordBatch],
+    format: Format,
+) -> Result<String> {
+    use colzip::datafusion::session::shell::{self, OutputFormat};
+    let format = match format {
+        Format::Table => OutputFormat::Table,
+        Format::Json => OutputFormat::Json,
+        Format::Csv => OutputFormat::Csv,
+    };
+    shell::render(schema, batches, format)
+}
+
+/// Record batches as a table (JSON and CSV come with the 'datafusion' feature's writers).
+#[cfg(not(feature = "datafusion"))]
+fn render_batches(
+    schema: &arrow::datatypes::SchemaRef,
+    batches: &[arrow::array::RecordBatch],
+    format: Format,
+) -> Result<String> {
+    match format {
+        Format::Table => Ok(format!(
+            "{}\n",
+            arrow::util::pretty::pretty_format_batches_with_schema(schema.clone(), batches)?
+        )),
+        _ => Err(Error::Unsupported(
+            "colzip head prints JSON and CSV with the 'datafusion' feature".into(),
+        )),
+    }
+}
+
+/// `colzip info`.
+pub fn info_command(args: InfoArgs) -> Result<()> {
+    let InfoArgs {
+        input,
+        format,
+        verify,
+        max_output,
+    } = args;
+    let info = if verify {
+        archive::info_verified(&input, max_output.unwrap_or(u64::MAX))
+    } else {
+        archive::info(&input)
+    }
+    .map_err(|e| name_non_archive(&input, e))?;
+    print_info(&input, &info, format)
+}
+
+/// A "not a colzip archive" error names the file, and says so when the file is a Snappy
+/// stream that `--snappy` would read.
+fn name_non_archive(input: &Path, error: Error) -> Error {
+    match error {
+        Error::Format(message) if message.starts_with("not a colzip archive") => {
+            let mut head = [0u8; 10];
+            let framed = std::fs::File::open(input)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+                .is_ok()
+                && head == *b"\xff\x06\x00\x00sNaPpY";
+            let extension = input.extension().and_then(|e| e.to_str());
+            let hint = if framed || extension == Some("sz") {
+                "; it looks like a Snappy framed stream: add --snappy framed"
+            } else if extension == Some("snappy") {
+                "; if it is a raw Snappy stream, add --snappy raw"
+            } else {
+                ""
+            };
+            Error::Format(format!("{}: {message}{hint}", input.display()))
+        }
+        other => other,
+    }
+}
+
+/// `colzip compress` from `input` to `output` (files); the plain and compressed sizes.
+fn compress(
+    input: &Path,
+    output: &Path,
+    codec: CodecChoice,
+    raw_type: Option<RawType>,
+    snappy: Option<SnappyArg>,
+    placement: Placement,
+    backend: Backend,
+) -> Result<(u64, u64)> {
+    if let Some(snappy) = snappy {
+        let data = std::fs::read(input).map_err(Error::file("read", &input))?;
+        let codec = Codec::Gmatch(match snappy {
+            SnappyArg::Raw => SnappyFormat::Raw,
+            SnappyArg::Framed => SnappyFormat::Framed,
+        });
+        let stream = codec.compress_one(&placement, &data)?;
+        archive::write_atomically(output, true, |mut file| Ok(file.write_all(&stream)?))?;
+        return Ok((data.len() as u64, stream.len() as u64));
+    }
+    let kind = InputKind::detect(input, raw_type.unwrap_or(RawType::Bytes))?;
+    if let (Some(_), Some(kind_name)) = (raw_type, kind.schema_file()) {
+        return Err(Error::format(format!(
+            "--type applies to raw files; {} is {kind_name} file, whose schema gives the types",
+            input.display(),
+        )));
+    }
+    let size = std::fs::metadata(input)
+        .map_err(Error::file("read the metadata of", &input))?
+        .len();
+    let bar = bytes_bar(size, "compress");
+    let summary = archive::compress_file(input, output, kind, &codec, backend, &mut |done| {
+        bar.set_position(done)
+    })?;
+    bar.finish_and_clear();
+    Ok((summary.plain_bytes, summary.archive_bytes))
+}
+
+/// `colzip decompress` from `input` to `output` (files).
+fn decompress(
+    input: &Path,
+    output: &Path,
+    snappy: Option<SnappyArg>,
+    options: &archive::DecompressOptions,
+) -> Result<archive::Summary> {
+    let max_output = options.max_output;
+    if let Some(snappy) = snappy {
+        // On the CPU: a framed stream states no total length for a GPU decoder to
+        // size its output by.
+        let stream = std::fs::read(input).map_err(Error::file("read", &input))?;
+        let limit = usize::try_from(max_output).unwrap_or(usize::MAX);
+        archive::write_atomically(output, true, |file| {
+            let mut out = std::io::BufWriter::new(file);
+            match snappy {
+                // At most 2^32 - 1 bytes, and what the elements can produce.
+                SnappyArg::Raw => {
+                    out.write_all(&gmatch::decompress_raw_with_limit(&stream, limit)?)?
+                }
+                // Chunk by chunk: memory stays that of a few MiB of output.
+                SnappyArg::Framed => {
+                    gmatch::decompress_framed_to(&stream, limit, |bytes| {
+                        out.write_all(bytes).map_err(Error::from)
+                    })?;
+                }
+            }
+            Ok(out.flush()?)
+        })?;
+        return Ok(archive::Summary::default());
+    }
+    let bar = bytes_bar(0, "decompress");
+    let summary =
+        archive::decompress_file_with(input, output, options, &mut |done| bar.set_position(done))
+            .map_err(|e| name_non_archive(input, e))?;
+    bar.finish_and_clear();
+    Ok(summary)
+}
+
+fn print_info(input: &Path, info: &archive::ArchiveInfo, format: Format) -> Result<()> {
+    match format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(info).map_err(|e| Error::format(e.to_string()))?
+        ),
+        Format::Csv => return Err(Error::format("info prints table or json")),
+        Format::Table => {
+            println!(
+                "{}: {} archive, {} rows in {} batches, {} bytes",
+                input.display(),
+                info.source,
+                info.rows,
+                info.batches,
+                info.archive_bytes
+            );
+            println!(
+                "{:<24} {:<28} {:>12} {:>12} {:>14} {:>14} {:>8}  codecs",
+                "column", "type", "rows", "nulls", "plain", "compressed", "ratio"
+            );
+            for c in &info.columns {
+                let codecs: Vec<String> = c
+                    .codecs
+                    .iter()
+                    .map(|(k, v)| format!("{k} ({v} B)"))
+                    .collect();
+                println!(
+                    "{:<24} {:<28} {:>12} {:>12} {:>14} {:>14} {:>8.3}  {}",
+                    c.name,
+                    c.arrow_type,
+                    c.rows,
+                    c.null_count,
+                    c.plain_bytes,
+                    c.compressed_bytes,
+                    c.ratio,
+                    codecs.join(", ")
+                );
+            }
+            for check in &info.checked {
+                println!("checked: {check}");
+            }
+            for check in &info.not_checked {
+                println!("not checked (use --verify): {check}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `-` as an input or output: standard input is spooled to a temporary file (the archive
+/// layer maps and detects files), and an output for standard output is written to a
+/// temporary file and then copied there. Memory stays bounded; the disk holds one copy.
+#[derive(Default)]
+struct Pipes {
+    dir: Option<tempfile::TempDir>,
+    stdout: bool,
+}
+
+impl Pipes {
+    fn dir(&mut self) -> Result<&Path> {
+        if self.dir.is_none() {
+            let dir = tempfile::Builder::new()
+                .prefix("colzip-pipe")
+                .tempdir()
+                .map_err(Error::file(
+                    "create a temporary directory in",
+                    &std::env::temp_dir(),
+                ))?;
+            self.dir = Some(dir);
+        }
+        Ok(self
+            .dir
+            .as_ref()
+            .map(|d| d.path())
+            .unwrap_or(Path::new(".")))
+    }
+
+    /// The files to read and write: `-` (and, after a `-` input, no `-o`) stand for the
+    /// standard streams; `default_output` names the output of a file input.
+    fn paths(
+        &mut self,
+        input: &Path,
+        output: Option<PathBuf>,
+        default_output: impl Fn(&Path) -> Result<PathBuf>,
+    ) -> Result<(PathBuf, PathBuf)> {
+        let dash = Path::new("-");
+        let from_stdin = input == dash;
+        let input = if from_stdin {
+            let path = self.dir()?.join("stdin");
+            let mut file = std::fs::File::create(&path).map_err(Error::file("create", &path))?;
+            std::io::copy(&mut std::io::stdin().lock(), &mut file)
+                .map_err(Error::file("spool standard input to", &path))?;
+            path
+        } else {
+            input.to_path_buf()
+        };
+        self.stdout = match &output {
+            Some(output) => output == dash,
+            None => from_stdin,
+        };
+        let output = match output {
+            _ if self.stdout => self.dir()?.join("stdout"),
+            Some(output) => output,
+            None => default_output(&input)?,
+        };
+        Ok((input, output))
+    }
+
+    fn to_stdout(&self) -> bool {
+        self.stdout
+    }
+
+    /// The output's name in messages.
+    fn shown(&self, output: &Path) -> PathBuf {
+        if self.stdout {
+            PathBuf::from("-")
+        } else {
+            output.to_path_buf()
+        }
+    }
+
+    /// Copies a standard-output result to standard output.
+    fn finish(&self, output: &Path) -> Result<()> {
+        if self.stdout {
+            let mut file = std::fs::File::open(output).map_err(Error::file("read", output))?;
+            let mut stdout = std::io::stdout().lock();
+            std::io::copy(&mut file, &mut stdout)?;
+            stdout.flush()?;
+        }
+        Ok(())
+    }
+}
+
+fn with_extension(path: &Path, ext: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".");
+    name.push(ext);
+    PathBuf::from(name)
+}
+
+fn strip_extension(path: &Path) -> Result<PathBuf> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("czip" | "snappy" | "sz") => Ok(path.with_extension("")),
+        _ => Err(Error::format(format!(
+            "cannot derive an output name from {} (no .czip/.snappy/.sz extension): give one with -o",
+            path.display()
+        ))),
+    }
+}
+
+fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
+    if !input.is_file() {
+        return Err(Error::format(format!(
+            "{} is not a readable file",
+            input.display()
+        )));
+    }
+    // `symlink_metadata`: a symlink at the output counts as existing, even a dangling one.
+    if output.symlink_metadata().is_ok() && !force {
+        return Err(Error::format(format!(
+            "{} exists (use --force to overwrite)",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The summary of a compression, on stdout, or on stderr when stdout holds the data.
+fn print_summary(
+    output: &Path,
+    plain: u64,
+    compressed: u64,
+    format: Format,
+    on_stderr: bool,
+) -> Result<()> {
+    let ratio = plain as f64 / compressed.max(1) as f64;
+    let line = match format {
+        Format::Json => serde_json::json!({"output": output.display().to_string(), "plain_bytes": plain, "compressed_bytes": compressed, "ratio": ratio}).to_string(),
+        _ => format!(
+            "{}: {plain} -> {compressed} bytes (ratio {ratio:.3})",
+            output.display()
+        ),
+    };
+    if on_stderr {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+    Ok(())
+}

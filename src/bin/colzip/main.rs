@@ -1,0 +1,122 @@
+//! `colzip`: compress typed columns from the command line. A thin layer over the library:
+//! it parses arguments, shows progress on stderr, and prints one-line errors.
+
+mod experiments;
+mod files;
+mod progress;
+mod sql;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use colzip::gpu::{BACKEND_ENV, Backend};
+use colzip::{Error, Result};
+
+#[derive(Parser)]
+#[command(
+    name = "colzip",
+    version,
+    about = "Compress typed Arrow columns: multi-byte LZSS, G-match (Snappy), BWT+MTF+Huffman"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SnappyArg {
+    Raw,
+    Framed,
+}
+
+/// `--backend`, shared by the subcommands that run codecs.
+#[derive(Args, Clone, Copy)]
+struct BackendArg {
+    /// Where the codecs run: auto (the GPU when usable, for inputs of 1 MiB or more), cpu,
+    /// or gpu (an error when there is none); codecs without a GPU path run on the CPU
+    #[arg(long, env = BACKEND_ENV, default_value = "auto")]
+    backend: Backend,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compress a file: raw typed values, Arrow IPC or Parquet (detected), column by column,
+    /// into a .czip archive; or, with --snappy, any file into a bare Snappy stream.
+    Compress(files::CompressArgs),
+    /// Decompress a .czip archive (back to what it was made from), or with --snappy a Snappy stream.
+    Decompress(files::DecompressArgs),
+    /// Show an archive's columns (Arrow type, rows, nulls), codecs and ratios. Checks every
+    /// CRC of the archive and its column containers and every codec stream's header;
+    /// --verify also decodes every part and checks its xxh3-64 and the codecs' CRCs.
+    Info(files::InfoArgs),
+    /// Print the first rows of an archive (-n, default 10) as a table, JSON or CSV,
+    /// decoding only the batches they are in.
+    Head(files::HeadArgs),
+    /// Show the GPU colzip would use (or why there is none) and run its self-test kernel.
+    Gpu(experiments::GpuArgs),
+    /// The TPC-H column experiment: generate tables in-process, compress every column with
+    /// each codec and the CPU baselines, verify round trips, report ratios and GB/s.
+    Tpch(experiments::TpchArgs),
+    /// GPU benchmark: every codec through the batched interface on TPC-H lineitem
+    /// generated in-process (each column in its plain form) or on your own file: lzss
+    /// over GPULZ's (S, W, C) grid and G-match (raw pages, blocks, framed, snap-written
+    /// pages). Per row the ratio and GB/s in three forms: kernel (data resident on the
+    /// GPU), pinned host->host, and ordinary memory (the public call), with the CPU rows
+    /// in the same run. Needs a GPU.
+    Bench(experiments::BenchArgs),
+    /// SQL shell: DataFusion with colzip's SQL functions and the COLZIP_PARQUET format,
+    /// optionally over the eight TPC-H tables generated in-process; with --compressed the
+    /// tables, TPC-H and CREATE TABLE's, hold every column compressed. Runs -c or -f and
+    /// exits; otherwise reads statements ending in ';' from stdin (`\q` or end of input
+    /// quits).
+    Sql(sql::SqlArgs),
+    /// The 22 TPC-H queries over several stores of the same tables, generated once
+    /// in-process: memory (DataFusion MemTables), compressed (colzip compressed tables),
+    /// parquet (SNAPPY files DataFusion wrote, read by its stock reader). Each query runs
+    /// once to warm up, then --runs timed runs (the median counts); every result is
+    /// compared with the memory store's (which runs first, untimed and unreported when not
+    /// listed). Progress on stderr; exit status 1 when any result differs.
+    Queries(sql::QueriesArgs),
+}
+
+fn main() -> ExitCode {
+    colzip::trace::line(|| "start".to_string());
+    colzip::panics::install_hook();
+    let cli = Cli::parse();
+    let result = colzip::panics::catch(|| run(cli));
+    colzip::trace::line(|| "done".to_string());
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            let hint = match &error {
+                Error::TooLarge { .. }
+                | Error::Codec(colzip::codec::CodecError::TooLarge { .. }) => {
+                    " (--max-output raises the limit)"
+                }
+                _ => "",
+            };
+            eprintln!("colzip: error: {}{hint}", error.report());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A byte count for clap: [`colzip::memory::parse_byte_size`].
+fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    colzip::memory::parse_byte_size(text)
+        .ok_or_else(|| format!("'{text}' is not a byte count (e.g. 4096, 64k, 512m, 2g)"))
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Compress(args) => files::compress_command(args),
+        Command::Decompress(args) => files::decompress_command(args),
+        Command::Info(args) => files::info_command(args),
+        Command::Head(args) => files::head_command(args),
+        Command::Gpu(args) => experiments::gpu_command(args),
+        Command::Tpch(args) => experiments::tpch_command(args),
+        Command::Bench(args) => experiments::bench_command(args),
+        Command::Sql(args) => sql::sql(args),
+        Command::Queries(args) => sql::queries(args),
+    }
+}

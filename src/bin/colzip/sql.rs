@@ -1,0 +1,278 @@
+//! `colzip sql` and `colzip queries`: the DataFusion layer.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use colzip::codec::Placement;
+use colzip::column::CodecChoice;
+#[cfg(feature = "datafusion")]
+use colzip::datafusion::session::query_bench::Store;
+#[cfg(feature = "datafusion")]
+use colzip::datafusion::session::{self, TableKind, TpchEvent, shell};
+#[cfg(feature = "datafusion")]
+use colzip::datafusion::table::CompressOptions;
+use colzip::tpch::{Format, Table};
+use colzip::{Error, Result};
+
+use crate::BackendArg;
+use crate::progress::progress_bar;
+
+/// A store of `colzip queries`; without the SQL layer any text (the command then says
+/// that it is not built in).
+#[cfg(not(feature = "datafusion"))]
+type Store = String;
+
+/// `colzip queries`' arguments.
+#[derive(Args)]
+pub struct QueriesArgs {
+    /// Scale factor
+    #[arg(long, default_value_t = 0.1)]
+    sf: f64,
+    /// Comma-separated stores, measured in this order: memory, compressed, parquet
+    /// (colzip-parquet, the GPU Parquet scan, is not built yet)
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "memory,compressed,parquet"
+    )]
+    stores: Vec<Store>,
+    /// Comma-separated queries, 1 to 22 [default: all 22]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u8).range(1..=22))]
+    queries: Option<Vec<u8>>,
+    /// Timed runs per query and store, after one warm-up run
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Codec of the compressed store: auto, lzss[:s=…,w=…,c=…], gmatch, bwt, stored
+    #[arg(long, default_value = "auto")]
+    codec: CodecChoice,
+    /// Directory for the parquet store's files, <table>.parquet (kept; they must not
+    /// exist yet) [default: a temporary directory, removed at the end]
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// table or json
+    #[arg(long, default_value = "table", value_parser = ["table", "json"])]
+    format: String,
+    /// Also draw the median seconds per query and store as bars into this SVG file
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    backend: BackendArg,
+}
+
+#[cfg(feature = "datafusion")]
+pub fn queries(args: QueriesArgs) -> Result<()> {
+    use session::query_bench::{self, Event};
+
+    let config = query_bench::Config {
+        sf: args.sf,
+        stores: args.stores,
+        queries: match args.queries {
+            Some(list) => list.into_iter().map(usize::from).collect(),
+            None => (1..=22).collect(),
+        },
+        runs: args.runs as usize,
+        codec: args.codec,
+        backend: args.backend.backend,
+        dir: args.dir,
+    };
+    let format: Format = args.format.parse()?;
+    if let Some(path) = &args.plot {
+        // Before the run, not after minutes of it.
+        colzip::plot::check_plot_path(path)?;
+    }
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    // A bar on a terminal; otherwise one line per event (a log of the run).
+    let bar = progress_bar();
+    let terminal = !bar.is_hidden();
+    bar.set_length((config.stores.len() * config.queries.len()) as u64);
+    let report = query_bench::run(&config, &|event| {
+        if let Event::Measured(_) = event {
+            bar.inc(1);
+        }
+        let line = match event {
+            Event::Generating(table) => format!("generating {table} at SF {}", config.sf),
+            Event::Generated { table, rows } => format!("generated {table}: {rows} rows"),
+            Event::Loading(store) => format!("loading the {store} store"),
+            Event::Loaded {
+                store,
+                bytes_held,
+                seconds,
+            } => format!(
+                "loaded the {store} store: {:.1} MB in {seconds:.3} s",
+                mb(bytes_held)
+            ),
+            Event::Reference(query) => format!("Q{query} on memory (the reference, untimed)"),
+            Event::Measured(row) => format!(
+                "Q{} on {}: {:.3} s, {} rows, {}",
+                row.query,
+                row.store,
+                row.seconds,
+                row.rows,
+                if row.equal {
+                    "equal to memory"
+                } else {
+                    "DIFFERS from memory"
+                }
+            ),
+            Event::Done(row) => format!(
+                "{} store done: peak RSS {}",
+                row.store,
+                row.peak_rss_bytes
+                    .map_or("unknown".into(), |b| format!("{:.1} MB", mb(b)))
+            ),
+        };
+        if terminal {
+            bar.set_message(line);
+        } else {
+            eprintln!("colzip queries: {line}");
+        }
+    })?;
+    bar.finish_and_clear();
+    if let Some(path) = &args.plot {
+        let groups: Vec<String> = config.queries.iter().map(|q| format!("Q{q}")).collect();
+        let series: Vec<colzip::plot::Series> = report
+            .stores
+            .iter()
+            .map(|store| colzip::plot::Series {
+                name: store.store.to_string(),
+                values: config
+                    .queries
+                    .iter()
+                    .map(|&q| {
+                        report
+                            .queries
+                            .iter()
+                            .find(|r| r.query == q && r.store == store.store)
+                            .map_or(0.0, |r| r.seconds)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let title = format!(
+            "colzip queries --sf {}: median seconds of {} runs",
+            config.sf, config.runs
+        );
+        colzip::plot::plot_bars(&groups, &series, "seconds", path, &title)?;
+    }
+    let text = match format {
+        Format::Json => format!("{}\n", report.to_json()?),
+        _ => report.to_table(),
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    let differ = report.queries.iter().filter(|q| !q.equal).count();
+    if differ > 0 {
+        return Err(Error::format(format!(
+            "{differ} of {} results differ from the memory store's",
+            report.queries.len()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "datafusion"))]
+pub fn queries(args: QueriesArgs) -> Result<()> {
+    let _ = (
+        args.sf,
+        args.stores,
+        args.queries,
+        args.runs,
+        args.codec,
+        args.dir,
+        args.format,
+        args.plot,
+        args.backend,
+    );
+    Err(Error::Unsupported(
+        "colzip queries needs the 'datafusion' feature".into(),
+    ))
+}
+
+/// `colzip sql`'s arguments.
+#[derive(Args)]
+pub struct SqlArgs {
+    /// Generate the TPC-H tables at this scale factor and register them by name
+    #[arg(long, value_name = "SF")]
+    tpch: Option<f64>,
+    /// Hold tables with every column compressed: the TPC-H tables, and those made by
+    /// CREATE TABLE [AS query] (which INSERT INTO then fills compressed too)
+    #[arg(long)]
+    compressed: bool,
+    /// Codec of the compressed tables: auto, lzss[:s=…,w=…,c=…], gmatch, bwt, stored
+    #[arg(long, default_value = "auto", requires = "compressed")]
+    codec: CodecChoice,
+    /// SQL to run; several statements separated by ';' run in order
+    #[arg(
+        short = 'c',
+        long = "command",
+        conflicts_with = "file",
+        allow_hyphen_values = true
+    )]
+    command: Option<String>,
+    /// File of SQL statements to run (long form only: `-f` means --force in colzip)
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// table, json or csv
+    #[arg(long, default_value = "table", value_parser = ["table", "json", "csv"])]
+    format: String,
+    /// Rows of each table result to print (0: all) [default: 40 on a terminal, else all]
+    #[arg(long, value_name = "N")]
+    maxrows: Option<usize>,
+    #[command(flatten)]
+    backend: BackendArg,
+}
+
+#[cfg(feature = "datafusion")]
+pub fn sql(args: SqlArgs) -> Result<()> {
+    let format: shell::OutputFormat = args.format.parse()?;
+    let kind = if args.compressed {
+        TableKind::Compressed(CompressOptions {
+            codec: args.codec,
+            placement: Placement::new(args.backend.backend)?,
+            ..CompressOptions::default()
+        })
+    } else {
+        TableKind::Plain
+    };
+    let input = match (args.command, args.file) {
+        (Some(sql), _) => shell::Input::Command(sql),
+        (None, Some(path)) => shell::Input::File(path),
+        (None, None) => shell::Input::Stdin,
+    };
+    let ctx = session::context()?;
+    session::set_table_kind(&ctx, kind.clone());
+    if let Some(sf) = args.tpch {
+        let bar = progress_bar();
+        bar.set_length(Table::ALL.len() as u64);
+        bar.set_message(format!("generating TPC-H at SF {sf} ({})", kind.describe()));
+        session::register_tables(&ctx, sf, &kind, &|event| {
+            if let TpchEvent::Loaded(table) = event {
+                bar.inc(1);
+                bar.set_message(format!("{}: {} rows", table.table, table.rows));
+            }
+        })?;
+        bar.finish_and_clear();
+    }
+    let max_rows = args
+        .maxrows
+        .filter(|&n| n > 0)
+        .or(args.maxrows.map(|_| usize::MAX));
+    shell::run(&ctx, input, format, max_rows)
+}
+
+#[cfg(not(feature = "datafusion"))]
+pub fn sql(args: SqlArgs) -> Result<()> {
+    let _ = (
+        args.tpch,
+        args.compressed,
+        args.codec,
+        args.command,
+        args.file,
+        args.format,
+        args.maxrows,
+        args.backend,
+    );
+    Err(Error::Unsupported(
+        "colzip sql needs the 'datafusion' feature".into(),
+    ))
+}
