@@ -494,17 +494,20 @@ fn parquet_files_round_trip() {
     assert_eq!(info["rows"], 3000);
     let output = dir.path().join("back.parquet");
     ok(&["decompress", s(&archive), "-o", s(&output)]);
+    assert_eq!(read_parquet(&output, &batch.schema()), batch);
+}
+
+/// A Parquet file's rows as one batch of `schema`, read by the parquet crate.
+#[cfg(feature = "parquet")]
+fn read_parquet(path: &Path, schema: &arrow::datatypes::SchemaRef) -> arrow::array::RecordBatch {
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-        std::fs::File::open(&output).unwrap(),
+        std::fs::File::open(path).unwrap(),
     )
     .unwrap()
     .build()
     .unwrap();
-    let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
-    assert_eq!(
-        arrow::compute::concat_batches(&batch.schema(), &batches).unwrap(),
-        batch
-    );
+    let batches: Vec<arrow::array::RecordBatch> = reader.map(|b| b.unwrap()).collect();
+    arrow::compute::concat_batches(schema, &batches).unwrap()
 }
 
 fn colzip_env(args: &[&str], backend_env: &str) -> Output {
@@ -718,17 +721,7 @@ fn parquet_round_trip_keeps_the_source_codec_unless_told() {
         parquet_layout(&back),
         (vec!["SNAPPY".to_string()], vec![1000; 3])
     );
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-        std::fs::File::open(&back).unwrap(),
-    )
-    .unwrap()
-    .build()
-    .unwrap();
-    let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
-    assert_eq!(
-        arrow::compute::concat_batches(&batch.schema(), &batches).unwrap(),
-        batch
-    );
+    assert_eq!(read_parquet(&back, &batch.schema()), batch);
 
     // Chosen by --parquet-compression.
     let said = ok(&[
