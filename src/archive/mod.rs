@@ -143,7 +143,6 @@ fn pipeline<A: Send, B: Send, C: Send>(
         while !stopped && !running.is_empty() {
             stopped = !hand_on(&mut running);
         }
-        drop(hand_on);
         // Batches still running after a failure are joined (and dropped) by the scope.
         drop(running);
         drop(out_tx);
