@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! magic "CZCL" | version u8 (2) | field (types.rs) | node | crc32c u32 LE of all before
-//! node := rows varint | null_count varint | part count u8 | part* | child count u8 | node*
+//! node := rows varint | null_count varint | part count u8 | part* | child count varint | node*
 //! part := role u8 | width varint | codec id u8 | raw length varint | stored length varint
 //!         | part checksum u64 LE (xxh3 of the xxh3s of the raw bytes' 1 MiB pieces) | stored bytes
 //! ```
@@ -28,8 +28,9 @@ use crate::{Error, Result};
 pub const MAGIC: &[u8; 4] = b"CZCL";
 /// The container version this build writes and reads.
 pub const VERSION: u8 = 2;
-/// Nodes nested deeper than this are refused (a dictionary of dictionaries is 2).
-const MAX_DEPTH: usize = 16;
+/// Nodes nested deeper than this are refused: a node is as deep as its type, so this is
+/// the type encoding's bound.
+const MAX_DEPTH: usize = types::MAX_DEPTH;
 
 /// A container as pieces: the small encoded headers and the parts' streams, in order.
 /// Written one after another (no concatenated copy), with the CRC accumulated over them.
@@ -77,7 +78,9 @@ fn node_pieces<'a>(head: &mut Vec<u8>, pieces: &mut Vec<Piece<'a>>, node: &'a Co
         pieces.push(Piece::Header(std::mem::take(head)));
         pieces.push(Piece::Stream(&part.bytes));
     }
-    head.push(node.children.len() as u8);
+    // A varint (a struct may have hundreds of fields); below 128 it is the single byte
+    // older builds wrote as a u8, so their containers read the same.
+    varint::write_u64(head, node.children.len() as u64);
     for child in &node.children {
         node_pieces(head, pieces, child);
     }
@@ -196,8 +199,9 @@ fn read_node(reader: &mut Reader<'_>, buffer: &Buffer, depth: usize) -> Result<C
             bytes,
         });
     }
-    let child_count = reader.u8()?;
-    let mut children = Vec::with_capacity(child_count as usize);
+    // No capacity from the count: every child takes bytes, so the loop ends with them.
+    let child_count = reader.varint()?;
+    let mut children = Vec::new();
     for _ in 0..child_count {
         children.push(read_node(reader, buffer, depth + 1)?);
     }

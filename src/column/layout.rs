@@ -74,6 +74,51 @@ pub(super) fn check_node(data_type: &DataType, node: &CompressedNode) -> Result<
             check_node(value, child)?;
             1
         }
+        DataType::List(field)
+        | DataType::LargeList(field)
+        | DataType::ListView(field)
+        | DataType::LargeListView(field)
+        | DataType::Map(field, _) => {
+            let lengths = take(PartRole::Lengths)?;
+            expect(
+                lengths,
+                &[1, 2, 4, 8],
+                rows.checked_mul(lengths.width as usize),
+            )?;
+            // The child's rows are checked against the lengths' total once decoded.
+            check_children(data_type, node, 1)?;
+            check_node(field.data_type(), &node.children[0])?;
+            1
+        }
+        DataType::FixedSizeList(field, size) => {
+            check_children(data_type, node, 1)?;
+            let child = &node.children[0];
+            let expected = usize::try_from(*size)
+                .ok()
+                .and_then(|size| rows.checked_mul(size));
+            if expected != Some(child.rows) {
+                return Err(Error::format(format!(
+                    "{data_type}: {} values for {rows} rows",
+                    child.rows
+                )));
+            }
+            check_node(field.data_type(), child)?;
+            1
+        }
+        DataType::Struct(fields) => {
+            check_children(data_type, node, fields.len())?;
+            for (field, child) in fields.iter().zip(&node.children) {
+                if child.rows != rows {
+                    return Err(Error::format(format!(
+                        "struct field '{}': {} rows, the struct has {rows}",
+                        field.name(),
+                        child.rows
+                    )));
+                }
+                check_node(field.data_type(), child)?;
+            }
+            fields.len()
+        }
         other => {
             let width = match other {
                 DataType::FixedSizeBinary(width) => usize::try_from(*width).ok(),
@@ -101,9 +146,14 @@ pub(super) fn check_node(data_type: &DataType, node: &CompressedNode) -> Result<
             extra.role.name()
         )));
     }
-    if node.children.len() != children {
+    check_children(data_type, node, children)
+}
+
+/// `node` must have exactly `expected` children.
+fn check_children(data_type: &DataType, node: &CompressedNode, expected: usize) -> Result<()> {
+    if node.children.len() != expected {
         return Err(Error::format(format!(
-            "{data_type}: {} child nodes, expected {children}",
+            "{data_type}: {} child nodes, expected {expected}",
             node.children.len()
         )));
     }

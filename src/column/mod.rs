@@ -1,7 +1,9 @@
 //! Typed Arrow columns <-> compressed columns.
 //!
 //! An array is split into plain parts ([`plain`]): validity bitmap, fixed-width values,
-//! lengths and bytes of variable-width values, a dictionary's keys and values. Each part
+//! lengths and bytes of variable-width values, a dictionary's keys and values; nested
+//! arrays (lists, list views, fixed-size lists, structs, maps) keep their validity and
+//! list lengths as parts and their children as child nodes, split the same way. Each part
 //! is compressed on its own with the chosen codec (or the one [`CodecChoice::Auto`]
 //! judges best on a sample) and stored raw when that would not shrink it. The result,
 //! a [`CompressedColumn`], serializes to a self-checking container
@@ -53,6 +55,7 @@ mod bytes;
 mod checksum;
 mod container;
 mod layout;
+mod nested;
 mod parts;
 pub mod plain;
 mod types;

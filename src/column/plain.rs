@@ -1,7 +1,8 @@
 //! Arrow arrays <-> plain parts: the uncompressed byte buffers the codecs see.
 //!
 //! Every array becomes a [`PlainNode`]: its row count, its null count and a list of
-//! [`PlainPart`]s, plus child nodes (a dictionary's values). Parts are kept apart because
+//! [`PlainPart`]s, plus child nodes (a dictionary's values, a list's items, a struct's
+//! fields: see [`nested`](super::nested)). Parts are kept apart because
 //! they compress best apart: a validity bitmap, fixed-width values, the lengths of
 //! variable-width values and their concatenated bytes.
 //!
@@ -21,6 +22,7 @@ use arrow::array::{
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::DataType;
 
+use super::nested;
 use crate::{Error, Result};
 
 /// What a part holds.
@@ -161,6 +163,7 @@ pub fn encode(array: &dyn Array) -> Result<PlainNode> {
             parts = keys.parts;
             children.push(encode(dictionary.values().as_ref())?);
         }
+        nested if nested::is_nested(nested) => nested::encode(array, &mut parts, &mut children)?,
         other => {
             let width = fixed_width(other).ok_or_else(|| {
                 Error::Unsupported(format!(
@@ -224,7 +227,7 @@ fn push_var_parts<'a>(
 }
 
 /// Lengths at the narrowest width of 1/2/4/8 bytes that holds the largest.
-fn lengths_part(lengths: impl Iterator<Item = u64> + Clone, rows: usize) -> PlainPart {
+pub(super) fn lengths_part(lengths: impl Iterator<Item = u64> + Clone, rows: usize) -> PlainPart {
     let max = lengths.clone().max().unwrap_or(0);
     let width = match max {
         0..=0xff => 1,
@@ -283,7 +286,7 @@ fn widen(bytes: &[u8], from: usize, to: usize) -> Vec<u8> {
 }
 
 /// Reads parts in order, checking each one's role and size.
-struct Parts {
+pub(super) struct Parts {
     parts: std::vec::IntoIter<PlainPart>,
     peeked: Option<PlainPart>,
 }
@@ -293,7 +296,7 @@ impl Parts {
         self.peeked.take().or_else(|| self.parts.next())
     }
 
-    fn take(&mut self, role: PartRole) -> Result<PlainPart> {
+    pub(super) fn take(&mut self, role: PartRole) -> Result<PlainPart> {
         match self.next() {
             Some(part) if part.role == role => Ok(part),
             Some(part) => Err(Error::format(format!(
@@ -397,6 +400,9 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
             let dictionary = decode(value_type, child)?;
             dictionary_array(key_type, rows, nulls, values.bytes, dictionary)?
         }
+        nested if nested::is_nested(nested) => {
+            nested::decode(nested, rows, nulls, &mut parts, &mut children)?
+        }
         other => {
             let width = fixed_width(other).ok_or_else(|| {
                 Error::Unsupported(format!(
@@ -434,7 +440,7 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
     Ok(array)
 }
 
-fn expect_len(what: &str, actual: usize, expected: usize) -> Result<()> {
+pub(super) fn expect_len(what: &str, actual: usize, expected: usize) -> Result<()> {
     if actual == expected {
         Ok(())
     } else {
@@ -578,6 +584,20 @@ fn dictionary_array(
 
 /// Decodes the lengths part into `rows` lengths, checking their total against the data.
 fn read_lengths(parts: &mut Parts, rows: usize) -> Result<(Vec<u64>, Buffer)> {
+    let lengths = read_lengths_only(parts, rows)?;
+    let data = parts.take(PartRole::Data)?;
+    let total = lengths.iter().try_fold(0u64, |sum, &l| sum.checked_add(l));
+    if total != Some(data.bytes.len() as u64) {
+        return Err(Error::format(format!(
+            "lengths do not add up to the {} data bytes",
+            data.bytes.len()
+        )));
+    }
+    Ok((lengths, data.bytes))
+}
+
+/// Decodes the lengths part into `rows` lengths (its size checked against `rows`).
+pub(super) fn read_lengths_only(parts: &mut Parts, rows: usize) -> Result<Vec<u64>> {
     let lengths = parts.take(PartRole::Lengths)?;
     let width = lengths.width as usize;
     if ![1, 2, 4, 8].contains(&width) {
@@ -593,15 +613,7 @@ fn read_lengths(parts: &mut Parts, rows: usize) -> Result<(Vec<u64>, Buffer)> {
             u64::from_le_bytes(le)
         })
         .collect();
-    let data = parts.take(PartRole::Data)?;
-    let total = lengths.iter().try_fold(0u64, |sum, &l| sum.checked_add(l));
-    if total != Some(data.bytes.len() as u64) {
-        return Err(Error::format(format!(
-            "lengths do not add up to the {} data bytes",
-            data.bytes.len()
-        )));
-    }
-    Ok((lengths, data.bytes))
+    Ok(lengths)
 }
 
 /// The offsets rebuilt from the lengths part, and the data part (their total checked).
@@ -611,22 +623,38 @@ fn offsets_and_data<O: OffsetSizeTrait>(
     parts: &mut Parts,
 ) -> Result<(OffsetBuffer<O>, Buffer)> {
     let (lengths, data) = read_lengths(parts, rows)?;
+    let offsets = offsets_from_lengths::<O>(data_type, &lengths)?;
+    // Non-negative and increasing by construction, which is all `new` asserts.
+    Ok((OffsetBuffer::new(ScalarBuffer::from(offsets)), data))
+}
+
+/// Offsets `0, l0, l0 + l1, …` (one more than the lengths), each checked to fit `O`:
+/// non-negative and increasing by construction.
+pub(super) fn offsets_from_lengths<O: OffsetSizeTrait>(
+    data_type: &DataType,
+    lengths: &[u64],
+) -> Result<Vec<O>> {
     let mut offsets = Vec::new();
-    offsets
-        .try_reserve_exact(rows + 1)
-        .map_err(|_| Error::format(format!("no memory for the offsets of {rows} rows")))?;
+    offsets.try_reserve_exact(lengths.len() + 1).map_err(|_| {
+        Error::format(format!(
+            "no memory for the offsets of {} rows",
+            lengths.len()
+        ))
+    })?;
     let mut offset = 0u64;
     offsets.push(O::usize_as(0));
-    for length in lengths {
-        offset += length;
-        let value = O::from_usize(offset as usize).ok_or_else(|| {
-            Error::format(format!("{data_type} offsets overflow at {offset} bytes"))
-        })?;
+    for &length in lengths {
+        let value = offset
+            .checked_add(length)
+            .and_then(|sum| {
+                offset = sum;
+                usize::try_from(sum).ok()
+            })
+            .and_then(O::from_usize)
+            .ok_or_else(|| Error::format(format!("{data_type} offsets overflow")))?;
         offsets.push(value);
     }
-    // Non-negative and increasing by construction, which is all `new` asserts.
-    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-    Ok((offsets, data))
+    Ok(offsets)
 }
 
 fn view_array(

@@ -2,24 +2,33 @@
 //!
 //! Arrow IPC's flatbuffer schema would do, but its reader unwraps and panics on some
 //! malformed input; colzip promises an `Err` for every bad container, so it writes its own.
+//!
+//! Nested types (tags 32–38) carry their child fields in full (name, nullability,
+//! metadata, type), so a round trip keeps them; nesting is bounded by [`MAX_DEPTH`] on
+//! both sides, so whatever is written can be read back.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::datatypes::{
-    DataType, Decimal32Type, Decimal64Type, Decimal128Type, Decimal256Type, Field, IntervalUnit,
-    TimeUnit, validate_decimal_precision_and_scale,
+    DataType, Decimal32Type, Decimal64Type, Decimal128Type, Decimal256Type, Field, Fields,
+    IntervalUnit, TimeUnit, validate_decimal_precision_and_scale,
 };
 
 use super::bytes::Reader;
 use crate::codec::varint;
 use crate::{Error, Result};
 
-/// Nesting deeper than this is rejected when reading (it guards the recursion).
-const MAX_DEPTH: usize = 16;
+/// Nesting deeper than this is rejected when reading and when writing (it guards the
+/// recursion; a writer refusing what a reader would refuse keeps every container readable).
+pub const MAX_DEPTH: usize = 16;
 
 /// Appends `field` (name, nullability, metadata, type).
 pub fn write_field(out: &mut Vec<u8>, field: &Field) -> Result<()> {
+    write_field_at(out, field, 0)
+}
+
+fn write_field_at(out: &mut Vec<u8>, field: &Field, depth: usize) -> Result<()> {
     write_str(out, field.name());
     out.push(u8::from(field.is_nullable()));
     let mut metadata: Vec<_> = field.metadata().iter().collect();
@@ -29,7 +38,7 @@ pub fn write_field(out: &mut Vec<u8>, field: &Field) -> Result<()> {
         write_str(out, key);
         write_str(out, value);
     }
-    write_type(out, field.data_type())
+    write_type_at(out, field.data_type(), depth)
 }
 
 /// Reads a field written by [`write_field`].
@@ -89,7 +98,16 @@ fn time_unit(code: u8) -> Result<TimeUnit> {
 
 /// Appends `data_type`; errors on types the column layer does not support.
 pub fn write_type(out: &mut Vec<u8>, data_type: &DataType) -> Result<()> {
+    write_type_at(out, data_type, 0)
+}
+
+fn write_type_at(out: &mut Vec<u8>, data_type: &DataType, depth: usize) -> Result<()> {
     use DataType::*;
+    if depth > MAX_DEPTH {
+        return Err(Error::Unsupported(format!(
+            "data types nested more than {MAX_DEPTH} deep are not supported by the column layer"
+        )));
+    }
     let simple = match data_type {
         Null => Some(0),
         Boolean => Some(1),
@@ -150,8 +168,44 @@ pub fn write_type(out: &mut Vec<u8>, data_type: &DataType) -> Result<()> {
         }
         Dictionary(key, value) => {
             out.push(31);
-            write_type(out, key)?;
-            write_type(out, value)?;
+            write_type_at(out, key, depth + 1)?;
+            write_type_at(out, value, depth + 1)?;
+        }
+        List(field) => {
+            out.push(32);
+            write_field_at(out, field, depth + 1)?;
+        }
+        LargeList(field) => {
+            out.push(33);
+            write_field_at(out, field, depth + 1)?;
+        }
+        FixedSizeList(field, size) => {
+            out.push(34);
+            write_field_at(out, field, depth + 1)?;
+            let size = u64::try_from(*size)
+                .map_err(|_| Error::Unsupported(format!("fixed-size list of size {size}")))?;
+            varint::write_u64(out, size);
+        }
+        Struct(fields) => {
+            out.push(35);
+            varint::write_u64(out, fields.len() as u64);
+            for field in fields {
+                write_field_at(out, field, depth + 1)?;
+            }
+        }
+        Map(entries, keys_sorted) => {
+            check_map_entries(entries).map_err(|e| Error::Unsupported(e.to_string()))?;
+            out.push(36);
+            write_field_at(out, entries, depth + 1)?;
+            out.push(u8::from(*keys_sorted));
+        }
+        ListView(field) => {
+            out.push(37);
+            write_field_at(out, field, depth + 1)?;
+        }
+        LargeListView(field) => {
+            out.push(38);
+            write_field_at(out, field, depth + 1)?;
         }
         other => {
             return Err(Error::Unsupported(format!(
@@ -254,13 +308,86 @@ pub fn read_type(reader: &mut Reader<'_>, depth: usize) -> Result<DataType> {
             let value = read_type(reader, depth + 1)?;
             Dictionary(Box::new(key), Box::new(value))
         }
+        32 => List(Arc::new(read_field_at(reader, depth + 1)?)),
+        33 => LargeList(Arc::new(read_field_at(reader, depth + 1)?)),
+        34 => {
+            let field = read_field_at(reader, depth + 1)?;
+            let size = reader.varint()?;
+            let size = i32::try_from(size)
+                .map_err(|_| Error::format(format!("bad fixed-size list size {size}")))?;
+            FixedSizeList(Arc::new(field), size)
+        }
+        35 => {
+            // No capacity from the count: each field is at least a few bytes of input, so
+            // the loop ends at the end of the bytes whatever the count claims.
+            let count = reader.varint()?;
+            let mut fields = Vec::new();
+            for _ in 0..count {
+                fields.push(read_field_at(reader, depth + 1)?);
+            }
+            Struct(Fields::from(fields))
+        }
+        36 => {
+            let entries = read_field_at(reader, depth + 1)?;
+            check_map_entries(&entries)?;
+            let keys_sorted = match reader.u8()? {
+                0 => false,
+                1 => true,
+                other => return Err(Error::format(format!("bad map keys-sorted flag {other}"))),
+            };
+            Map(Arc::new(entries), keys_sorted)
+        }
+        37 => ListView(Arc::new(read_field_at(reader, depth + 1)?)),
+        38 => LargeListView(Arc::new(read_field_at(reader, depth + 1)?)),
         other => return Err(Error::format(format!("unknown data type tag {other}"))),
     })
+}
+
+/// A map's entries as Arrow requires them (`MapArray::try_new`): a non-nullable struct
+/// of two fields, the keys non-nullable.
+fn check_map_entries(entries: &Field) -> Result<()> {
+    let ok = match entries.data_type() {
+        DataType::Struct(fields) => {
+            !entries.is_nullable() && fields.len() == 2 && !fields[0].is_nullable()
+        }
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::format(format!(
+            "map entries must be a non-nullable struct of a non-nullable key and a value, not {}",
+            entries.data_type()
+        )))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_depth_is_bounded_when_writing_and_reading() {
+        let lists = |depth: usize| {
+            (0..depth).fold(DataType::Int32, |inner, _| {
+                DataType::List(Arc::new(Field::new("item", inner, true)))
+            })
+        };
+        let mut buf = Vec::new();
+        write_type(&mut buf, &lists(MAX_DEPTH)).unwrap();
+        assert_eq!(
+            read_type(&mut Reader::new(&buf), 0).unwrap(),
+            lists(MAX_DEPTH)
+        );
+        assert!(write_type(&mut Vec::new(), &lists(MAX_DEPTH + 1)).is_err());
+        // Crafted deeper bytes: a List tag and an empty non-nullable field, repeated.
+        let mut deep = Vec::new();
+        for _ in 0..=MAX_DEPTH + 1 {
+            deep.extend_from_slice(&[32, 0, 0, 0]);
+        }
+        deep.push(4);
+        assert!(read_type(&mut Reader::new(&deep), 0).is_err());
+    }
 
     #[test]
     fn fields_round_trip() {
@@ -272,6 +399,31 @@ mod tests {
             DataType::FixedSizeBinary(12),
             DataType::Dictionary(Box::new(DataType::Int16), Box::new(DataType::Utf8View)),
             DataType::Interval(IntervalUnit::MonthDayNano),
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, false))),
+            DataType::LargeListView(Arc::new(
+                Field::new("v", DataType::Int8, true)
+                    .with_metadata(HashMap::from([("a".to_string(), "b".to_string())])),
+            )),
+            DataType::FixedSizeList(Arc::new(Field::new("x", DataType::Float64, true)), 3),
+            DataType::Struct(Fields::from(vec![
+                Field::new("a", DataType::Int32, false),
+                Field::new(
+                    "b",
+                    DataType::LargeList(Arc::new(Field::new("i", DataType::Utf8View, true))),
+                    true,
+                ),
+            ])),
+            DataType::Map(
+                Arc::new(Field::new(
+                    "entries",
+                    DataType::Struct(Fields::from(vec![
+                        Field::new("key", DataType::Utf8, false),
+                        Field::new("value", DataType::Int64, true),
+                    ])),
+                    false,
+                )),
+                true,
+            ),
         ];
         for data_type in types {
             let field = Field::new("c", data_type, true)
@@ -291,6 +443,10 @@ mod tests {
             &[1, b'a'][..],
             &[0, 0, 0, 99][..],
             &[0, 0, 0, 31, 12, 4][..],
+            // A list without its field, a map of Int32 entries, a bad sorted flag.
+            &[0, 0, 0, 32][..],
+            &[0, 0, 0, 36, 0, 0, 0, 4, 0][..],
+            &[0, 0, 0, 36, 0, 0, 0, 35, 2, 0, 0, 0, 4, 0, 1, 0, 4, 2][..],
         ] {
             assert!(read_field(&mut Reader::new(bytes)).is_err());
         }
