@@ -1,6 +1,7 @@
-//! `colzip queries` (issue 15 item 3): the 22 TPC-H queries over the memory, compressed
-//! and parquet stores at a small scale factor give the memory store's results; the JSON
-//! report's shape; the parquet store's files; refused stores and queries.
+//! `colzip queries` (issue 15 item 3): the 22 TPC-H queries over the memory, compressed,
+//! parquet and colzip-parquet stores at a small scale factor give the memory store's
+//! results; the JSON report's shape; the Parquet stores' files; refused stores and
+//! queries.
 #![cfg(feature = "datafusion")]
 
 mod common;
@@ -37,7 +38,7 @@ fn all_queries_on_every_store_equal_the_memory_store() {
             "--sf",
             SF,
             "--stores",
-            "memory,compressed,parquet",
+            "memory,compressed,parquet,colzip-parquet",
             "--runs",
             "1",
             "--format",
@@ -60,7 +61,9 @@ fn all_queries_on_every_store_equal_the_memory_store() {
     for line in [
         "generating lineitem",
         "loading the parquet store",
+        "loading the colzip-parquet store",
         "Q22 on compressed",
+        "Q22 on colzip-parquet",
     ] {
         assert!(stderr.contains(line), "no '{line}' in {stderr}");
     }
@@ -71,9 +74,10 @@ fn all_queries_on_every_store_equal_the_memory_store() {
     assert_eq!(report["codec"], "auto");
     assert_eq!(report["runs"], 1);
     let queries = report["queries"].as_array().unwrap();
-    assert_eq!(queries.len(), 22 * 3);
+    assert_eq!(queries.len(), 22 * 4);
+    let order = ["memory", "compressed", "parquet", "colzip-parquet"];
     for (i, row) in queries.iter().enumerate() {
-        let (store, query) = (["memory", "compressed", "parquet"][i / 22], i % 22 + 1);
+        let (store, query) = (order[i / 22], i % 22 + 1);
         assert_eq!(row["store"], store, "{row}");
         assert_eq!(row["query"], query, "{row}");
         assert_eq!(row["equal"], true, "{row}");
@@ -82,11 +86,22 @@ fn all_queries_on_every_store_equal_the_memory_store() {
         let rows = row["rows"].as_u64().unwrap();
         assert!(rows > 0, "{row}");
         assert_eq!(rows, queries[query - 1]["rows"].as_u64().unwrap(), "{row}");
+        // Scan times for the Parquet stores; decompression only in colzip's scan.
+        assert_eq!(
+            row.get("scan_seconds").is_some(),
+            store.contains("parquet"),
+            "{row}"
+        );
+        assert_eq!(
+            row.get("decompress_seconds").is_some(),
+            store == "colzip-parquet",
+            "{row}"
+        );
     }
     assert_eq!(queries[0]["rows"], 4, "Q1 has 4 flag/status groups");
     assert_eq!(queries[5]["rows"], 1, "Q6 is one sum");
     let stores = report["stores"].as_array().unwrap();
-    assert_eq!(stores.len(), 3);
+    assert_eq!(stores.len(), 4);
     let held = |name| store(&report, name)["bytes_held"].as_u64().unwrap();
     assert!(held("compressed") < held("memory"), "{report}");
     // SNAPPY Parquet holds the tables smaller than Arrow memory too.
@@ -94,6 +109,15 @@ fn all_queries_on_every_store_equal_the_memory_store() {
         held("parquet") > 0 && held("parquet") < held("memory"),
         "{report}"
     );
+    assert!(
+        held("colzip-parquet") > 0 && held("colzip-parquet") < held("memory"),
+        "{report}"
+    );
+    // colzip's scan decompressed pages, and says how long that took.
+    let ours = store(&report, "colzip-parquet");
+    assert!(ours["scan_seconds"].as_f64().unwrap() > 0.0, "{ours}");
+    assert!(ours["decompress_seconds"].as_f64().unwrap() > 0.0, "{ours}");
+    assert_eq!(store(&report, "parquet").get("decompress_seconds"), None);
     for row in stores {
         assert!(row["load_seconds"].as_f64().unwrap() >= 0.0, "{row}");
         if cfg!(target_os = "linux") {
@@ -118,7 +142,7 @@ fn a_parquet_dir_keeps_the_files_and_is_not_overwritten() {
         "--sf",
         SF,
         "--stores",
-        "parquet",
+        "parquet,colzip-parquet",
         "--queries",
         "6,1",
         "--runs",
@@ -131,32 +155,43 @@ fn a_parquet_dir_keeps_the_files_and_is_not_overwritten() {
     let report = json(&ok(&args));
     // The memory store gives the reference but is not reported.
     let queries = report["queries"].as_array().unwrap();
-    assert_eq!(queries.len(), 2);
-    assert_eq!(queries[0]["query"], 6);
-    assert_eq!(queries[1]["query"], 1);
-    assert!(
-        queries
-            .iter()
-            .all(|q| q["store"] == "parquet" && q["equal"] == true)
-    );
-    assert_eq!(report["stores"].as_array().unwrap().len(), 1);
-    let expected: Vec<String> = [
-        "customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier",
-    ]
-    .iter()
-    .map(|t| format!("{t}.parquet"))
-    .collect();
-    assert_eq!(dir_listing(&files), expected);
-    let mut bytes = 0;
-    for name in &expected {
-        let data = std::fs::read(files.join(name)).unwrap();
-        assert!(
-            data.starts_with(b"PAR1") && data.ends_with(b"PAR1"),
-            "{name}"
-        );
-        bytes += data.len() as u64;
+    assert_eq!(queries.len(), 4);
+    for (row, (store, query)) in queries.iter().zip([
+        ("parquet", 6),
+        ("parquet", 1),
+        ("colzip-parquet", 6),
+        ("colzip-parquet", 1),
+    ]) {
+        assert_eq!(row["store"], store, "{row}");
+        assert_eq!(row["query"], query, "{row}");
+        assert_eq!(row["equal"], true, "{row}");
     }
-    assert_eq!(store(&report, "parquet")["bytes_held"], bytes);
+    assert_eq!(report["stores"].as_array().unwrap().len(), 2);
+    let tables = [
+        "customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier",
+    ];
+    let mut expected: Vec<String> = tables
+        .iter()
+        .flat_map(|t| [format!("{t}.parquet"), format!("{t}.colzip.parquet")])
+        .collect();
+    expected.sort();
+    assert_eq!(dir_listing(&files), expected);
+    for (name, suffix) in [
+        ("parquet", ".parquet"),
+        ("colzip-parquet", ".colzip.parquet"),
+    ] {
+        let mut bytes = 0;
+        for table in tables {
+            let file = format!("{table}{suffix}");
+            let data = std::fs::read(files.join(&file)).unwrap();
+            assert!(
+                data.starts_with(b"PAR1") && data.ends_with(b"PAR1"),
+                "{file}"
+            );
+            bytes += data.len() as u64;
+        }
+        assert_eq!(store(&report, name)["bytes_held"], bytes);
+    }
     // A second run does not overwrite them.
     let out = colzip(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -193,15 +228,11 @@ fn the_table_names_every_query_and_store() {
 }
 
 #[test]
-fn unbuilt_stores_and_bad_values_exit_2() {
-    let cases: [(&[&str], &str); 5] = [
-        (
-            &["queries", "--stores", "memory,colzip-parquet"],
-            "colzip-parquet store needs the GPU Parquet scan of issue 15 item 2, which is not built yet",
-        ),
+fn unknown_stores_and_bad_values_exit_2() {
+    let cases: [(&[&str], &str); 4] = [
         (
             &["queries", "--stores", "disk"],
-            "expected memory, compressed or parquet",
+            "expected memory, compressed, parquet or colzip-parquet",
         ),
         (&["queries", "--queries", "1,23"], "1..=22"),
         (&["queries", "--runs", "0"], "1.."),

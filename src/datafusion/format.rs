@@ -44,11 +44,16 @@
 //! same row groups and pages as `STORED AS PARQUET` with SNAPPY would write.
 //!
 //! # Reading
-//! Scans use DataFusion's stock Parquet reader (`ParquetFormat`): it brings row-group
-//! and page pruning, filter pushdown, async object-store reads and partitioned scans,
-//! none of which [`crate::parquet::read`] has, and the parquet crate it builds on has no
-//! hook for page decompression, so in SQL the pages are decompressed on the CPU. Use
-//! [`crate::parquet::read::ParquetReader`] to read with GPU page decompression.
+//! Scans of `COLZIP_PARQUET` tables (files from any Parquet writer) use colzip's scan,
+//! [`crate::datafusion::parquet_scan`]: each row group's SNAPPY pages are decompressed in
+//! one batched call (GPU when the backend has one, else the CPU's cores, with the same
+//! results) and decoded by the parquet crate, with the projection, `LIMIT`, partitioned
+//! scans and row-group and page pruning by pushed filters (filters stay `Inexact`:
+//! DataFusion applies them above the scan). The backend is the `backend` option. Schema
+//! inference and statistics are DataFusion's `ParquetFormat`'s, after colzip checked the
+//! footer. Sessions of [`crate::datafusion::session::context`] read Parquet paths
+//! (`SELECT … FROM 'dir/*.parquet'`) the same way; `STORED AS PARQUET` stays DataFusion's
+//! stock reader, which also has bloom-filter pruning and row-level filter pushdown.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -70,6 +75,7 @@ use datafusion::datasource::file_format::{FileFormat, FileFormatFactory, FileMet
 use datafusion::datasource::physical_plan::{FileScanConfig, FileSink, FileSinkConfig, FileSource};
 use datafusion::datasource::provider::DefaultTableFactory;
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
+use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::dml::InsertOp;
@@ -80,6 +86,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use datafusion::prelude::SessionContext;
 use tokio::io::AsyncWriteExt;
 
+use super::parquet_scan::ColzipParquetSource;
 use crate::gpu::Backend;
 use crate::parquet::footer;
 use crate::parquet::write::{
@@ -197,7 +204,9 @@ impl FileFormatFactory for ColzipParquetFactory {
     }
 }
 
-/// Reads like DataFusion's `ParquetFormat` (it is one inside), writes through colzip.
+/// Writes through colzip's writer, scans with colzip's scan
+/// ([`ColzipParquetSource`]); schema and statistics inference are DataFusion's
+/// `ParquetFormat`'s (it holds one).
 #[derive(Debug)]
 pub struct ColzipParquetFormat {
     inner: ParquetFormat,
@@ -270,7 +279,9 @@ impl FileFormat for ColzipParquetFormat {
     }
 
     fn compression_type(&self) -> Option<FileCompressionType> {
-        None
+        // Not `None`: `CREATE EXTERNAL TABLE` over a directory then globs `*.parquet`
+        // (the extension of this type) instead of `*.colzip_parquet`, which finds nothing.
+        Some(FileCompressionType::UNCOMPRESSED)
     }
 
     async fn infer_schema(
@@ -325,10 +336,11 @@ impl FileFormat for ColzipParquetFormat {
 
     async fn create_physical_plan(
         &self,
-        state: &dyn Session,
+        _state: &dyn Session,
         conf: FileScanConfig,
     ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
-        self.inner.create_physical_plan(state, conf).await
+        // `conf` carries the ColzipParquetSource of `file_source`, projection included.
+        Ok(DataSourceExec::from_data_source(conf))
     }
 
     async fn create_writer_physical_plan(
@@ -350,7 +362,11 @@ impl FileFormat for ColzipParquetFormat {
     }
 
     fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
-        self.inner.file_source(table_schema)
+        Arc::new(ColzipParquetSource::new(
+            table_schema,
+            &self.parquet,
+            self.options.backend,
+        ))
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod format;
 pub mod functions;
+pub mod parquet_scan;
 pub mod session;
 pub mod table;
 

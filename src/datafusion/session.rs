@@ -56,9 +56,11 @@ pub fn context() -> Result<SessionContext> {
 
 /// [`context`] with `config` (the information schema is turned on).
 pub fn context_with_config(config: SessionConfig) -> Result<SessionContext> {
-    // Files are tables by their path too: SELECT * FROM 'data/t.parquet'.
-    let ctx =
-        SessionContext::new_with_config(config.with_information_schema(true)).enable_url_table();
+    // Files are tables by their path too: SELECT * FROM 'data/t.parquet', Parquet read
+    // by colzip's scan.
+    let ctx = super::parquet_scan::enable_url_tables(SessionContext::new_with_config(
+        config.with_information_schema(true),
+    ));
     super::register(&ctx)?;
     Ok(ctx)
 }

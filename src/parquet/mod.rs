@@ -4,6 +4,8 @@
 //!
 //! - [`write`](mod@write): [`write::ParquetWriter`] / [`write::write_batches`];
 //! - [`read`]: [`read::ParquetReader`] / [`read::read_batches`];
+//! - [`row_group`]: one row group's pages decompressed in one batched call and handed
+//!   to the Arrow decoder (used by `read` and by the SQL scan);
 //! - [`footer`]: the footer read and checked without trusting it (the parquet crate panics
 //!   on some corrupt footers), before any reader uses it;
 //! - `pages` (private): the batched page compression service both use;
@@ -15,4 +17,5 @@ mod encode;
 pub mod footer;
 mod pages;
 pub mod read;
+pub mod row_group;
 pub mod write;

@@ -40,21 +40,15 @@
 //! columns only, no row filters or page pruning); for those, SQL goes through
 //! DataFusion's stock Parquet reader (see `crate::datafusion::format`).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
-use parquet::arrow::arrow_reader::RowGroups;
 use parquet::arrow::{FieldLevels, ProjectionMask, parquet_to_arrow_field_levels};
-use parquet::basic::Compression;
-use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
-use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::ChunkReader;
 
-use super::pages;
+use super::row_group::RowGroupPages;
 use crate::codec::Placement;
 use crate::gpu::Backend;
 use crate::{Error, Result};
@@ -202,90 +196,28 @@ impl<R: ChunkReader + 'static> ParquetReader<R> {
 
     /// Reads row group `index` into record batches.
     pub fn read_row_group(&mut self, index: usize) -> Result<Vec<RecordBatch>> {
-        let count = self.metadata.num_row_groups();
-        if index >= count {
-            return Err(Error::format(format!(
-                "row group {index} does not exist (the file has {count})"
-            )));
-        }
-        let row_group = self.metadata.row_group(index);
-        let rows = usize::try_from(row_group.num_rows())
-            .map_err(|_| Error::format("a row group has a negative row count"))?;
-
-        // Raw pages of every projected chunk; SNAPPY payloads are gathered for one call.
-        let mut columns: Vec<Option<Vec<Page>>> = Vec::with_capacity(row_group.num_columns());
-        let mut jobs: Vec<(usize, usize)> = Vec::new(); // (column, page) of each payload
-        for (column, chunk) in row_group.columns().iter().enumerate() {
-            if !self.mask.leaf_included(column) {
-                columns.push(None);
-                continue;
-            }
-            let snappy = chunk.compression() == Compression::SNAPPY;
-            let pages = if snappy {
-                let raw = chunk
-                    .clone()
-                    .into_builder()
-                    .set_compression(Compression::UNCOMPRESSED)
-                    .build()?;
-                pages::read_chunk_pages(&self.reader, &raw, rows)?
-            } else {
-                if chunk.compression() != Compression::UNCOMPRESSED {
-                    self.summary.other_codec_chunks += 1;
-                }
-                pages::read_chunk_pages(&self.reader, chunk, rows)?
-            };
-            if snappy {
-                for (page_index, page) in pages.iter().enumerate() {
-                    if is_compressed(page) {
-                        jobs.push((column, page_index));
-                    }
-                }
-            }
-            columns.push(Some(pages));
-        }
-
-        let mut streams = Vec::with_capacity(jobs.len());
-        let mut limits = Vec::with_capacity(jobs.len());
-        for &(column, page_index) in &jobs {
-            let page = &columns[column].as_ref().expect("projected")[page_index];
-            let levels = pages::levels_len(page);
-            let buffer = page.buffer();
-            if levels > buffer.len() {
-                return Err(Error::format(
-                    "a data page v2 claims more level bytes than it holds: the file is corrupt",
-                ));
-            }
-            streams.push(&buffer[levels..]);
-            let limit = row_group.column(column).uncompressed_size();
-            limits.push(usize::try_from(limit).unwrap_or(0));
-        }
-        let (decoded, stats) = pages::decompress_all(&self.placement, &streams, &limits)?;
-        self.summary.snappy_pages += streams.len();
-        self.summary.compressed_bytes += streams.iter().map(|s| s.len() as u64).sum::<u64>();
-        self.summary.decompressed_bytes += decoded.iter().map(|d| d.len() as u64).sum::<u64>();
+        let (pages, stats) = RowGroupPages::read(
+            &self.reader,
+            Arc::clone(&self.metadata),
+            index,
+            &self.mask,
+            &self.placement,
+            None,
+        )?;
+        self.summary.snappy_pages += stats.snappy_pages;
+        self.summary.compressed_bytes += stats.compressed_bytes;
+        self.summary.decompressed_bytes += stats.decompressed_bytes;
         self.summary.decompress_seconds += stats.seconds;
-        self.summary.gpu_row_groups += usize::from(stats.on_gpu && !streams.is_empty());
-        drop(streams);
-        for (&(column, page_index), values) in jobs.iter().zip(decoded) {
-            let pages = columns[column].as_mut().expect("projected");
-            let page = std::mem::replace(&mut pages[page_index], placeholder());
-            pages[page_index] = pages::with_payload(page, values, false);
-        }
-
-        let group = DecodedRowGroup {
-            metadata: &self.metadata,
-            row_group,
-            rows,
-            columns,
-        };
-        let batches = decode_arrow(&self.levels, &group, self.batch_size)?;
+        self.summary.gpu_row_groups += usize::from(stats.on_gpu);
+        self.summary.other_codec_chunks += stats.other_codec_chunks;
+        let batches = pages.decode(&self.levels, self.batch_size, None)?;
         // The reader builds its schema from the fields, without metadata; give the
         // batches the file's (projected) schema, as the stock builder reports it.
         let batches = batches
             .into_iter()
             .map(|b| b.with_schema(self.schema.clone()))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        self.summary.rows += rows as u64;
+        self.summary.rows += pages.rows() as u64;
         self.summary.row_groups += 1;
         Ok(batches)
     }
@@ -322,45 +254,6 @@ pub fn read_batches<R: ChunkReader + 'static>(
     })
 }
 
-/// The parquet crate's Arrow decoding of decompressed pages. Some of its decoders panic
-/// (out-of-bounds slices) on corrupt levels or values instead of returning an error; the
-/// panic is caught here and returned as an error, so a corrupt file never takes the
-/// caller down.
-fn decode_arrow(
-    levels: &FieldLevels,
-    group: &DecodedRowGroup<'_>,
-    batch_size: usize,
-) -> Result<Vec<RecordBatch>> {
-    let decode = || -> Result<Vec<RecordBatch>> {
-        let reader =
-            ParquetRecordBatchReader::try_new_with_row_groups(levels, group, batch_size, None)?;
-        let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
-        // The crate checks UTF-8 only where the Parquet column's converted type says
-        // UTF8; a corrupt footer that drops it, under an embedded Arrow schema of Utf8,
-        // yields strings it never checked (the fuzz harness found one). Arrays that do
-        // not hold Arrow's invariants never leave this reader.
-        for batch in &batches {
-            for column in batch.columns() {
-                column
-                    .to_data()
-                    .validate_full()
-                    .map_err(|e| Error::format(format!("the Parquet data is corrupt: {e}")))?;
-            }
-        }
-        Ok(batches)
-    };
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|panic| {
-        let reason = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("no message");
-        Err(Error::format(format!(
-            "the Parquet page data is corrupt (the decoder failed: {reason})"
-        )))
-    })
-}
-
 fn projected_roots(projection: &Option<Vec<usize>>) -> Vec<usize> {
     // Sorted and deduplicated: a ProjectionMask keeps the file's column order.
     let mut roots = projection.clone().unwrap_or_default();
@@ -368,113 +261,3 @@ fn projected_roots(projection: &Option<Vec<usize>>) -> Vec<usize> {
     roots.dedup();
     roots
 }
-
-/// Whether the page's payload is compressed (v2 pages may store theirs as is).
-fn is_compressed(page: &Page) -> bool {
-    match page {
-        Page::DataPageV2 { is_compressed, .. } => *is_compressed,
-        _ => true,
-    }
-}
-
-fn placeholder() -> Page {
-    Page::DictionaryPage {
-        buf: Bytes::new(),
-        num_values: 0,
-        encoding: parquet::basic::Encoding::PLAIN,
-        is_sorted: false,
-    }
-}
-
-/// One row group whose pages are already decompressed, as the Arrow reader's input.
-struct DecodedRowGroup<'a> {
-    metadata: &'a ParquetMetaData,
-    row_group: &'a RowGroupMetaData,
-    rows: usize,
-    columns: Vec<Option<Vec<Page>>>,
-}
-
-impl RowGroups for DecodedRowGroup<'_> {
-    fn num_rows(&self) -> usize {
-        self.rows
-    }
-
-    fn column_chunks(&self, i: usize) -> parquet::errors::Result<Box<dyn PageIterator>> {
-        let pages = self
-            .columns
-            .get(i)
-            .and_then(|c| c.as_ref())
-            .ok_or_else(|| {
-                parquet::errors::ParquetError::General(format!("column {i} was not read"))
-            })?;
-        let reader: Box<dyn PageReader> = Box::new(PagesReader(pages.iter().cloned().collect()));
-        Ok(Box::new(OnePageReader(Some(reader))))
-    }
-
-    fn row_groups(&self) -> Box<dyn Iterator<Item = &RowGroupMetaData> + '_> {
-        Box::new(std::iter::once(self.row_group))
-    }
-
-    fn metadata(&self) -> &ParquetMetaData {
-        self.metadata
-    }
-}
-
-/// A column chunk's decompressed pages.
-struct PagesReader(VecDeque<Page>);
-
-impl Iterator for PagesReader {
-    type Item = parquet::errors::Result<Page>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.0.pop_front().map(Ok)
-    }
-}
-
-impl PageReader for PagesReader {
-    fn get_next_page(&mut self) -> parquet::errors::Result<Option<Page>> {
-        Ok(self.0.pop_front())
-    }
-
-    fn peek_next_page(&mut self) -> parquet::errors::Result<Option<PageMetadata>> {
-        Ok(self.0.front().map(|page| match page {
-            Page::DataPage { num_values, .. } => PageMetadata {
-                num_rows: None,
-                num_levels: Some(*num_values as usize),
-                is_dict: false,
-            },
-            Page::DataPageV2 {
-                num_values,
-                num_rows,
-                ..
-            } => PageMetadata {
-                num_rows: Some(*num_rows as usize),
-                num_levels: Some(*num_values as usize),
-                is_dict: false,
-            },
-            Page::DictionaryPage { .. } => PageMetadata {
-                num_rows: None,
-                num_levels: None,
-                is_dict: true,
-            },
-        }))
-    }
-
-    fn skip_next_page(&mut self) -> parquet::errors::Result<()> {
-        self.0.pop_front();
-        Ok(())
-    }
-}
-
-/// The page iterator of one chunk: yields its page reader once.
-struct OnePageReader(Option<Box<dyn PageReader>>);
-
-impl Iterator for OnePageReader {
-    type Item = parquet::errors::Result<Box<dyn PageReader>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.0.take().map(Ok)
-    }
-}
-
-impl PageIterator for OnePageReader {}

@@ -7,14 +7,20 @@
 //! - `compressed`: colzip [`CompressedTable`](crate::datafusion::table::CompressedTable)s,
 //!   every column compressed with the chosen codec on the chosen backend;
 //! - `parquet`: one SNAPPY Parquet file per table, written by DataFusion
-//!   (`DataFrame::write_parquet`) and read by DataFusion's stock Parquet reader.
+//!   (`DataFrame::write_parquet`) and read by DataFusion's stock Parquet reader;
+//! - `colzip-parquet`: one Parquet file per table written by colzip (`COPY … STORED AS
+//!   COLZIP_PARQUET`, gmatch's SNAPPY pages), read by colzip's Parquet scan
+//!   ([`crate::datafusion::parquet_scan`]: each row group's pages decompressed in one
+//!   batched call), both on the chosen backend.
 //!
 //! Each query runs once to warm up, then [`Config::runs`] timed runs (planning and
 //! execution; the median counts). Every run's result, the warm-up's included, is compared
 //! with the `memory` store's ([`same_result::difference`]: values as printed, floats with a
 //! relative tolerance). The `memory` store always runs first and gives the reference; when
 //! it is not among the stores asked for, each query runs on it once, untimed, and it is
-//! not reported. Stores run one after another, each holding only its own data while its
+//! not reported. For the Parquet stores, each store's row also gives the time its file
+//! scans took and, for `colzip-parquet`, the part of it spent decompressing pages (both
+//! summed over partitions, per run). Stores run one after another, each holding only its own data while its
 //! queries run (the generated batches are dropped once the other stores are loaded), so
 //! each store's peak resident memory is its own.
 //!
@@ -65,7 +71,7 @@ const RSS_INTERVAL: Duration = Duration::from_millis(10);
 /// ```
 /// use colzip::datafusion::session::query_bench::Store;
 /// assert_eq!("parquet".parse::<Store>()?, Store::Parquet);
-/// assert!("colzip-parquet".parse::<Store>().unwrap_err().to_string().contains("issue 15"));
+/// assert_eq!("colzip-parquet".parse::<Store>()?, Store::ColzipParquet);
 /// # Ok::<(), colzip::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -77,11 +83,24 @@ pub enum Store {
     Compressed,
     /// SNAPPY Parquet files written and read by DataFusion.
     Parquet,
+    /// Parquet files written by colzip, read by colzip's scan.
+    #[serde(rename = "colzip-parquet")]
+    ColzipParquet,
 }
 
 impl Store {
-    /// The three stores, in their default order.
-    pub const ALL: [Store; 3] = [Store::Memory, Store::Compressed, Store::Parquet];
+    /// The four stores, in their default order.
+    pub const ALL: [Store; 4] = [
+        Store::Memory,
+        Store::Compressed,
+        Store::Parquet,
+        Store::ColzipParquet,
+    ];
+
+    /// Whether the store reads Parquet files.
+    pub fn is_parquet(self) -> bool {
+        matches!(self, Store::Parquet | Store::ColzipParquet)
+    }
 
     /// The store's name on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -89,6 +108,7 @@ impl Store {
             Store::Memory => "memory",
             Store::Compressed => "compressed",
             Store::Parquet => "parquet",
+            Store::ColzipParquet => "colzip-parquet",
         }
     }
 }
@@ -102,22 +122,16 @@ impl fmt::Display for Store {
 impl FromStr for Store {
     type Err = Error;
 
-    /// A store by name; `colzip-parquet` (Parquet files colzip wrote, read by a GPU scan)
-    /// is refused: that scan is not built yet.
+    /// A store by name.
     fn from_str(text: &str) -> Result<Store> {
         let lower = text.trim().to_ascii_lowercase();
-        if lower == "colzip-parquet" {
-            return Err(Error::format(
-                "the colzip-parquet store needs the GPU Parquet scan of issue 15 item 2, \
-                 which is not built yet",
-            ));
-        }
         Store::ALL
             .into_iter()
             .find(|s| s.name() == lower)
             .ok_or_else(|| {
                 Error::format(format!(
-                    "unknown store '{text}' (expected memory, compressed or parquet)"
+                    "unknown store '{text}' (expected memory, compressed, parquet or \
+                     colzip-parquet)"
                 ))
             })
     }
@@ -136,15 +150,17 @@ pub struct Config {
     pub runs: usize,
     /// Codec of the `compressed` store.
     pub codec: CodecChoice,
-    /// Where the `compressed` store's codecs run.
+    /// Where the `compressed` store's codecs and the `colzip-parquet` store's page
+    /// compression and decompression run.
     pub backend: Backend,
-    /// Directory for the `parquet` store's files (`<table>.parquet`, which must not
-    /// exist yet; they are kept); `None`: a temporary directory, removed at the end.
+    /// Directory for the Parquet stores' files (`<table>.parquet` for `parquet`,
+    /// `<table>.colzip.parquet` for `colzip-parquet`, which must not exist yet; they are
+    /// kept); `None`: a temporary directory, removed at the end.
     pub dir: Option<PathBuf>,
 }
 
 impl Default for Config {
-    /// SF 0.1, the three stores, the 22 queries, 3 runs, `auto` on the CPU.
+    /// SF 0.1, the four stores, the 22 queries, 3 runs, `auto` on the CPU.
     fn default() -> Self {
         Config {
             sf: 0.1,
@@ -172,6 +188,13 @@ pub struct QueryRow {
     /// The first difference, when not equal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub difference: Option<String>,
+    /// For the Parquet stores: the time its file scans took, summed over their
+    /// partitions (the timed runs' mean), in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scan_seconds: Option<f64>,
+    /// For `colzip-parquet`: the part of `scan_seconds` spent decompressing pages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decompress_seconds: Option<f64>,
 }
 
 /// One store: what it holds and what its queries took.
@@ -179,7 +202,7 @@ pub struct QueryRow {
 pub struct StoreRow {
     pub store: Store,
     /// Memory the tables hold (`memory`: Arrow memory of the batches, `compressed`: the
-    /// codec streams), or for `parquet` the files' bytes on disk.
+    /// codec streams), or for the Parquet stores the files' bytes on disk.
     pub bytes_held: u64,
     /// Peak resident memory of the process while the store's queries ran (sampled every
     /// 10 ms); `null` where it cannot be read (not Linux).
@@ -189,6 +212,14 @@ pub struct StoreRow {
     /// Time to build the store from the generated tables (compression; writing the
     /// Parquet files), in seconds.
     pub load_seconds: f64,
+    /// For the Parquet stores: the time the file scans of its queries took, summed over
+    /// the scans' partitions, per run (the timed runs' mean), in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scan_seconds: Option<f64>,
+    /// For `colzip-parquet`: the part of `scan_seconds` spent in batched page
+    /// decompression.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decompress_seconds: Option<f64>,
 }
 
 /// What [`run`] measured.
@@ -272,7 +303,7 @@ impl Report {
         );
         let _ = write!(out, "{:<6}", "query");
         for store in &stores {
-            let _ = write!(out, " {:>11}", store.name());
+            let _ = write!(out, " {:>14}", store.name());
         }
         let _ = writeln!(out, "  {:>4}  equal to memory", "rows");
         for &query in &by_query {
@@ -282,14 +313,14 @@ impl Report {
             for store in &stores {
                 match seconds.get(&(*store, query)) {
                     Some(row) => {
-                        let _ = write!(out, " {:>11.3}", row.seconds);
+                        let _ = write!(out, " {:>14.3}", row.seconds);
                         rows = row.rows.max(rows);
                         if !row.equal {
                             differ.push(store.name());
                         }
                     }
                     None => {
-                        let _ = write!(out, " {:>11}", "-");
+                        let _ = write!(out, " {:>14}", "-");
                     }
                 }
             }
@@ -303,14 +334,14 @@ impl Report {
         let totals: Vec<f64> = stores.iter().map(|s| self.total_seconds(*s)).collect();
         let _ = write!(out, "{:<6}", "total");
         for total in &totals {
-            let _ = write!(out, " {total:>11.3}");
+            let _ = write!(out, " {total:>14.3}");
         }
         let _ = writeln!(out);
         let _ = writeln!(out);
         let memory = self.stores.iter().find(|s| s.store == Store::Memory);
         let _ = writeln!(
             out,
-            "{:<11} {:>12} {:>9} {:>12} {:>12} {:>9} {:>9} {:>9}",
+            "{:<14} {:>12} {:>9} {:>12} {:>12} {:>9} {:>9} {:>9}",
             "store",
             "held MB",
             "vs memory",
@@ -336,7 +367,7 @@ impl Report {
             };
             let _ = writeln!(
                 out,
-                "{:<11} {:>12} {:>9} {:>12} {:>12} {:>9.3} {:>9.3} {:>9}",
+                "{:<14} {:>12} {:>9} {:>12} {:>12} {:>9.3} {:>9.3} {:>9}",
                 row.store.name(),
                 mb(Some(row.bytes_held)),
                 held_ratio,
@@ -352,6 +383,22 @@ impl Report {
             "(held: smaller by the factor shown; queries: the sum of the medians, slower by \
              the factor shown)"
         );
+        for row in &self.stores {
+            let Some(scan) = row.scan_seconds else {
+                continue;
+            };
+            let share = row.decompress_seconds.map_or(String::new(), |d| {
+                format!(
+                    ", decompressing pages {d:.3} s ({:.1}% of it)",
+                    100.0 * d / scan.max(1e-9)
+                )
+            });
+            let _ = writeln!(
+                out,
+                "{}: file scans {scan:.3} s a run (summed over partitions){share}",
+                row.store.name()
+            );
+        }
         for row in self.queries.iter().filter(|q| !q.equal) {
             let _ = writeln!(
                 out,
@@ -384,7 +431,7 @@ pub fn run(config: &Config, progress: &(dyn Fn(Event<'_>) + Sync)) -> Result<Rep
     // Parquet directory that cannot be used.
     let placement = Placement::new(config.backend)?;
     tpch::check_scale_factor(&Table::ALL, config.sf)?;
-    let parquet_dir = if config.stores.contains(&Store::Parquet) {
+    let parquet_dir = if config.stores.iter().any(|s| s.is_parquet()) {
         Some(ParquetDir::new(config.dir.as_deref())?)
     } else {
         None
@@ -439,7 +486,7 @@ enum ParquetDir {
 }
 
 impl ParquetDir {
-    /// `dir` (made if missing; none of the eight files may exist), or a temporary one.
+    /// `dir` (made if missing; none of the stores' files may exist), or a temporary one.
     fn new(dir: Option<&Path>) -> Result<ParquetDir> {
         let Some(dir) = dir else {
             let temp = tempfile::Builder::new()
@@ -456,12 +503,14 @@ impl ParquetDir {
         // it resolves them.
         let dir = std::fs::canonicalize(dir).map_err(Error::file("resolve", dir))?;
         for table in Table::ALL {
-            let path = parquet_path(&dir, table);
-            if path.symlink_metadata().is_ok() {
-                return Err(Error::format(format!(
-                    "{} exists: give --dir a directory without the eight <table>.parquet files",
-                    path.display()
-                )));
+            for path in [parquet_path(&dir, table), colzip_parquet_path(&dir, table)] {
+                if path.symlink_metadata().is_ok() {
+                    return Err(Error::format(format!(
+                        "{} exists: give --dir a directory without the stores' \
+                         <table>.parquet and <table>.colzip.parquet files",
+                        path.display()
+                    )));
+                }
             }
         }
         Ok(ParquetDir::Given(dir))
@@ -477,6 +526,11 @@ impl ParquetDir {
 
 fn parquet_path(dir: &Path, table: Table) -> PathBuf {
     dir.join(format!("{}.parquet", table.name()))
+}
+
+/// Where the `colzip-parquet` store's file of `table` goes.
+fn colzip_parquet_path(dir: &Path, table: Table) -> PathBuf {
+    dir.join(format!("{}.colzip.parquet", table.name()))
 }
 
 /// A store ready for its queries.
@@ -529,7 +583,7 @@ async fn measure(
     }
     let peak = sampler.stop();
     if timed {
-        let row = store_row(&memory, peak, rss_before);
+        let row = store_row(&memory, peak, rss_before, &rows);
         progress(Event::Done(&row));
         stores.push(row);
     }
@@ -538,7 +592,7 @@ async fn measure(
     // the memory store: each store's queries run with only its own data held.
     let mut others = Vec::new();
     for &store in config.stores.iter().filter(|&&s| s != Store::Memory) {
-        let source = (store == Store::Parquet).then_some(&memory.ctx);
+        let source = store.is_parquet().then_some(&memory.ctx);
         let dir = parquet_dir.as_ref().map(ParquetDir::path);
         others.push(load(store, &data, placement, config, source.zip(dir), progress).await?);
     }
@@ -561,7 +615,7 @@ async fn measure(
             rows.push(row);
         }
         let peak = sampler.stop();
-        let row = store_row(&store, peak, rss_before);
+        let row = store_row(&store, peak, rss_before, &rows);
         progress(Event::Done(&row));
         stores.push(row);
         // Dropped here, before the next store's queries.
@@ -573,13 +627,23 @@ async fn measure(
     Ok((rows, stores))
 }
 
-fn store_row(store: &Loaded, peak: Option<u64>, rss_before: Option<u64>) -> StoreRow {
+/// The row of `store`, whose queries' rows are among `rows`.
+fn store_row(
+    store: &Loaded,
+    peak: Option<u64>,
+    rss_before: Option<u64>,
+    rows: &[QueryRow],
+) -> StoreRow {
+    let own = || rows.iter().filter(|r| r.store == store.store);
+    let total = |values: Vec<Option<f64>>| values.into_iter().sum::<Option<f64>>();
     StoreRow {
         store: store.store,
         bytes_held: store.bytes_held,
         peak_rss_bytes: peak,
         rss_before_bytes: rss_before,
         load_seconds: store.load_seconds,
+        scan_seconds: total(own().map(|r| r.scan_seconds).collect()),
+        decompress_seconds: total(own().map(|r| r.decompress_seconds).collect()),
     }
 }
 
@@ -617,6 +681,12 @@ async fn load(
                 Error::format("the parquet store is written from the memory store")
             })?;
             write_parquet(source, &ctx, dir).await?
+        }
+        Store::ColzipParquet => {
+            let (source, dir) = parquet.ok_or_else(|| {
+                Error::format("the colzip-parquet store is written from the memory store")
+            })?;
+            write_colzip_parquet(source, &ctx, dir, config.backend).await?
         }
     };
     let loaded = Loaded {
@@ -665,6 +735,56 @@ async fn write_parquet(source: &SessionContext, ctx: &SessionContext, dir: &Path
     Ok(bytes)
 }
 
+/// Writes every table of `source` to `dir/<table>.colzip.parquet` with colzip's writer
+/// (`COPY … STORED AS COLZIP_PARQUET` on `backend`), and registers the files in `ctx` as
+/// `COLZIP_PARQUET` tables, read by colzip's scan on `backend`; their bytes.
+async fn write_colzip_parquet(
+    source: &SessionContext,
+    ctx: &SessionContext,
+    dir: &Path,
+    backend: Backend,
+) -> Result<u64> {
+    let mut bytes = 0;
+    for table in Table::ALL {
+        let path = colzip_parquet_path(dir, table);
+        let name = path
+            .to_str()
+            .ok_or_else(|| Error::format(format!("{} is not UTF-8", dir.display())))?;
+        // A path in SQL: quotes doubled.
+        let quoted = name.replace('\'', "''");
+        let options = format!("OPTIONS ('backend' '{backend}')");
+        for (session, statement) in [
+            (
+                source,
+                format!(
+                    "COPY {} TO '{quoted}' STORED AS COLZIP_PARQUET {options}",
+                    table.name()
+                ),
+            ),
+            (
+                ctx,
+                format!(
+                    "CREATE EXTERNAL TABLE {} STORED AS COLZIP_PARQUET LOCATION '{quoted}' \
+                     {options}",
+                    table.name()
+                ),
+            ),
+        ] {
+            session
+                .sql(&statement)
+                .await
+                .map_err(Error::from)?
+                .collect()
+                .await
+                .map_err(Error::from)?;
+        }
+        bytes += std::fs::metadata(&path)
+            .map_err(Error::file("read the metadata of", &path))?
+            .len();
+    }
+    Ok(bytes)
+}
+
 /// Runs `query` once to warm up and `runs` times timed on `ctx`; compares every result
 /// with `reference` (the warm-up's own result when `None`). The row, and the warm-up's
 /// result.
@@ -682,9 +802,12 @@ async fn time_query(
         None => None,
     };
     let mut times = Vec::with_capacity(runs);
+    let (mut scan, mut decompress) = (0.0, 0.0);
     for _ in 0..runs {
         let run = run_query(ctx, query).await?;
         times.push(run.elapsed);
+        scan += run.scan_seconds / runs as f64;
+        decompress += run.decompress_seconds / runs as f64;
         if difference.is_none() {
             difference = same_result::difference(expected, &run.batches)?;
         }
@@ -696,6 +819,8 @@ async fn time_query(
         rows: warm.rows(),
         equal: difference.is_none(),
         difference,
+        scan_seconds: store.is_parquet().then_some(scan),
+        decompress_seconds: (store == Store::ColzipParquet).then_some(decompress),
     };
     Ok((row, warm.batches))
 }
@@ -771,20 +896,24 @@ mod tests {
 
     #[test]
     fn the_table_shows_differences_and_totals() {
-        let row = |store, query, seconds, equal: bool| QueryRow {
+        let row = |store: Store, query, seconds, equal: bool| QueryRow {
             store,
             query,
             seconds,
             rows: 3,
             equal,
             difference: (!equal).then(|| "row 1, column 2: 5 where 4 was expected".into()),
+            scan_seconds: store.is_parquet().then_some(2.0),
+            decompress_seconds: (store == Store::ColzipParquet).then_some(0.5),
         };
-        let store = |store, bytes_held| StoreRow {
+        let store = |store: Store, bytes_held| StoreRow {
             store,
             bytes_held,
             peak_rss_bytes: Some(3_000_000),
             rss_before_bytes: None,
             load_seconds: 0.5,
+            scan_seconds: store.is_parquet().then_some(4.0),
+            decompress_seconds: (store == Store::ColzipParquet).then_some(1.0),
         };
         let report = Report {
             sf: 0.5,
@@ -797,10 +926,13 @@ mod tests {
                 row(Store::Memory, 1, 2.0, true),
                 row(Store::Parquet, 6, 1.5, true),
                 row(Store::Parquet, 1, 4.0, false),
+                row(Store::ColzipParquet, 6, 1.0, true),
+                row(Store::ColzipParquet, 1, 3.0, true),
             ],
             stores: vec![
                 store(Store::Memory, 8_000_000),
                 store(Store::Parquet, 2_000_000),
+                store(Store::ColzipParquet, 2_500_000),
             ],
         };
         assert!(!report.all_equal());
@@ -828,10 +960,29 @@ mod tests {
             parquet.contains("4.00x") && parquet.contains("1.83x"),
             "{text}"
         );
+        let ours = lines
+            .iter()
+            .find(|l| l.starts_with("colzip-parquet "))
+            .unwrap();
+        assert!(ours.contains("3.20x") && ours.contains("1.33x"), "{text}");
+        // The share of scan time spent decompressing; the stock reader has no such part.
+        assert!(
+            text.contains("colzip-parquet: file scans 4.000 s a run")
+                && text.contains("(25.0% of it)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("parquet: file scans 4.000 s a run (summed over partitions)\n"),
+            "{text}"
+        );
         assert!(text.ends_with(
             "Q1 on parquet differs from memory: row 1, column 2: 5 where 4 was expected\n"
         ));
         let json: serde_json::Value = serde_json::from_str(&report.to_json().unwrap()).unwrap();
+        assert_eq!(json["stores"][2]["store"], "colzip-parquet");
+        assert_eq!(json["stores"][2]["decompress_seconds"], 1.0);
+        assert_eq!(json["stores"][1].get("decompress_seconds"), None);
+        assert_eq!(json["queries"][5]["decompress_seconds"], 0.5);
         assert_eq!(json["queries"][3]["equal"], false);
         assert_eq!(json["queries"][0].get("difference"), None);
         assert_eq!(

@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 use arrow::array::RecordBatch;
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::MemTable;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 use rayon::prelude::*;
 
 use super::TableKind;
+use crate::datafusion::parquet_scan::metrics::DECOMPRESS_TIME;
 use crate::datafusion::table::{CompressedTable, arrow_memory};
 use crate::tpch::{self, Table, TableData, queries};
 use crate::{Error, Result};
@@ -52,6 +54,12 @@ pub struct QueryRun {
     pub query: usize,
     pub elapsed: Duration,
     pub batches: Vec<RecordBatch>,
+    /// Time the plan's file scans took, summed over their partitions, in seconds (zero
+    /// without file scans).
+    pub scan_seconds: f64,
+    /// Time colzip's Parquet scans spent in batched page decompression, summed over their
+    /// partitions, in seconds (zero without them).
+    pub decompress_seconds: f64,
 }
 
 impl QueryRun {
@@ -190,17 +198,41 @@ pub fn register_generated(
     register(ctx, loaded)
 }
 
+/// DataFusion's file-scan metric of the time spent scanning (and decoding) files.
+const SCAN_TIME: &str = "time_elapsed_scanning_total";
+
+/// The sum of the time metric `name` over every node of `plan`, in seconds.
+fn plan_seconds(plan: &Arc<dyn ExecutionPlan>, name: &str) -> f64 {
+    let own = plan
+        .metrics()
+        .and_then(|m| m.sum_by_name(name))
+        .map_or(0.0, |v| v.as_usize() as f64 / 1e9);
+    own + plan
+        .children()
+        .into_iter()
+        .map(|child| plan_seconds(child, name))
+        .sum::<f64>()
+}
+
 /// Runs TPC-H query `n` (1 to 22) in `ctx`, timing planning and execution.
 pub async fn run_query(ctx: &SessionContext, n: usize) -> Result<QueryRun> {
     let sql = queries::query(n)
         .ok_or_else(|| Error::format(format!("there is no TPC-H query {n} (1 to 22)")))?;
     let start = Instant::now();
     let frame = ctx.sql(sql).await.map_err(Error::from)?;
-    let batches = frame.collect().await.map_err(Error::from)?;
+    // As `DataFrame::collect`, keeping the plan for its metrics.
+    let task = Arc::new(frame.task_ctx());
+    let plan = frame.create_physical_plan().await.map_err(Error::from)?;
+    let batches = datafusion::physical_plan::collect(Arc::clone(&plan), task)
+        .await
+        .map_err(Error::from)?;
+    let elapsed = start.elapsed();
     Ok(QueryRun {
         query: n,
-        elapsed: start.elapsed(),
+        elapsed,
         batches,
+        scan_seconds: plan_seconds(&plan, SCAN_TIME),
+        decompress_seconds: plan_seconds(&plan, DECOMPRESS_TIME),
     })
 }
 
