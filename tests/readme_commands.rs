@@ -240,7 +240,10 @@ fn every_readme_command_runs_as_written() {
         let command = match how {
             AsWritten => *readme_command,
             Smaller(command) => command,
-            Not(_) => continue,
+            Not(why) => {
+                eprintln!("not run: {readme_command} ({why})");
+                continue;
+            }
         };
         let started = std::time::Instant::now();
         let out = run(command);
