@@ -2,7 +2,7 @@
 //!
 //! Every array becomes a [`PlainNode`]: its row count, its null count and a list of
 //! [`PlainPart`]s, plus child nodes (a dictionary's values, a list's items, a struct's
-//! fields: see [`nested`](super::nested)). Parts are kept apart because
+//! fields: see the `nested` module). Parts are kept apart because
 //! they compress best apart: a validity bitmap, fixed-width values, the lengths of
 //! variable-width values and their concatenated bytes.
 //!

@@ -1,9 +1,11 @@
 //! `colzip sql` and `colzip queries`: the DataFusion layer.
 
+#[cfg(feature = "datafusion")]
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
+#[cfg(feature = "datafusion")]
 use colzip::codec::Placement;
 use colzip::column::CodecChoice;
 #[cfg(feature = "datafusion")]
@@ -12,10 +14,12 @@ use colzip::datafusion::session::query_bench::Store;
 use colzip::datafusion::session::{self, TableKind, TpchEvent, shell};
 #[cfg(feature = "datafusion")]
 use colzip::datafusion::table::CompressOptions;
+#[cfg(feature = "datafusion")]
 use colzip::tpch::{Format, Table};
 use colzip::{Error, Result};
 
 use crate::BackendArg;
+#[cfg(feature = "datafusion")]
 use crate::progress::progress_bar;
 
 /// A store of `colzip queries`; without the SQL layer any text (the command then says
