@@ -14,9 +14,15 @@ use super::device::Gpu;
 use super::error::{GpuError, GpuResult};
 use super::pinned::PinnedBuffer;
 
-/// Most lanes alive at once; a caller beyond that waits for a lane to come back, which
-/// bounds the device and pinned memory the pool holds.
+/// Most lanes kept at once; a caller beyond that waits for a lane to come back, which
+/// bounds the device and pinned memory the pool holds. Callers that must not wait (see
+/// [`Gpu::lane`]) get lanes beyond it, freed when they come back.
 pub const MAX_LANES: usize = 8;
+
+thread_local! {
+    /// Lanes the current thread holds.
+    static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// A stream and the buffers its work uses, named by the code that uses them.
 pub struct Lane {
@@ -196,10 +202,23 @@ impl LanePool {
     }
 }
 
-/// A lane taken from the pool; it goes back on drop.
+/// A lane taken from the pool; it goes back on drop. It stays on the thread that took it
+/// (not `Send`): that thread counts as holding a lane until the drop.
 pub struct LaneGuard<'g> {
     gpu: &'g Gpu,
     lane: Option<Lane>,
+    _same_thread: std::marker::PhantomData<*const ()>,
+}
+
+impl<'g> LaneGuard<'g> {
+    fn new(gpu: &'g Gpu, lane: Lane) -> Self {
+        HELD.with(|held| held.set(held.get() + 1));
+        LaneGuard {
+            gpu,
+            lane: Some(lane),
+            _same_thread: std::marker::PhantomData,
+        }
+    }
 }
 
 impl Deref for LaneGuard<'_> {
@@ -218,6 +237,7 @@ impl DerefMut for LaneGuard<'_> {
 impl Drop for LaneGuard<'_> {
     fn drop(&mut self) {
         if let Some(lane) = self.lane.take() {
+            HELD.with(|held| held.set(held.get().saturating_sub(1)));
             let pool = self.gpu.lanes();
             // Work still queued on a lane that is dropped early (an error path) must end
             // before its buffers are reused.
@@ -228,7 +248,19 @@ impl Drop for LaneGuard<'_> {
             if pool.budget.limit().is_some() {
                 lane.free_device_buffers();
             }
-            if let Ok(mut idle) = pool.idle.lock() {
+            // A lane made beyond the bound (for a caller that could not wait) is freed.
+            let beyond = pool
+                .created
+                .lock()
+                .map(|mut created| {
+                    let beyond = *created > MAX_LANES;
+                    if beyond {
+                        *created -= 1;
+                    }
+                    beyond
+                })
+                .unwrap_or(false);
+            if !beyond && let Ok(mut idle) = pool.idle.lock() {
                 idle.push(lane);
             }
             pool.returned.notify_one();
@@ -243,10 +275,7 @@ impl Gpu {
         let pool = self.lanes();
         let mut idle = pool.idle.lock().map_err(poisoned)?;
         if let Some(lane) = idle.pop() {
-            return Ok(Some(LaneGuard {
-                gpu: self,
-                lane: Some(lane),
-            }));
+            return Ok(Some(LaneGuard::new(self, lane)));
         }
         drop(idle);
         let mut created = pool.created.lock().map_err(poisoned)?;
@@ -256,10 +285,7 @@ impl Gpu {
         *created += 1;
         drop(created);
         match Lane::new(self) {
-            Ok(lane) => Ok(Some(LaneGuard {
-                gpu: self,
-                lane: Some(lane),
-            })),
+            Ok(lane) => Ok(Some(LaneGuard::new(self, lane))),
             Err(e) => {
                 *pool.created.lock().map_err(poisoned)? -= 1;
                 Err(e)
@@ -269,19 +295,23 @@ impl Gpu {
 
     /// A lane for this caller: an idle one, a new one while fewer than [`MAX_LANES`]
     /// exist, or the next one given back.
+    ///
+    /// Two kinds of callers never wait, and get a new lane beyond the bound instead: a
+    /// thread that already holds a lane (a rayon worker that, while its own work waited,
+    /// picked up another job taking a lane: waiting would block the lane it holds), and
+    /// a thread of the runtime's host pool ([`on_host`](super::on_host), whose work lane holders wait
+    /// for). So a lane holder never waits for a lane, and every lane comes back.
     pub fn lane(&self) -> GpuResult<LaneGuard<'_>> {
+        let must_not_wait = HELD.with(|held| held.get() > 0) || super::host::is_host_thread();
         let pool = self.lanes();
         let mut idle = pool.idle.lock().map_err(poisoned)?;
         loop {
             if let Some(lane) = idle.pop() {
-                return Ok(LaneGuard {
-                    gpu: self,
-                    lane: Some(lane),
-                });
+                return Ok(LaneGuard::new(self, lane));
             }
             {
                 let mut created = pool.created.lock().map_err(poisoned)?;
-                if *created < MAX_LANES {
+                if *created < MAX_LANES || must_not_wait {
                     *created += 1;
                     drop(created);
                     drop(idle);
@@ -289,10 +319,7 @@ impl Gpu {
                     if lane.is_err() {
                         *pool.created.lock().map_err(poisoned)? -= 1;
                     }
-                    return Ok(LaneGuard {
-                        gpu: self,
-                        lane: Some(lane?),
-                    });
+                    return Ok(LaneGuard::new(self, lane?));
                 }
             }
             idle = pool.returned.wait(idle).map_err(poisoned)?;

@@ -1,6 +1,6 @@
 //! The GPU runtime: the process's device, kernels from `kernels/` compiled by NVRTC (and
 //! cached on disk), lanes (a stream with reusable device and pinned buffers per concurrent
-//! caller), pinned staging, copies, the step pipeline that overlaps copies with kernels,
+//! caller), the host pool lane holders' host work runs on, pinned staging, copies, the step pipeline that overlaps copies with kernels,
 //! and the backend choice. It knows nothing of codecs: each codec's launchers and
 //! pipelines live in its own folder (`codec::<name>::gpu`). One build runs everywhere:
 //! without libcuda, libnvrtc or a device, [`Gpu::get`] is an error saying why and
@@ -18,6 +18,7 @@ mod budget;
 mod copy;
 mod device;
 mod error;
+mod host;
 mod kernel_cache;
 mod lane;
 mod launch;
@@ -36,6 +37,7 @@ pub use device::{
     nvrtc_available,
 };
 pub use error::{GpuError, GpuResult};
+pub use host::on_host;
 pub use kernel_cache::KERNEL_CACHE_ENV;
 pub use lane::{Lane, LaneGuard, MAX_LANES};
 pub use launch::{launch_error, launch_for};

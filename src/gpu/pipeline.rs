@@ -13,12 +13,15 @@
 //! While the host finishes step k-2, step k-1's output is on its way back and step k runs
 //! on the device. Steps finish in the order given. A lane holds one step at a time; with
 //! fewer lanes than three (other callers hold them), the pipeline waits for a lane's
-//! previous step before giving it the next.
+//! previous step before giving it the next. The stages run on the runtime's host pool
+//! ([`on_host`]), never on rayon's global pool, whose workers may all be waiting for the
+//! lanes this pipeline holds.
 
 use std::collections::VecDeque;
 
 use super::device::Gpu;
 use super::error::GpuError;
+use super::host::on_host;
 use super::lane::{Lane, LaneGuard};
 use crate::trace::{self, Busy, Counter};
 
@@ -26,11 +29,11 @@ use crate::trace::{self, Busy, Counter};
 pub const PIPELINE_LANES: usize = 3;
 
 /// The three stages of a kind of work; see the module docs.
-pub trait Stages {
-    type Step;
-    type Submitted;
-    type Collected;
-    type Error: From<GpuError>;
+pub trait Stages: Send {
+    type Step: Send;
+    type Submitted: Send;
+    type Collected: Send;
+    type Error: From<GpuError> + Send;
 
     fn submit(&mut self, lane: &mut Lane, step: Self::Step)
     -> Result<Self::Submitted, Self::Error>;
@@ -77,13 +80,19 @@ pub fn run_pipeline<S: Stages>(
         while queue.iter().any(|(l, _)| *l == lane) {
             finishing.time(|| retire_front(&mut queue, &mut lanes, stages))?;
         }
-        let submitted = submitting.time(|| stages.submit(&mut lanes[lane], step))?;
+        let submitted = submitting.time(|| {
+            let lane: &mut Lane = &mut lanes[lane];
+            on_host(|| stages.submit(lane, step))
+        })?;
         // Collect the step before this one (the only one not collected yet), then finish
         // the ones before that.
         if let Some((l, InFlight::Submitted(_))) = queue.back() {
             let l = *l;
             if let Some((_, InFlight::Submitted(previous))) = queue.pop_back() {
-                let collected = collecting.time(|| stages.collect(&mut lanes[l], previous))?;
+                let collected = collecting.time(|| {
+                    let lane: &mut Lane = &mut lanes[l];
+                    on_host(|| stages.collect(lane, previous))
+                })?;
                 queue.push_back((l, InFlight::Collected(collected)));
             }
         }
@@ -123,9 +132,12 @@ fn retire_front<S: Stages>(
     let Some((l, entry)) = queue.pop_front() else {
         return Ok(());
     };
-    let collected = match entry {
-        InFlight::Submitted(s) => stages.collect(&mut lanes[l], s)?,
-        InFlight::Collected(c) => c,
-    };
-    stages.finish(&mut lanes[l], collected)
+    let lane: &mut Lane = &mut lanes[l];
+    on_host(|| {
+        let collected = match entry {
+            InFlight::Submitted(s) => stages.collect(lane, s)?,
+            InFlight::Collected(c) => c,
+        };
+        stages.finish(lane, collected)
+    })
 }

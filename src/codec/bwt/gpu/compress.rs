@@ -17,7 +17,7 @@ use crate::codec::bwt::{
     AUX_LOG2, BwtParams, CodedBlock, NAME, assemble, block_size, encode_symbols,
 };
 use crate::codec::error::{CodecError, Result};
-use crate::gpu::{Gpu, HostMemory, copy_to_host, upload_pieces};
+use crate::gpu::{Gpu, HostMemory, Lane, copy_to_host, on_host, upload_pieces};
 
 /// The largest step: the sort holds about 50 bytes of device memory per byte of a step.
 const MAX_STEP_BYTES: usize = 256 << 20;
@@ -76,7 +76,7 @@ pub(crate) fn compress(
             let mut coded = Vec::new();
             for (pieces, transformed) in steps_done {
                 let start = std::time::Instant::now();
-                coded.extend(encode_step(&pieces, transformed));
+                coded.extend(on_host(|| encode_step(&pieces, transformed)));
                 crate::trace::line(|| {
                     format!(
                         "bwt host stages of a step: {:.3} s",
@@ -93,7 +93,8 @@ pub(crate) fn compress(
                 .map(|b| &inputs[b.input][b.range.clone()])
                 .collect();
             let start = std::time::Instant::now();
-            let transformed = transform_step(gpu, &mut lane, &kernels, &pieces, memory);
+            let lane: &mut Lane = &mut lane;
+            let transformed = on_host(|| transform_step(gpu, lane, &kernels, &pieces, memory));
             crate::trace::line(|| {
                 format!(
                     "bwt transform of a step on the GPU: {:.3} s",

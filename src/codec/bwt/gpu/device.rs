@@ -34,10 +34,13 @@ pub(crate) fn device_decompress(
     let buffers = if blocks.is_empty() {
         None
     } else {
-        let parsed: Vec<ParsedBlock<'_>> = blocks
-            .par_iter()
-            .map(|b| parse_block(b.payload(streams), b.n(), &headers[b.stream]))
-            .collect::<Result<_>>()?;
+        // On the host pool: the caller holds a lane (see `crate::gpu::on_host`).
+        let parsed: Vec<ParsedBlock<'_>> = crate::gpu::on_host(|| {
+            blocks
+                .par_iter()
+                .map(|b| parse_block(b.payload(streams), b.n(), &headers[b.stream]))
+                .collect::<Result<_>>()
+        })?;
         let buffers =
             StepBuffers::upload(gpu, lane, &parsed, &blocks, &headers, HostMemory::Ordinary)?;
         lane.synchronize()?;
