@@ -243,3 +243,31 @@ fn stdin_statements_end_at_semicolons_of_code_only() {
         "[{\"a;\\nb\":\"first;\\nsecond\",\"c\":\"it's;\\n\"}]\n[{\"d\":2}]\n"
     );
 }
+
+#[test]
+fn timing_gives_each_statements_rows_and_seconds_on_stderr() {
+    let sql = "SELECT 1 AS a; SELECT * FROM (VALUES (1), (2)) t(a); CREATE TABLE t (a INT)";
+    for (args, stdin) in [
+        (vec!["sql", "--timing", "-c", sql], String::new()),
+        (vec!["sql", "--timing"], format!("{sql};\n")),
+    ] {
+        let out = colzip(&args, &stdin);
+        assert!(out.status.success(), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 3, "{args:?}: {stderr}");
+        for (line, start) in lines.iter().zip(["1 row in ", "2 rows in ", "done in "]) {
+            let seconds = line
+                .strip_prefix(start)
+                .and_then(|rest| rest.strip_suffix(" s"))
+                .unwrap_or_else(|| panic!("{args:?}: {line}"));
+            assert!(seconds.parse::<f64>().unwrap() >= 0.0, "{line}");
+        }
+        // Results stay on stdout, without timings.
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(stdout.contains('2') && !stdout.contains(" s\n"), "{stdout}");
+    }
+    // Without --timing, nothing on stderr.
+    let out = colzip(&["sql", "-c", "SELECT 1"], "");
+    assert!(out.stderr.is_empty());
+}

@@ -222,6 +222,10 @@ pub struct SqlArgs {
     /// Rows of each table result to print (0: all) [default: 40 on a terminal, else all]
     #[arg(long, value_name = "N")]
     maxrows: Option<usize>,
+    /// Print each statement's row count and time to stderr (`N rows in S s`), for -c,
+    /// --file and piped input (the terminal shell always shows them; `\timing` toggles)
+    #[arg(long)]
+    timing: bool,
     #[command(flatten)]
     backend: BackendArg,
 }
@@ -261,7 +265,7 @@ pub fn sql(args: SqlArgs) -> Result<()> {
         .maxrows
         .filter(|&n| n > 0)
         .or(args.maxrows.map(|_| usize::MAX));
-    shell::run(&ctx, input, format, max_rows)
+    shell::run(&ctx, input, format, max_rows, args.timing)
 }
 
 #[cfg(not(feature = "datafusion"))]
@@ -274,6 +278,7 @@ pub fn sql(args: SqlArgs) -> Result<()> {
         args.file,
         args.format,
         args.maxrows,
+        args.timing,
         args.backend,
     );
     Err(Error::Unsupported(

@@ -128,11 +128,33 @@ pub async fn run_sql_rows(
     max_rows: Option<usize>,
     out: &mut dyn Write,
 ) -> Result<Vec<Option<usize>>> {
+    run_sql_timed(ctx, sql, format, max_rows, out, None).await
+}
+
+/// [`run_sql_rows`], writing to `timings` (when given) one line per statement: its row
+/// count and the seconds it took, as `N rows in S s` (`done in S s` without columns).
+pub async fn run_sql_timed(
+    ctx: &SessionContext,
+    sql: &str,
+    format: OutputFormat,
+    max_rows: Option<usize>,
+    out: &mut dyn Write,
+    timings: Option<&mut dyn Write>,
+) -> Result<Vec<Option<usize>>> {
     use futures::FutureExt;
-    std::panic::AssertUnwindSafe(run_sql_unguarded(ctx, sql, format, max_rows, out))
+    std::panic::AssertUnwindSafe(run_sql_unguarded(ctx, sql, format, max_rows, out, timings))
         .catch_unwind()
         .await
         .unwrap_or_else(|payload| Err(crate::panics::error(payload)))
+}
+
+/// The line [`run_sql_timed`] writes for a statement of `rows` rows that took `seconds`.
+pub fn timing_line(rows: Option<usize>, seconds: f64) -> String {
+    match rows {
+        Some(1) => format!("1 row in {seconds:.3} s"),
+        Some(n) => format!("{n} rows in {seconds:.3} s"),
+        None => format!("done in {seconds:.3} s"),
+    }
 }
 
 /// [`run_sql_rows`] without the panic guard.
@@ -142,14 +164,21 @@ async fn run_sql_unguarded(
     format: OutputFormat,
     max_rows: Option<usize>,
     out: &mut dyn Write,
+    mut timings: Option<&mut dyn Write>,
 ) -> Result<Vec<Option<usize>>> {
     let statements = parse(ctx, sql)?;
     let mut rows = Vec::with_capacity(statements.len());
     let mut printed_before = false;
     for statement in statements {
+        let started = std::time::Instant::now();
         let (schema, batches) = execute(ctx, statement).await?;
         let count: usize = batches.iter().map(RecordBatch::num_rows).sum();
-        rows.push((!schema.fields().is_empty()).then_some(count));
+        let statement_rows = (!schema.fields().is_empty()).then_some(count);
+        rows.push(statement_rows);
+        if let Some(timings) = timings.as_deref_mut() {
+            let line = timing_line(statement_rows, started.elapsed().as_secs_f64());
+            writeln!(timings, "{line}")?;
+        }
         let text = match (format, max_rows) {
             (OutputFormat::Table, Some(max)) if count > max => {
                 let shown = first_rows(&batches, max);
@@ -251,6 +280,7 @@ pub async fn interactive(
     out: &mut dyn Write,
     errors: &mut dyn Write,
     prompt: bool,
+    timing: bool,
 ) -> Result<usize> {
     let mut failed = 0;
     let mut pending = String::new();
@@ -280,7 +310,8 @@ pub async fn interactive(
         pending.push_str(&line);
         end.push(&line);
         if end.at_end() {
-            if let Err(error) = run_sql(ctx, &pending, format, out).await {
+            let timings = timing.then_some(&mut *errors as &mut dyn Write);
+            if let Err(error) = run_sql_timed(ctx, &pending, format, None, out, timings).await {
                 writeln!(errors, "error: {}", error.report())?;
                 failed += 1;
             }
@@ -289,8 +320,9 @@ pub async fn interactive(
         }
     }
     // A last statement without its ';' still runs.
+    let timings = timing.then_some(&mut *errors as &mut dyn Write);
     if !pending.trim().is_empty()
-        && let Err(error) = run_sql(ctx, &pending, format, out).await
+        && let Err(error) = run_sql_timed(ctx, &pending, format, None, out, timings).await
     {
         writeln!(errors, "error: {}", error.report())?;
         failed += 1;
@@ -316,12 +348,15 @@ pub enum Input {
 /// most `max_rows` rows). Text and files stop at their first error, which is returned.
 /// From a terminal, the [`repl`] runs (line editing, history, Ctrl-C cancelling a
 /// statement). From a piped stdin, errors are printed and reading goes on; failures are
-/// then returned as one error so the exit status shows them.
+/// then returned as one error so the exit status shows them. With `timing`, each
+/// statement's row count and time go to stderr ([`timing_line`]); the terminal shell
+/// shows them anyway (`\timing` turns them off).
 pub fn run(
     ctx: &SessionContext,
     input: Input,
     format: OutputFormat,
     max_rows: Option<usize>,
+    timing: bool,
 ) -> Result<()> {
     use std::io::IsTerminal;
 
@@ -329,15 +364,19 @@ pub fn run(
         .enable_all()
         .build()?;
     let stdout = std::io::stdout();
+    let mut stderr = std::io::stderr();
+    let timings = timing.then_some(&mut stderr as &mut dyn Write);
     runtime.block_on(async {
         match input {
-            Input::Command(sql) => run_sql_rows(ctx, &sql, format, max_rows, &mut stdout.lock())
-                .await
-                .map(drop),
+            Input::Command(sql) => {
+                run_sql_timed(ctx, &sql, format, max_rows, &mut stdout.lock(), timings)
+                    .await
+                    .map(drop)
+            }
             Input::File(path) => {
                 let sql = std::fs::read_to_string(&path)
                     .map_err(|e| Error::format(format!("cannot read {}: {e}", path.display())))?;
-                run_sql_rows(ctx, &sql, format, max_rows, &mut stdout.lock())
+                run_sql_timed(ctx, &sql, format, max_rows, &mut stdout.lock(), timings)
                     .await
                     .map(drop)
             }
@@ -359,6 +398,7 @@ pub fn run(
                     &mut stdout.lock(),
                     &mut std::io::stderr(),
                     terminal,
+                    timing,
                 )
                 .await?;
                 if failed > 0 && !terminal {

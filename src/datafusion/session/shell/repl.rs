@@ -174,11 +174,10 @@ async fn run_one(
         }
         Some(Ok(rows)) => {
             if timing {
-                match rows.last() {
-                    Some(Some(1)) => println!("1 row in {seconds:.3} s"),
-                    Some(Some(n)) => println!("{n} rows in {seconds:.3} s"),
-                    _ => println!("done in {seconds:.3} s"),
-                }
+                println!(
+                    "{}",
+                    super::timing_line(rows.last().copied().flatten(), seconds)
+                );
             }
             let _ = out.flush();
             true
