@@ -271,3 +271,56 @@ fn timing_gives_each_statements_rows_and_seconds_on_stderr() {
     let out = colzip(&["sql", "-c", "SELECT 1"], "");
     assert!(out.stderr.is_empty());
 }
+
+#[test]
+fn an_archive_is_a_table_by_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let values: Vec<i64> = (0..300_000).map(|i| (i * 7) % 1000).collect();
+    let raw = dir.path().join("values.bin");
+    std::fs::write(
+        &raw,
+        values
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    let lines = dir.path().join("lines.txt");
+    std::fs::write(&lines, "b\na\nb\n").unwrap();
+    let lines = lines.to_str().unwrap();
+    cli_run::ok(&["compress", raw.to_str().unwrap(), "--type", "int64"]);
+    cli_run::ok(&["compress", lines, "--type", "utf8-lines"]);
+    let archive = format!("{}.czip", raw.display());
+    let sum: i64 = values.iter().sum();
+    let out = ok(&[
+        "sql",
+        "--format",
+        "csv",
+        "-c",
+        &format!("SELECT count(*) AS n, sum(value) AS s, max(value) AS m FROM '{archive}'"),
+    ]);
+    assert_eq!(out, format!("n,s,m\n300000,{sum},999\n"));
+    let out = ok(&[
+        "sql",
+        "--format",
+        "csv",
+        "-c",
+        &format!("SELECT line, count(*) AS n FROM '{lines}.czip' GROUP BY line ORDER BY line"),
+    ]);
+    assert_eq!(out, "line,n\na,1\nb,2\n");
+    // A damaged archive is an error naming it, not an empty table.
+    let mut bytes = std::fs::read(&archive).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    let bad = dir.path().join("bad.czip");
+    std::fs::write(&bad, bytes).unwrap();
+    let stderr = fails(
+        &[
+            "sql",
+            "-c",
+            &format!("SELECT count(*) FROM '{}'", bad.display()),
+        ],
+        "",
+    );
+    assert!(stderr.contains("bad.czip"), "{stderr}");
+}

@@ -31,6 +31,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod archive;
 mod memory;
 mod scan;
 mod sink;
@@ -346,8 +347,9 @@ const COMPRESS_WINDOW_BYTES: usize = scan::WINDOW_BYTES;
 
 /// [`compress_partitions`]' GPU path: the blocks of every partition in windows of about
 /// [`COMPRESS_WINDOW_BYTES`], each window's columns in one batched call, one window after
-/// another. Not one call per block from every rayon worker: workers blocked waiting for a
-/// GPU lane would starve the lane holders, whose host stages run on the same pool.
+/// another: calls of 64 MiB fill the GPU, where one call per block (64K rows) from every
+/// rayon worker left it waiting on launches and lanes (and, before the runtime gave lane
+/// holders a host pool of their own, deadlocked).
 fn compress_windows_on_gpu(
     schema: &SchemaRef,
     partitions: Vec<Vec<RecordBatch>>,

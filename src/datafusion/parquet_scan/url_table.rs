@@ -1,7 +1,8 @@
 //! Tables named by their path (`SELECT … FROM 'dir/*.parquet'`), as DataFusion's
 //! `SessionContext::enable_url_table` makes them, except that Parquet paths are read by
 //! colzip's scan (the `COLZIP_PARQUET` format) instead of DataFusion's stock reader.
-//! Other files (CSV, JSON, Arrow, Avro) are read as DataFusion reads them.
+//! `.czip` archives are [`CompressedTable`]s (held compressed as the archive stores
+//! them). Other files (CSV, JSON, Arrow, Avro) are read as DataFusion reads them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +18,9 @@ use datafusion::datasource::listing::{
 use datafusion::execution::context::SessionState;
 use datafusion::prelude::SessionContext;
 
+use crate::column::CodecChoice;
 use crate::datafusion::format::ColzipParquetFactory;
+use crate::datafusion::table::{CompressOptions, CompressedTable};
 
 /// `ctx` with tables by path, Parquet ones read by colzip's scan (pages decompressed in
 /// batched calls, on the GPU when there is one). `colzip sql`'s sessions use it
@@ -43,7 +46,22 @@ pub fn enable_url_tables(ctx: SessionContext) -> SessionContext {
     ctx
 }
 
-/// Makes tables of paths; Parquet through colzip's format.
+/// The table of a local `.czip` archive (held compressed as stored, decoded by the scans
+/// on the backend `COLZIP_BACKEND` names), or `None` for other names.
+fn archive_table(url: &str) -> datafusion::common::Result<Option<Arc<dyn TableProvider>>> {
+    let path = std::path::Path::new(url.strip_prefix("file://").unwrap_or(url));
+    if path.extension().is_none_or(|e| e != "czip") || !path.is_file() {
+        return Ok(None);
+    }
+    let partitions = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let table = CompressOptions::from_env(CodecChoice::Auto)
+        .and_then(|options| CompressedTable::from_archive(path, partitions, &options))
+        .map_err(|e| plan_datafusion_err!("{e}"))?;
+    Ok(Some(Arc::new(table)))
+}
+
+/// Makes tables of paths; Parquet through colzip's format, `.czip` archives as
+/// [`CompressedTable`]s.
 #[derive(Debug, Default)]
 struct ColzipUrlTableFactory {
     /// DataFusion's factory, for its session store (it holds the session weakly).
@@ -56,6 +74,9 @@ impl UrlTableFactory for ColzipUrlTableFactory {
         &self,
         url: &str,
     ) -> datafusion::common::Result<Option<Arc<dyn TableProvider>>> {
+        if let Some(table) = archive_table(url)? {
+            return Ok(Some(table));
+        }
         let Ok(table_url) = ListingTableUrl::parse(url) else {
             return Ok(None);
         };
