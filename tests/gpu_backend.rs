@@ -45,8 +45,8 @@ fn placements_follow_the_backend() {
                 .is_none()
         );
     }
-    // bwt decodes on the GPU and compresses on the CPU.
-    assert!(forced.gpu_for(CodecId::Bwt, Compress, 1 << 30).is_none());
+    // bwt runs on the GPU both ways (issue 14).
+    assert!(forced.gpu_for(CodecId::Bwt, Compress, 1 << 30).is_some());
     assert!(forced.gpu_for(CodecId::Bwt, Decompress, 0).is_some());
     assert!(Placement::new(Backend::Cpu).unwrap().gpu().is_none());
 }

@@ -208,16 +208,55 @@ impl RowGroupPages {
         batch_size: usize,
         selection: Option<RowSelection>,
     ) -> Result<Vec<RecordBatch>> {
-        let decode = || -> Result<Vec<RecordBatch>> {
-            let reader = ParquetRecordBatchReader::try_new_with_row_groups(
+        self.batches(levels, batch_size, selection)?.collect()
+    }
+
+    /// [`Self::decode`] one batch at a time: each batch is decoded when the iterator is
+    /// asked for it (a scan hands it on before decoding the next, as the parquet crate's
+    /// own reader does, instead of holding a whole row group decoded).
+    pub fn batches(
+        &self,
+        levels: &FieldLevels,
+        batch_size: usize,
+        selection: Option<RowSelection>,
+    ) -> Result<RowGroupBatches> {
+        let reader = caught(|| {
+            Ok(ParquetRecordBatchReader::try_new_with_row_groups(
                 levels, self, batch_size, selection,
-            )?;
-            let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
+            )?)
+        })?;
+        Ok(RowGroupBatches {
+            reader: Some(reader),
+            validate: self.unchecked_byte_arrays(),
+        })
+    }
+}
+
+/// The batches of a row group, decoded one by one; see [`RowGroupPages::batches`]. It
+/// ends after the first error.
+pub struct RowGroupBatches {
+    reader: Option<ParquetRecordBatchReader>,
+    /// Whether each batch is checked in full (see [`RowGroupPages::unchecked_byte_arrays`]).
+    validate: bool,
+}
+
+impl Iterator for RowGroupBatches {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        let reader = self.reader.as_mut()?;
+        let validate = self.validate;
+        let next = caught(|| {
+            let Some(batch) = reader.next().transpose()? else {
+                return Ok(None);
+            };
             // The crate checks UTF-8 only where the Parquet column's converted type says
             // UTF8; a corrupt footer that drops it, under an embedded Arrow schema of
             // Utf8, yields strings it never checked (the fuzz harness found one). Arrays
-            // that do not hold Arrow's invariants never leave this reader.
-            for batch in &batches {
+            // that do not hold Arrow's invariants never leave this reader. A full check
+            // is a pass over every decoded byte, so it is done only where such a column
+            // is read.
+            if validate {
                 for column in batch.columns() {
                     column
                         .to_data()
@@ -225,17 +264,49 @@ impl RowGroupPages {
                         .map_err(|e| Error::format(format!("the Parquet data is corrupt: {e}")))?;
                 }
             }
-            Ok(batches)
-        };
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|panic| {
-            let reason = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("no message");
-            Err(Error::format(format!(
-                "the Parquet page data is corrupt (the decoder failed: {reason})"
-            )))
+            Ok(Some(batch))
+        });
+        match next {
+            Ok(Some(batch)) => Some(Ok(batch)),
+            Ok(None) => {
+                self.reader = None;
+                None
+            }
+            Err(e) => {
+                self.reader = None;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Runs `work`, turning a panic of the parquet crate's decoders into an error.
+fn caught<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        let reason = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(Error::format(format!(
+            "the Parquet page data is corrupt (the decoder failed: {reason})"
+        )))
+    })
+}
+
+impl RowGroupPages {
+    /// Whether a projected column holds byte arrays that the decoder does not check as
+    /// UTF-8 (no UTF8 converted type), which Arrow's string arrays might then hold.
+    fn unchecked_byte_arrays(&self) -> bool {
+        let schema = self.metadata.file_metadata().schema_descr();
+        self.columns.iter().enumerate().any(|(leaf, pages)| {
+            let column = schema.column(leaf);
+            pages.is_some()
+                && matches!(
+                    column.physical_type(),
+                    parquet::basic::Type::BYTE_ARRAY | parquet::basic::Type::FIXED_LEN_BYTE_ARRAY
+                )
+                && column.converted_type() != parquet::basic::ConvertedType::UTF8
         })
     }
 }

@@ -16,7 +16,8 @@
 //!   index, rows by page statistics (DataFusion's own pruning code, so it prunes what the
 //!   stock reader prunes); filters stay `Inexact`: DataFusion still applies them;
 //! - each kept row group's projected column chunks are fetched (async), then on a
-//!   blocking thread decompressed in one call and decoded; SNAPPY pages that page pruning
+//!   blocking thread decompressed in one call, then decoded batch by batch as the stream
+//!   is polled (as DataFusion's reader decodes); SNAPPY pages that page pruning
 //!   skips entirely are never decompressed; one row group per partition is in memory at
 //!   a time.
 //!

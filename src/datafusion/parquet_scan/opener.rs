@@ -1,8 +1,9 @@
 //! Opening one file of a scan: its footer (and page index when filters may use it) is
 //! fetched, the [`FilePlan`] says what to read, and the batches stream one row group at a
 //! time: the projected chunks of the row group are fetched (async), then, on a blocking
-//! thread, all their SNAPPY pages are decompressed in one batched call and decoded.
-//! Memory per partition: about one row group of the projected columns.
+//! thread, all their SNAPPY pages are decompressed in one batched call; the batches are
+//! decoded from those pages one at a time as the stream is polled. Memory per partition:
+//! about one row group of the projected columns, compressed and decompressed.
 
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::ParquetFileMetrics;
 use datafusion::datasource::physical_plan::{FileOpenFuture, FileOpener};
 use datafusion::error::DataFusionError;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use parquet::file::metadata::ParquetMetaData;
 
 use super::fetch;
@@ -66,15 +67,11 @@ impl FileOpener for ColzipParquetOpener {
                 plan: Arc::new(plan),
                 next: 0,
                 rows_sent: 0,
+                current: None,
             };
             let batches = futures::stream::try_unfold(scan, |mut scan| async move {
-                let batches = scan.next_row_group().await?;
-                Ok::<_, DataFusionError>(batches.map(|batches| {
-                    let batches = batches.into_iter().map(Ok::<_, DataFusionError>);
-                    (futures::stream::iter(batches), scan)
-                }))
-            })
-            .try_flatten();
+                Ok::<_, DataFusionError>(scan.next_batch().await?.map(|batch| (batch, scan)))
+            });
             Ok(batches.boxed())
         }))
     }
@@ -90,22 +87,59 @@ struct FileScan {
     /// The next entry of `plan.row_groups`.
     next: usize,
     rows_sent: usize,
+    /// The batches of the row group being read, decoded one at a time.
+    current: Option<Batches>,
 }
 
+/// A row group's batches, adapted to the table's schema.
+type Batches = Box<dyn Iterator<Item = Result<RecordBatch>> + Send>;
+
 impl FileScan {
-    /// The batches of the next row group to read; `None` at the end (or the limit).
-    async fn next_row_group(&mut self) -> Result<Option<Vec<RecordBatch>>> {
+    /// The next batch of the file; `None` at the end (or the limit). Each batch is
+    /// decoded here, when asked for (as DataFusion's own reader does), so it goes on to
+    /// the operators above while still in cache.
+    async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            let left = match self.config.limit {
+                Some(limit) if self.rows_sent >= limit => return Ok(None),
+                Some(limit) => limit - self.rows_sent,
+                None => usize::MAX,
+            };
+            if let Some(batches) = self.current.as_mut() {
+                let next = {
+                    let _timer = self.metrics.decode_time.timer();
+                    batches.next()
+                };
+                match next {
+                    Some(batch) => {
+                        let batch = batch?;
+                        let batch = if batch.num_rows() > left {
+                            batch.slice(0, left)
+                        } else {
+                            batch
+                        };
+                        self.rows_sent += batch.num_rows();
+                        return Ok(Some(batch));
+                    }
+                    None => self.current = None,
+                }
+            }
+            match self.next_row_group(left).await? {
+                Some(batches) => self.current = Some(batches),
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// The batches of the next row group to read (at most `left` rows are wanted);
+    /// `None` at the end.
+    async fn next_row_group(&mut self, left: usize) -> Result<Option<Batches>> {
         let Some((index, selection)) = self.plan.row_groups.get(self.next).cloned() else {
             return Ok(None);
         };
         self.next += 1;
-        let left = match self.config.limit {
-            Some(limit) if self.rows_sent >= limit => return Ok(None),
-            Some(limit) => limit - self.rows_sent,
-            None => usize::MAX,
-        };
 
-        let batches = if self.plan.leaves.is_empty() {
+        if self.plan.leaves.is_empty() {
             // No column of this file is read (`count(*)`, or only columns it lacks):
             // the rows are counted, nothing is fetched.
             let rows = match &selection {
@@ -114,7 +148,7 @@ impl FileScan {
             };
             let empty = Arc::new(Schema::empty());
             let batch_size = self.config.batch_size;
-            (0..rows.min(left))
+            let batches = (0..rows.min(left))
                 .step_by(batch_size)
                 .map(|start| {
                     let count = batch_size.min(rows.min(left) - start);
@@ -125,58 +159,40 @@ impl FileScan {
                     )?;
                     self.plan.adapter.adapt_batch(&batch)
                 })
-                .collect::<Result<Vec<_>>>()?
-        } else {
-            let parts = fetch::fetch_chunks(
-                &self.config.store,
-                &self.file.object_meta,
-                &self.metadata,
-                index,
-                &self.plan.leaves,
-            )
-            .await?;
-            let config = Arc::clone(&self.config);
-            let metrics = self.metrics.clone();
-            let metadata = Arc::clone(&self.metadata);
-            let plan = Arc::clone(&self.plan);
-            // CPU (or GPU) work: off the async runtime's threads.
-            SpawnedTask::spawn_blocking(move || -> Result<Vec<RecordBatch>> {
-                let (pages, stats) = RowGroupPages::read(
-                    &Arc::new(parts),
-                    metadata,
-                    index,
-                    &plan.mask,
-                    &config.placement,
-                    selection.as_ref(),
-                )?;
-                metrics.record(&stats);
-                let _timer = metrics.decode_time.timer();
-                pages
-                    .decode(&plan.levels, config.batch_size, selection)?
-                    .into_iter()
-                    .map(|batch| plan.adapter.adapt_batch(&batch))
-                    .collect()
-            })
-            .join()
-            .await
-            .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??
-        };
-
-        let mut out = Vec::with_capacity(batches.len());
-        let mut left = left;
-        for batch in batches {
-            if left == 0 {
-                break;
-            }
-            let batch = if batch.num_rows() > left {
-                batch.slice(0, left)
-            } else {
-                batch
-            };
-            left -= batch.num_rows();
-            self.rows_sent += batch.num_rows();
-            out.push(batch);
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Some(Box::new(batches.into_iter().map(Ok))));
         }
-        Ok(Some(out))
+        let parts = fetch::fetch_chunks(
+            &self.config.store,
+            &self.file.object_meta,
+            &self.metadata,
+            index,
+            &self.plan.leaves,
+        )
+        .await?;
+        let config = Arc::clone(&self.config);
+        let metrics = self.metrics.clone();
+        let metadata = Arc::clone(&self.metadata);
+        let plan = Arc::clone(&self.plan);
+        // Decompression (CPU or GPU work): off the async runtime's threads.
+        let batches = SpawnedTask::spawn_blocking(move || -> Result<Batches> {
+            let (pages, stats) = RowGroupPages::read(
+                &Arc::new(parts),
+                metadata,
+                index,
+                &plan.mask,
+                &config.placement,
+                selection.as_ref(),
+            )?;
+            metrics.record(&stats);
+            let batches = pages.batches(&plan.levels, config.batch_size, selection)?;
+            Ok(Box::new(
+                batches.map(move |batch| plan.adapter.adapt_batch(&batch?)),
+            ))
+        })
+        .join()
+        .await
+        .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;
+        Ok(Some(batches))
     }
 }
