@@ -46,8 +46,9 @@
 //! # Reading
 //! Scans of `COLZIP_PARQUET` tables (files from any Parquet writer) use colzip's scan,
 //! [`crate::datafusion::parquet_scan`]: each row group's SNAPPY pages are decompressed in
-//! one batched call (GPU when the backend has one, else the CPU's cores, with the same
-//! results) and decoded by the parquet crate, with the projection, `LIMIT`, partitioned
+//! one batched call (on the GPU with `backend` `gpu`; under `auto` and `cpu` on the
+//! CPU's cores, which measured faster than the GPU for calls of one row group: see
+//! `parquet_scan`; the same results either way) and decoded by the parquet crate, with the projection, `LIMIT`, partitioned
 //! scans and row-group and page pruning by pushed filters (filters stay `Inexact`:
 //! DataFusion applies them above the scan). The backend is the `backend` option. Schema
 //! inference and statistics are DataFusion's `ParquetFormat`'s, after colzip checked the

@@ -1,10 +1,17 @@
 //! The SQL scan of `STORED AS COLZIP_PARQUET` tables and of Parquet paths
 //! (`SELECT … FROM 'dir/*.parquet'` in sessions made by
 //! [`enable_url_tables`]): Parquet files from any writer, each row group's SNAPPY pages
-//! decompressed in ONE batched call of colzip's codec interface — on the GPU when the
-//! placement has one and the batch is large enough, else on the CPU's cores, with the
-//! same results — and handed to the parquet crate's Arrow decoder uncompressed
+//! decompressed in ONE batched call of colzip's codec interface — on the GPU with the
+//! `gpu` backend, on the CPU's cores under `auto` and `cpu`, with the same results — and
+//! handed to the parquet crate's Arrow decoder uncompressed
 //! ([`crate::parquet::row_group`]).
+//!
+//! Why `auto` stays on the CPU here: a call holds one row group of one partition (a few
+//! MiB of pages), and at SF 10 on the H100 such calls were slower on the GPU than on one
+//! core each (16 partitions share 8 lanes; one warp decodes a whole 1 MiB page): the 22
+//! TPC-H queries spent 176 s decompressing on the GPU against 49 s on the CPU, summed
+//! over partitions (docs/PERFORMANCE.md). Batching the row groups of all partitions into
+//! shared GPU calls, and splitting pages across warps, are what the GPU would need.
 //!
 //! It is a DataFusion `FileSource` ([`ColzipParquetSource`]) under `DataSourceExec`, so
 //! DataFusion spreads files and byte ranges of files over partitions, applies the
