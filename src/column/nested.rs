@@ -151,22 +151,10 @@ pub(super) fn decode(
     };
     Ok(match data_type {
         DataType::List(field) => {
-            let (offsets, values) = ranged::<i32>(data_type, field, rows, parts, child("values")?)?;
-            Arc::new(GenericListArray::try_new(
-                field.clone(),
-                offsets,
-                values,
-                nulls,
-            )?)
+            list::<i32>(data_type, field, rows, nulls, parts, child("values")?)?
         }
         DataType::LargeList(field) => {
-            let (offsets, values) = ranged::<i64>(data_type, field, rows, parts, child("values")?)?;
-            Arc::new(GenericListArray::try_new(
-                field.clone(),
-                offsets,
-                values,
-                nulls,
-            )?)
+            list::<i64>(data_type, field, rows, nulls, parts, child("values")?)?
         }
         DataType::ListView(field) => {
             list_view::<i32>(data_type, field, rows, nulls, parts, child("values")?)?
@@ -256,6 +244,23 @@ fn ranged<O: OffsetSizeTrait>(
     let values = plain::decode(field.data_type(), child)?;
     // Non-negative and increasing by construction, which is all `new` asserts.
     Ok((OffsetBuffer::new(ScalarBuffer::from(offsets)), values))
+}
+
+fn list<O: OffsetSizeTrait>(
+    data_type: &DataType,
+    field: &FieldRef,
+    rows: usize,
+    nulls: Option<NullBuffer>,
+    parts: &mut Parts,
+    child: PlainNode,
+) -> Result<ArrayRef> {
+    let (offsets, values) = ranged::<O>(data_type, field, rows, parts, child)?;
+    Ok(Arc::new(GenericListArray::<O>::try_new(
+        field.clone(),
+        offsets,
+        values,
+        nulls,
+    )?))
 }
 
 fn list_view<O: OffsetSizeTrait>(

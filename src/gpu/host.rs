@@ -26,13 +26,29 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
 }
 
 /// Runs `work` on the runtime's host pool: its parallel iterators use that pool's
-/// threads. The calling thread waits (a rayon worker meanwhile runs other jobs of its own
-/// pool). When the pool cannot be made (no threads left), `work` runs where it is.
+/// threads. The calling thread waits without running other jobs: a worker of rayon's
+/// global pool that waited inside `install` would run that pool's jobs meanwhile, and
+/// those (another window of a table to compress, say) wait for lanes or host work in
+/// turn, nesting without bound on its stack (a stack overflow at SF 10). So such a
+/// worker hands `work` to a thread of its own and blocks. When the pool cannot be made
+/// (no threads left), `work` runs where it is.
 pub fn on_host<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    match pool() {
-        Some(pool) => pool.install(work),
-        None => work(),
+    let Some(pool) = pool() else {
+        return work();
+    };
+    if pool.current_thread_index().is_some() {
+        return work();
     }
+    if rayon::current_thread_index().is_none() {
+        // Not a rayon worker: `install` blocks this thread until the work is done.
+        return pool.install(work);
+    }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| pool.install(work))
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// True on a thread of the host pool.
@@ -53,5 +69,11 @@ mod tests {
             (0..64).into_par_iter().map(|_| is_host_thread()).collect()
         });
         assert!(on_pool.into_iter().all(|b| b));
+        // From workers of rayon's global pool, many at once.
+        let from_workers: Vec<bool> = (0..64)
+            .into_par_iter()
+            .map(|_| on_host(is_host_thread))
+            .collect();
+        assert!(from_workers.into_iter().all(|b| b));
     }
 }

@@ -297,9 +297,8 @@ impl Gpu {
     /// exist, or the next one given back.
     ///
     /// Two kinds of callers never wait, and get a new lane beyond the bound instead: a
-    /// thread that already holds a lane (a rayon worker that, while its own work waited,
-    /// picked up another job taking a lane: waiting would block the lane it holds), and
-    /// a thread of the runtime's host pool ([`on_host`](super::on_host), whose work lane holders wait
+    /// thread that already holds a lane (a codec nesting a call in another: waiting would
+    /// block the lane it holds), and a thread of the runtime's host pool ([`on_host`](super::on_host), whose work lane holders wait
     /// for). So a lane holder never waits for a lane, and every lane comes back.
     pub fn lane(&self) -> GpuResult<LaneGuard<'_>> {
         let must_not_wait = HELD.with(|held| held.get() > 0) || super::host::is_host_thread();

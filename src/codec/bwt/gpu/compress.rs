@@ -120,6 +120,8 @@ pub(crate) fn compress(
         gpu_result?;
         coded
     })?;
+    // The rest is host work: the lane goes back first.
+    drop(lane);
     let mut sizes = Vec::with_capacity(inputs.len());
     let (mut at, mut first) = (0usize, 0usize);
     for (i, input) in inputs.iter().enumerate() {
