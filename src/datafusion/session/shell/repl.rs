@@ -1,5 +1,6 @@
 //! The shell on a terminal: line editing and history (rustyline; Up recalls a statement,
-//! kept across sessions in `~/.colzip_history` or `$COLZIP_HISTORY`), backslash commands,
+//! kept across sessions in `~/.colzip_history` or `$COLZIP_HISTORY`), Tab completion of
+//! keywords, tables, columns and functions, backslash commands,
 //! the row count and time of each statement, and Ctrl-C cancelling the statement that
 //! runs (at the prompt it clears the line) while the session and its tables stay.
 
@@ -8,9 +9,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use datafusion::prelude::SessionContext;
-use rustyline::DefaultEditor;
+use rustyline::Editor;
 use rustyline::error::ReadlineError;
+use rustyline::history::DefaultHistory;
 
+use super::completion::SqlCompleter;
 use super::{OutputFormat, StatementEnd, run_sql_rows};
 use crate::{Error, Result};
 
@@ -68,8 +71,9 @@ pub async fn repl(
     format: OutputFormat,
     max_rows: Option<usize>,
 ) -> Result<usize> {
-    let mut editor =
-        DefaultEditor::new().map_err(|e| Error::format(format!("cannot start the shell: {e}")))?;
+    let mut editor = Editor::<SqlCompleter, DefaultHistory>::new()
+        .map_err(|e| Error::format(format!("cannot start the shell: {e}")))?;
+    editor.set_helper(Some(SqlCompleter::of(ctx).await));
     let history = history_path();
     if let Some(path) = &history {
         // A first session has none yet.
@@ -135,6 +139,8 @@ pub async fn repl(
             failed += usize::from(!run_one(ctx, &pending, format, max_rows, timing).await);
             pending.clear();
             end = StatementEnd::new();
+            // The statement may have made or dropped tables.
+            editor.set_helper(Some(SqlCompleter::of(ctx).await));
         }
     }
     if !pending.trim().is_empty() {
