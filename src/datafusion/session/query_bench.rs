@@ -11,7 +11,8 @@
 //! - `colzip-parquet`: one Parquet file per table written by colzip (`COPY … STORED AS
 //!   COLZIP_PARQUET`, gmatch's SNAPPY pages), read by colzip's Parquet scan
 //!   ([`crate::datafusion::parquet_scan`]: each row group's pages decompressed in one
-//!   batched call), both on the chosen backend.
+//!   batched call); the `COPY` on the chosen backend, the scan's decompression on the GPU
+//!   only with `gpu` (under `auto` the scan decompresses on the CPU: see `parquet_scan`).
 //!
 //! Each query runs once to warm up, then [`Config::runs`] timed runs (planning and
 //! execution; the median counts). Every run's result, the warm-up's included, is compared
@@ -151,7 +152,7 @@ pub struct Config {
     /// Codec of the `compressed` store.
     pub codec: CodecChoice,
     /// Where the `compressed` store's codecs and the `colzip-parquet` store's page
-    /// compression and decompression run.
+    /// compression run; its scans decompress on the GPU only with [`Backend::Gpu`].
     pub backend: Backend,
     /// Directory for the Parquet stores' files (`<table>.parquet` for `parquet`,
     /// `<table>.colzip.parquet` for `colzip-parquet`, which must not exist yet; they are
