@@ -869,3 +869,46 @@ fn info_shows_rows_nulls_and_types_and_head_prints_the_first_rows() {
         "{err}"
     );
 }
+
+/// Issue 16: a short flag means one thing in every subcommand (`-f` was `--force` in
+/// `compress` and `--file` in `sql`; `-c` was `--codec` in `compress` and `--command` in
+/// `sql`).
+#[test]
+fn short_flags_mean_one_thing_across_subcommands() {
+    let top = ok(&["--help"]);
+    let subcommands: Vec<&str> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|&name| name != "help")
+        .collect();
+    assert!(subcommands.len() >= 8, "{top}");
+    let mut meanings: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for sub in &subcommands {
+        let help = ok(&[sub, "--help"]);
+        for line in help.lines() {
+            let line = line.trim_start();
+            // "-c, --command <COMMAND>  …"
+            if let Some(rest) = line.strip_prefix('-')
+                && let Some((short, long)) = rest.split_once(", --")
+                && short.len() == 1
+            {
+                let long = long.split_whitespace().next().unwrap_or("");
+                meanings
+                    .entry(short.to_string())
+                    .or_default()
+                    .insert(long.to_string());
+            }
+        }
+    }
+    assert!(
+        meanings.contains_key("o") && meanings.contains_key("c"),
+        "{meanings:?}"
+    );
+    for (short, longs) in &meanings {
+        assert_eq!(longs.len(), 1, "-{short} means {longs:?}");
+    }
+}

@@ -22,7 +22,8 @@ pub struct CompressArgs {
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Codec: auto, lzss[:s=1|2|4|8,w=1..255,c=2048..16384,level=1..4], gmatch[:raw|framed], bwt[:block=4m], stored
-    #[arg(short, long, default_value = "auto")]
+    // No short flag: `-c` is `colzip sql`'s command (one meaning per short flag).
+    #[arg(long, default_value = "auto")]
     codec: CodecChoice,
     /// How a raw file's bytes are read: bytes, int8..int64, uint8..uint64, float32,
     /// float64, utf8-lines [default: bytes]; not for Arrow IPC and Parquet files, whose

@@ -66,13 +66,14 @@ enum Command {
     Bench(experiments::BenchArgs),
     /// SQL shell: DataFusion with colzip's SQL functions and the COLZIP_PARQUET format,
     /// optionally over the eight TPC-H tables generated in-process; with --compressed the
-    /// tables, TPC-H and CREATE TABLE's, hold every column compressed. Runs -c or -f and
-    /// exits; otherwise reads statements ending in ';' from stdin (`\q` or end of input
+    /// tables, TPC-H and CREATE TABLE's, hold every column compressed. Runs -c or --file
+    /// and exits; otherwise reads statements ending in ';' from stdin (`\q` or end of input
     /// quits).
     Sql(sql::SqlArgs),
     /// The 22 TPC-H queries over several stores of the same tables, generated once
     /// in-process: memory (DataFusion MemTables), compressed (colzip compressed tables),
-    /// parquet (SNAPPY files DataFusion wrote, read by its stock reader). Each query runs
+    /// parquet (SNAPPY files DataFusion wrote, read by its stock reader), colzip-parquet
+    /// (files colzip's COPY wrote, read by colzip's scan). Each query runs
     /// once to warm up, then --runs timed runs (the median counts); every result is
     /// compared with the memory store's (which runs first, untimed and unreported when not
     /// listed). Progress on stderr; exit status 1 when any result differs.
