@@ -51,12 +51,7 @@ pub(super) fn check_node(data_type: &DataType, node: &CompressedNode) -> Result<
         | DataType::LargeBinary
         | DataType::Utf8View
         | DataType::BinaryView => {
-            let lengths = take(PartRole::Lengths)?;
-            expect(
-                lengths,
-                &[1, 2, 4, 8],
-                rows.checked_mul(lengths.width as usize),
-            )?;
+            expect_lengths(take(PartRole::Lengths)?, rows)?;
             expect(take(PartRole::Data)?, &[1], None)?;
             0
         }
@@ -79,12 +74,7 @@ pub(super) fn check_node(data_type: &DataType, node: &CompressedNode) -> Result<
         | DataType::ListView(field)
         | DataType::LargeListView(field)
         | DataType::Map(field, _) => {
-            let lengths = take(PartRole::Lengths)?;
-            expect(
-                lengths,
-                &[1, 2, 4, 8],
-                rows.checked_mul(lengths.width as usize),
-            )?;
+            expect_lengths(take(PartRole::Lengths)?, rows)?;
             // The child's rows are checked against the lengths' total once decoded.
             check_children(data_type, node, 1)?;
             check_node(field.data_type(), &node.children[0])?;
@@ -161,6 +151,11 @@ fn check_children(data_type: &DataType, node: &CompressedNode, expected: usize) 
 }
 
 /// Checks a part's width, its raw length (when the type fixes it) and its stream's claim.
+/// A lengths part: one length per row, 1, 2, 4 or 8 bytes each.
+fn expect_lengths(part: &CompressedPart, rows: usize) -> Result<()> {
+    expect(part, &[1, 2, 4, 8], rows.checked_mul(part.width as usize))
+}
+
 fn expect(part: &CompressedPart, widths: &[u32], raw_len: Option<usize>) -> Result<()> {
     let role = part.role.name();
     if !widths.contains(&part.width) {

@@ -185,16 +185,27 @@ impl CompressedTable {
         let plain: Vec<RecordBatch> = partitions.iter().flatten().cloned().collect();
         let plain_bytes = arrow_memory(&plain);
         drop(plain);
-        let mut compressed = compress_partitions(&schema, partitions, options)?;
-        if compressed.is_empty() {
-            compressed.push(Vec::new());
+        let compressed = compress_partitions(&schema, partitions, options)?;
+        Ok(Self::holding(schema, compressed, options, plain_bytes))
+    }
+
+    /// The table of compressed `partitions` (at least one is kept, so an empty table can
+    /// still take `INSERT INTO`).
+    fn holding(
+        schema: SchemaRef,
+        mut partitions: Partitions,
+        options: &CompressOptions,
+        plain_bytes: usize,
+    ) -> Self {
+        if partitions.is_empty() {
+            partitions.push(Vec::new());
         }
-        Ok(CompressedTable {
+        CompressedTable {
             schema,
-            partitions: Arc::new(RwLock::new(compressed)),
+            partitions: Arc::new(RwLock::new(partitions)),
             options: options.clone(),
             plain_bytes: Arc::new(RwLock::new(plain_bytes)),
-        })
+        }
     }
 
     /// Runs `sql` in `ctx` and holds its result compressed, in as many partitions as the

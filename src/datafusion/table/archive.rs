@@ -3,7 +3,7 @@
 //! over an archive holds it compressed and decodes only the columns and windows it scans.
 
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use super::{Block, CompressOptions, CompressedTable, Partitions};
 use crate::archive::ArchiveReader;
@@ -47,19 +47,12 @@ impl CompressedTable {
             }));
         }
         let per_partition = blocks.len().div_ceil(partitions.max(1)).max(1);
-        let mut spread: Partitions = Vec::new();
-        let mut blocks = blocks.into_iter().peekable();
-        while blocks.peek().is_some() {
-            spread.push(blocks.by_ref().take(per_partition).collect());
-        }
-        if spread.is_empty() {
-            spread.push(Vec::new());
-        }
-        Ok(CompressedTable {
+        let spread: Partitions = blocks.chunks(per_partition).map(<[_]>::to_vec).collect();
+        Ok(CompressedTable::holding(
             schema,
-            partitions: Arc::new(RwLock::new(spread)),
-            options: options.clone(),
-            plain_bytes: Arc::new(RwLock::new(plain_bytes)),
-        })
+            spread,
+            options,
+            plain_bytes,
+        ))
     }
 }
