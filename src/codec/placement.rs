@@ -2,6 +2,7 @@
 //! the call's total size.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::error::CodecError;
 use super::id::CodecId;
@@ -38,7 +39,8 @@ pub enum Direction {
 
 #[derive(Clone, Copy)]
 pub struct Placement {
-    gpu: Option<&'static Gpu>,
+    /// The GPUs batches may run on (none: the CPU); a batch splits across them.
+    gpus: &'static [Gpu],
     /// Batches below this many bytes run on the CPU.
     min_bytes: usize,
     /// Whether a batch the GPU has no memory for runs on the CPU (`auto`) instead of
@@ -49,7 +51,7 @@ pub struct Placement {
 impl Placement {
     /// Everything on the CPU.
     pub const CPU: Placement = Placement {
-        gpu: None,
+        gpus: &[],
         min_bytes: usize::MAX,
         cpu_when_out_of_memory: true,
     };
@@ -62,8 +64,8 @@ impl Placement {
     pub fn new(backend: Backend) -> crate::Result<Placement> {
         Ok(match backend {
             Backend::Cpu => Placement::CPU,
-            Backend::Gpu => match Gpu::get() {
-                Ok(gpu) => Placement::on(gpu),
+            Backend::Gpu => match Gpu::all() {
+                Ok(gpus) => Placement::on_all(gpus),
                 Err(reason) => {
                     return Err(crate::Error::Gpu(GpuError::Unavailable(format!(
                         "backend 'gpu' was chosen but {}",
@@ -72,7 +74,7 @@ impl Placement {
                 }
             },
             Backend::Auto => Placement {
-                gpu: backend.resolve()?,
+                gpus: Gpu::all().unwrap_or(&[]),
                 min_bytes: GPU_MIN_BYTES,
                 cpu_when_out_of_memory: true,
             },
@@ -82,8 +84,14 @@ impl Placement {
     /// Every batch of a codec with a GPU path on `gpu`; running out of device memory
     /// is an error.
     pub fn on(gpu: &'static Gpu) -> Placement {
+        Placement::on_all(std::slice::from_ref(gpu))
+    }
+
+    /// Every batch of a codec with a GPU path split across `gpus`; running out of
+    /// device memory is an error.
+    pub fn on_all(gpus: &'static [Gpu]) -> Placement {
         Placement {
-            gpu: Some(gpu),
+            gpus,
             min_bytes: 0,
             cpu_when_out_of_memory: false,
         }
@@ -100,21 +108,49 @@ impl Placement {
         retry
     }
 
-    /// The GPU, if any, that this placement may use.
+    /// The first GPU, if any, that this placement may use.
     pub fn gpu(&self) -> Option<&'static Gpu> {
-        self.gpu
+        self.gpus.first()
+    }
+
+    /// Every GPU this placement may use (empty for the CPU).
+    pub fn gpus(&self) -> &'static [Gpu] {
+        self.gpus
     }
 
     /// The GPU to run `codec` on in `direction` for a batch of `len` bytes (the
-    /// uncompressed total, for decompression too), or `None` for the CPU.
+    /// uncompressed total, for decompression too), or `None` for the CPU. With several
+    /// GPUs, successive calls take them in turn, so concurrent callers spread over them.
     pub fn gpu_for(
         &self,
         codec: CodecId,
         direction: Direction,
         len: usize,
     ) -> Option<&'static Gpu> {
-        self.gpu
-            .filter(|_| codec.has_gpu_path(direction) && len >= self.min_bytes)
+        let gpus = self.gpus_for(codec, direction, len);
+        (!gpus.is_empty()).then(|| &gpus[next_turn(gpus.len())])
+    }
+
+    /// The GPUs a batch of `codec` in `direction` of `len` bytes may split across
+    /// (empty: the CPU).
+    pub fn gpus_for(&self, codec: CodecId, direction: Direction, len: usize) -> &'static [Gpu] {
+        if codec.has_gpu_path(direction) && len >= self.min_bytes {
+            self.gpus
+        } else {
+            &[]
+        }
+    }
+}
+
+/// Whose turn it is among several GPUs, for work that runs on one of them.
+static NEXT_GPU: AtomicUsize = AtomicUsize::new(0);
+
+/// Whose turn it is among `n` GPUs (an index below `n`): successive calls take them in
+/// turn.
+pub(crate) fn next_turn(n: usize) -> usize {
+    match n {
+        0 | 1 => 0,
+        n => NEXT_GPU.fetch_add(1, Ordering::Relaxed) % n,
     }
 }
 
@@ -128,7 +164,14 @@ impl Default for Placement {
 impl fmt::Debug for Placement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Placement")
-            .field("gpu", &self.gpu.map(|g| g.info().name.as_str()))
+            .field(
+                "gpus",
+                &self
+                    .gpus
+                    .iter()
+                    .map(|g| g.info().ordinal)
+                    .collect::<Vec<_>>(),
+            )
             .field("min_bytes", &self.min_bytes)
             .field("cpu_when_out_of_memory", &self.cpu_when_out_of_memory)
             .finish()

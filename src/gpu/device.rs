@@ -1,5 +1,6 @@
-//! The process's GPU: created on first use, absent (an `Err` saying why, never a panic)
-//! when libcuda, libnvrtc or a device is missing. Kernels from `kernels/` are compiled by
+//! The process's GPUs: opened on first use (every device, or those
+//! [`GPUS_ENV`] names), absent (an `Err` saying why, never a panic) when libcuda, libnvrtc
+//! or a device is missing. Each device has its own context, lanes and memory budget. Kernels from `kernels/` are compiled by
 //! NVRTC for the device's own compute capability, with the constants their launchers pass
 //! as `-D` defines, once per process and per set of defines; the CUBIN is kept on disk
 //! ([`KERNEL_CACHE_ENV`](super::KERNEL_CACHE_ENV)) so later processes skip NVRTC.
@@ -55,9 +56,15 @@ pub const SELFTEST: KernelSource = KernelSource {
 /// Types and warp/block scans every kernel file uses, compiled in front of each one.
 const COMMON: &str = include_str!("../../kernels/common.cuh");
 
-/// What `colzip gpu` reports of the device.
+/// The environment variable naming the devices colzip uses, as CUDA ordinals
+/// (`COLZIP_GPUS=0,1`; `all`, the default, for every device).
+pub const GPUS_ENV: &str = "COLZIP_GPUS";
+
+/// What `colzip gpu` reports of a device.
 #[derive(Clone, Debug, Serialize)]
 pub struct DeviceInfo {
+    /// The CUDA ordinal.
+    pub ordinal: usize,
     pub name: String,
     pub compute_capability: String,
     pub memory_bytes: u64,
@@ -89,7 +96,7 @@ pub struct MemoryUse {
     pub limit: Option<usize>,
 }
 
-/// The GPU of this process (device 0).
+/// One GPU of this process.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     info: DeviceInfo,
@@ -101,27 +108,39 @@ pub struct Gpu {
     lanes: Arc<LanePool>,
 }
 
-static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
+static GPUS: OnceLock<std::result::Result<Vec<Gpu>, String>> = OnceLock::new();
 
 impl Gpu {
-    /// The process's GPU, opened on first call; the same error every time when unusable.
+    /// The process's first GPU (the first of [`Gpu::all`]), opened on first call; the
+    /// same error every time when unusable.
     pub fn get() -> GpuResult<&'static Gpu> {
-        GPU.get_or_init(|| {
-            let gpu = Gpu::open();
-            crate::trace::line(|| {
-                format!(
-                    "GPU opened: {}",
-                    gpu.as_ref()
-                        .map_or_else(|e| e.clone(), |g| g.info.name.clone())
-                )
+        Ok(&Gpu::all()?[0])
+    }
+
+    /// Every GPU this process uses (at least one): all devices, or those [`GPUS_ENV`]
+    /// names, opened on first call; the same error every time when none is usable.
+    /// Batches split across them; the bytes written do not depend on how many there are.
+    pub fn all() -> GpuResult<&'static [Gpu]> {
+        GPUS.get_or_init(|| {
+            let gpus = Gpu::open_all();
+            crate::trace::line(|| match &gpus {
+                Ok(gpus) => format!(
+                    "GPUs opened: {}",
+                    gpus.iter()
+                        .map(|g| format!("{} {}", g.info.ordinal, g.info.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Err(reason) => format!("no GPU: {reason}"),
             });
-            gpu
+            gpus
         })
         .as_ref()
+        .map(Vec::as_slice)
         .map_err(|reason| GpuError::Unavailable(reason.clone()))
     }
 
-    fn open() -> std::result::Result<Gpu, String> {
+    fn open_all() -> std::result::Result<Vec<Gpu>, String> {
         // SAFETY: these only try to load the shared libraries.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err("no CUDA driver (libcuda) found".into());
@@ -129,16 +148,26 @@ impl Gpu {
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
             return Err("no NVRTC library (libnvrtc) found".into());
         }
+        // cudarc panics in a few places when the driver is unusable; keep that an error.
+        let count = std::panic::catch_unwind(CudaContext::device_count)
+            .map_err(|_| "the CUDA driver failed while counting devices".to_string())?
+            .map_err(|e| format!("cannot count CUDA devices: {e}"))?;
+        if count < 1 {
+            return Err("no CUDA device".to_string());
+        }
+        let ordinals = chosen_ordinals(std::env::var(GPUS_ENV).ok().as_deref(), count as usize)?;
+        ordinals.into_iter().map(Gpu::open).collect()
+    }
+
+    fn open(ordinal: usize) -> std::result::Result<Gpu, String> {
         let memory_limit = MemoryBudget::limit_from_env()?;
         // cudarc panics in a few places when the driver is unusable; keep that an error.
         std::panic::catch_unwind(|| {
             use cudarc::driver::sys::CUdevice_attribute as Attribute;
-            let count = CudaContext::device_count()
-                .map_err(|e| format!("cannot count CUDA devices: {e}"))?;
-            if count < 1 {
-                return Err("no CUDA device".to_string());
-            }
-            let ctx = CudaContext::new(0).map_err(|e| format!("cannot open CUDA device 0: {e}"))?;
+            let ctx = CudaContext::new(ordinal)
+                .map_err(|e| format!("cannot open CUDA device {ordinal}: {e}"))?;
+            // The memory query reads the calling thread's current context.
+            ctx.bind_to_thread().map_err(|e| e.to_string())?;
             let (major, minor) = ctx.compute_capability().map_err(|e| e.to_string())?;
             let name = ctx.name().map_err(|e| e.to_string())?;
             let attribute = |a| ctx.attribute(a).map_err(|e| e.to_string());
@@ -152,6 +181,7 @@ impl Gpu {
             Ok(Gpu {
                 ctx,
                 info: DeviceInfo {
+                    ordinal,
                     name,
                     compute_capability: format!("{major}.{minor}"),
                     memory_bytes,
@@ -165,7 +195,11 @@ impl Gpu {
                 lanes: Arc::new(LanePool::new(memory_limit)),
             })
         })
-        .unwrap_or_else(|_| Err("the CUDA driver failed while opening the device".into()))
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "the CUDA driver failed while opening device {ordinal}"
+            ))
+        })
     }
 
     /// The device's name, compute capability, memory and SM count.
@@ -339,6 +373,35 @@ fn compile_inputs(kernel: &KernelSource, defines: &[Define], arch: &str) -> (Str
     (format!("{COMMON}\n{}", kernel.source), options)
 }
 
+/// The ordinals `value` (of [`GPUS_ENV`]) names among `count` devices: all of them when
+/// unset, empty or `all`; else a comma-separated list, each at most once.
+fn chosen_ordinals(value: Option<&str>, count: usize) -> std::result::Result<Vec<usize>, String> {
+    let value = value.map(str::trim).unwrap_or("");
+    if value.is_empty() || value.eq_ignore_ascii_case("all") {
+        return Ok((0..count).collect());
+    }
+    let mut ordinals = Vec::new();
+    for item in value.split(',') {
+        let ordinal: usize = item.trim().parse().map_err(|_| {
+            format!(
+                "{GPUS_ENV}: '{}' is not a device number (expected e.g. 0,1 or all)",
+                item.trim()
+            )
+        })?;
+        if ordinal >= count {
+            return Err(format!(
+                "{GPUS_ENV}: device {ordinal} does not exist ({count} device{} found)",
+                if count == 1 { "" } else { "s" }
+            ));
+        }
+        if ordinals.contains(&ordinal) {
+            return Err(format!("{GPUS_ENV}: device {ordinal} is named twice"));
+        }
+        ordinals.push(ordinal);
+    }
+    Ok(ordinals)
+}
+
 /// Whether NVRTC can be loaded (no driver or device needed to compile).
 pub fn nvrtc_available() -> bool {
     // SAFETY: this only tries to load the shared library.
@@ -403,4 +466,31 @@ fn compile_cubin(name: &str, source: &str, options: &[String]) -> GpuResult<Vec<
         return Err(compile_error("NVRTC returned an empty CUBIN".into()));
     }
     Ok(cubin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chosen_ordinals;
+
+    #[test]
+    fn gpus_variable_names_devices_or_all() {
+        assert_eq!(chosen_ordinals(None, 2).unwrap(), vec![0, 1]);
+        assert_eq!(chosen_ordinals(Some(" all "), 3).unwrap(), vec![0, 1, 2]);
+        assert_eq!(chosen_ordinals(Some("1, 0"), 2).unwrap(), vec![1, 0]);
+        assert!(
+            chosen_ordinals(Some("2"), 2)
+                .unwrap_err()
+                .contains("device 2 does not exist")
+        );
+        assert!(
+            chosen_ordinals(Some("0,0"), 2)
+                .unwrap_err()
+                .contains("named twice")
+        );
+        assert!(
+            chosen_ordinals(Some("x"), 2)
+                .unwrap_err()
+                .contains("'x' is not a device number")
+        );
+    }
 }

@@ -1,4 +1,4 @@
-//! The GPU runtime: the process's device, kernels from `kernels/` compiled by NVRTC (and
+//! The GPU runtime: the process's devices (every GPU of the host, or those `COLZIP_GPUS` names), kernels from `kernels/` compiled by NVRTC (and
 //! cached on disk), lanes (a stream with reusable device and pinned buffers per concurrent
 //! caller), the host pool lane holders' host work runs on, pinned staging, copies, the step pipeline that overlaps copies with kernels,
 //! and the backend choice. It knows nothing of codecs: each codec's launchers and
@@ -33,8 +33,8 @@ pub use copy::{
     parallel_copy_pairs, try_zeroed, zeroed,
 };
 pub use device::{
-    Define, DeviceInfo, Gpu, KernelOrigin, KernelSource, MemoryUse, SELFTEST, compile_kernel,
-    nvrtc_available,
+    Define, DeviceInfo, GPUS_ENV, Gpu, KernelOrigin, KernelSource, MemoryUse, SELFTEST,
+    compile_kernel, nvrtc_available,
 };
 pub use error::{GpuError, GpuResult};
 pub use host::on_host;

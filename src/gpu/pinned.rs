@@ -23,8 +23,13 @@ impl PinnedBuffer {
     pub fn new(gpu: &Gpu, len: usize) -> GpuResult<Self> {
         // SAFETY: the memory is only read after the caller wrote it (copies into it, or
         // device-to-host transfers the caller waited for).
-        let mut slice = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(len.max(1), 0) }
-            .map_err(|e| GpuError::driver(format!("cannot pin {len} bytes of host memory"), e))?;
+        // Portable: every device's context may copy from and to it, not only `gpu`'s.
+        let flags = cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE;
+        let mut slice = unsafe {
+            gpu.context()
+                .alloc_pinned_with_flags::<u8>(len.max(1), flags)
+        }
+        .map_err(|e| GpuError::driver(format!("cannot pin {len} bytes of host memory"), e))?;
         let ptr = slice
             .as_mut_ptr()
             .map_err(|e| GpuError::driver("pinned memory", e))?;

@@ -25,6 +25,32 @@ pub fn gpu_or_skip(test: &str) -> Option<&'static Gpu> {
     }
 }
 
+/// At least `at_least` GPUs, or `None` after saying on stderr that `test` was skipped.
+/// With `COLZIP_REQUIRE_GPUS=N` (N >= `at_least`: a run on a machine with that many
+/// devices) too few GPUs fail the test.
+#[allow(dead_code)]
+pub fn gpus_or_skip(test: &str, at_least: usize) -> Option<&'static [Gpu]> {
+    let gpus = Gpu::all().unwrap_or(&[]);
+    if gpus.len() >= at_least {
+        return Some(gpus);
+    }
+    let required: usize = std::env::var("COLZIP_REQUIRE_GPUS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        required < at_least,
+        "COLZIP_REQUIRE_GPUS={required} but {} GPU(s) are usable",
+        gpus.len()
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: skipped, needs {at_least} GPUs and {} are usable",
+        gpus.len()
+    );
+    None
+}
+
 /// How many cases of a randomized GPU test to run: `full`, or `reduced` under
 /// compute-sanitizer (`COLZIP_UNDER_SANITIZER=1`, set by `scripts/run-gpu.sh --sanitize`),
 /// whose racecheck slows shared-memory kernels a thousandfold.

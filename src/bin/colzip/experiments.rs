@@ -110,8 +110,9 @@ pub struct BenchArgs {
 pub fn gpu_command(args: GpuArgs) -> Result<()> {
     let GpuArgs { format } = args;
     let start = std::time::Instant::now();
-    let report = match Gpu::get() {
-        Ok(gpu) => {
+    let report = match Gpu::all() {
+        Ok(gpus) => {
+            let gpu = &gpus[0];
             let opened = start.elapsed().as_secs_f64();
             // The first kernel: from the disk cache when an earlier process
             // compiled it, else by NVRTC.
@@ -126,14 +127,20 @@ pub fn gpu_command(args: GpuArgs) -> Result<()> {
                 let (_, origin) = gpu.module_with_origin(kernel, defines)?;
                 cached += usize::from(origin == colzip::gpu::KernelOrigin::Cached);
             }
-            let self_test = gpu
-                .self_test(1 << 24)
-                .map(|()| "passed".to_string())
-                .unwrap_or_else(|e| e.to_string());
+            let self_test = |gpu: &Gpu| {
+                gpu.self_test(1 << 24)
+                    .map(|()| "passed".to_string())
+                    .unwrap_or_else(|e| e.to_string())
+            };
+            let devices: Vec<_> = gpus
+                .iter()
+                .map(|g| serde_json::json!({"device": g.info(), "self_test": self_test(g)}))
+                .collect();
             serde_json::json!({
                 "available": true,
                 "device": gpu.info(),
-                "self_test": self_test,
+                "self_test": devices[0]["self_test"],
+                "devices": devices,
                 "kernel": origin.map_or_else(|e| serde_json::json!(e.to_string()), |o| serde_json::json!(o)),
                 "open_seconds": opened,
                 "first_kernel_seconds": first_kernel,
@@ -149,18 +156,25 @@ pub fn gpu_command(args: GpuArgs) -> Result<()> {
     match format {
         Format::Json => println!("{report}"),
         _ => match report["available"].as_bool() {
-            Some(true) => println!(
-                "{} (compute capability {}, {} SMs, {} bytes): self-test {}; first kernel {} after {:.3} s",
-                report["device"]["name"].as_str().unwrap_or(""),
-                report["device"]["compute_capability"]
-                    .as_str()
-                    .unwrap_or(""),
-                report["device"]["multiprocessors"],
-                report["device"]["memory_bytes"],
-                report["self_test"].as_str().unwrap_or(""),
-                report["kernel"].as_str().unwrap_or(""),
-                report["first_kernel_seconds"].as_f64().unwrap_or(0.0)
-            ),
+            Some(true) => {
+                for entry in report["devices"].as_array().into_iter().flatten() {
+                    let device = &entry["device"];
+                    println!(
+                        "GPU {}: {} (compute capability {}, {} SMs, {} bytes): self-test {}",
+                        device["ordinal"],
+                        device["name"].as_str().unwrap_or(""),
+                        device["compute_capability"].as_str().unwrap_or(""),
+                        device["multiprocessors"],
+                        device["memory_bytes"],
+                        entry["self_test"].as_str().unwrap_or(""),
+                    );
+                }
+                println!(
+                    "first kernel {} after {:.3} s",
+                    report["kernel"].as_str().unwrap_or(""),
+                    report["first_kernel_seconds"].as_f64().unwrap_or(0.0)
+                );
+            }
             _ => println!("{}", report["reason"].as_str().unwrap_or("")),
         },
     }

@@ -31,6 +31,7 @@
 //! ```
 
 mod cpu;
+mod devices;
 mod packed;
 mod sink;
 
@@ -133,12 +134,18 @@ impl Codec {
                 ));
             }
         }
-        let total = inputs.iter().map(|b| b.len()).sum();
-        if let Some(gpu) = placement.gpu_for(self.id(), Direction::Compress, total) {
-            let sink = &mut Sink::Buffers(outputs);
-            match self.compress_gpu(gpu, inputs, HostMemory::Ordinary, sink) {
+        let lens: Vec<usize> = inputs.iter().map(|b| b.len()).collect();
+        let gpus = placement.gpus_for(self.id(), Direction::Compress, lens.iter().sum());
+        if !gpus.is_empty() {
+            let groups = devices::split(&lens, gpus.len());
+            let jobs = groups.iter().zip(devices::split_groups(outputs, &groups));
+            let done = devices::across(gpus, jobs.collect(), |gpu, (group, outputs)| {
+                let sink = &mut Sink::Buffers(outputs);
+                self.compress_gpu(gpu, &inputs[group.clone()], HostMemory::Ordinary, sink)
+            });
+            match done {
                 Err(e) if placement.retries_on_cpu(&e) => {}
-                done => return done,
+                done => return done.map(|sizes| sizes.concat()),
             }
         }
         cpu::compress_into(self, inputs, outputs)
@@ -146,16 +153,39 @@ impl Codec {
 
     /// Compresses every input; the streams come back one after another in one allocation.
     pub fn compress_batch(&self, placement: &Placement, inputs: &[&[u8]]) -> Result<Packed> {
-        let total = inputs.iter().map(|b| b.len()).sum();
-        if let Some(gpu) = placement.gpu_for(self.id(), Direction::Compress, total) {
-            let room: usize = inputs
+        let lens: Vec<usize> = inputs.iter().map(|b| b.len()).collect();
+        let gpus = placement.gpus_for(self.id(), Direction::Compress, lens.iter().sum());
+        if !gpus.is_empty() {
+            // Each device's group writes its streams into its own region; the regions
+            // are then closed up into one run of streams.
+            let groups = devices::split(&lens, gpus.len());
+            let rooms: Vec<usize> = groups
                 .iter()
-                .map(|i| self.max_compressed_len(i.len()))
-                .sum();
-            let mut bytes = crate::gpu::zeroed(room);
-            let sink = &mut Sink::packed(&mut bytes, inputs.len());
-            match self.compress_gpu(gpu, inputs, HostMemory::Ordinary, sink) {
-                Ok(sizes) => return Ok(Packed::from_sizes(bytes, &sizes)),
+                .map(|g| {
+                    lens[g.clone()]
+                        .iter()
+                        .map(|&l| self.max_compressed_len(l))
+                        .sum()
+                })
+                .collect();
+            let mut bytes = crate::gpu::zeroed(rooms.iter().sum());
+            let regions = split_bytes(&mut bytes, &rooms);
+            let jobs = groups.iter().zip(regions);
+            let done = devices::across(gpus, jobs.collect(), |gpu, (group, region)| {
+                let sink = &mut Sink::packed(region, group.len());
+                self.compress_gpu(gpu, &inputs[group.clone()], HostMemory::Ordinary, sink)
+            });
+            match done {
+                Ok(sizes) => {
+                    let (mut region_start, mut end) = (0, 0);
+                    for (room, sizes) in rooms.iter().zip(&sizes) {
+                        let written: usize = sizes.iter().sum();
+                        bytes.copy_within(region_start..region_start + written, end);
+                        end += written;
+                        region_start += room;
+                    }
+                    return Ok(Packed::from_sizes(bytes, &sizes.concat()));
+                }
                 Err(e) if placement.retries_on_cpu(&e) => {}
                 Err(e) => return Err(e),
             }
@@ -265,9 +295,9 @@ impl CodecId {
     ) -> Result<()> {
         check_count(inputs.len(), outputs.len())?;
         let lens: Vec<usize> = outputs.iter().map(|o| o.len()).collect();
-        if let Some(gpu) = placement.gpu_for(self, Direction::Decompress, lens.iter().sum()) {
-            let sink = &mut Sink::Buffers(outputs);
-            match self.decompress_gpu(gpu, inputs, &lens, HostMemory::Ordinary, sink) {
+        let gpus = placement.gpus_for(self, Direction::Decompress, lens.iter().sum());
+        if !gpus.is_empty() {
+            match self.decompress_across(gpus, inputs, &lens, outputs) {
                 Err(e) if placement.retries_on_cpu(&e) => {}
                 done => return done,
             }
@@ -293,9 +323,9 @@ impl CodecId {
                 claimed: lens.iter().map(|&l| l as u64).fold(0, u64::saturating_add),
                 limit: isize::MAX as u64,
             })?;
-        if let Some(gpu) = placement.gpu_for(self, Direction::Decompress, lens.iter().sum()) {
-            let sink = &mut Sink::packed(packed.bytes_mut(), inputs.len());
-            match self.decompress_gpu(gpu, inputs, lens, HostMemory::Ordinary, sink) {
+        let gpus = placement.gpus_for(self, Direction::Decompress, lens.iter().sum());
+        if !gpus.is_empty() {
+            match self.decompress_across(gpus, inputs, lens, &mut packed.slots_mut()) {
                 Ok(()) => return Ok(packed),
                 Err(e) if placement.retries_on_cpu(&e) => {}
                 Err(e) => return Err(e),
@@ -325,9 +355,10 @@ impl CodecId {
                 .map(|(stream, &len)| cpu::decompress_owned(self, stream, len))
                 .collect()
         };
-        let Some(gpu) = placement.gpu_for(self, Direction::Decompress, total) else {
+        let gpus = placement.gpus_for(self, Direction::Decompress, total);
+        if gpus.is_empty() {
             return on_cpu();
-        };
+        }
         let mut outputs = lens
             .iter()
             .map(|&len| {
@@ -338,8 +369,7 @@ impl CodecId {
             })
             .collect::<Result<Vec<_>>>()?;
         let mut slices: Vec<&mut [u8]> = outputs.iter_mut().map(Vec::as_mut_slice).collect();
-        let sink = &mut Sink::Buffers(&mut slices);
-        match self.decompress_gpu(gpu, inputs, lens, HostMemory::Ordinary, sink) {
+        match self.decompress_across(gpus, inputs, lens, &mut slices) {
             Ok(()) => Ok(outputs),
             Err(e) if placement.retries_on_cpu(&e) => {
                 drop(outputs);
@@ -404,6 +434,25 @@ impl CodecId {
         )?))
     }
 
+    /// Decodes on `gpus`, the batch split across them, into `outputs` (`lens[i]` bytes
+    /// each).
+    fn decompress_across(
+        self,
+        gpus: &'static [Gpu],
+        inputs: &[&[u8]],
+        lens: &[usize],
+        outputs: &mut [&mut [u8]],
+    ) -> Result<()> {
+        let groups = devices::split(lens, gpus.len());
+        let jobs = groups.iter().zip(devices::split_groups(outputs, &groups));
+        devices::across(gpus, jobs.collect(), |gpu, (group, outputs)| {
+            let sink = &mut Sink::Buffers(outputs);
+            let (inputs, lens) = (&inputs[group.clone()], &lens[group.clone()]);
+            self.decompress_gpu(gpu, inputs, lens, HostMemory::Ordinary, sink)
+        })?;
+        Ok(())
+    }
+
     fn decompress_gpu(
         self,
         gpu: &Gpu,
@@ -438,6 +487,20 @@ fn check_count(inputs: usize, outputs: usize) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// `bytes` cut into consecutive regions of `sizes` bytes (which add up to at most its
+/// length).
+fn split_bytes<'a>(bytes: &'a mut [u8], sizes: &[usize]) -> Vec<&'a mut [u8]> {
+    let mut rest = bytes;
+    sizes
+        .iter()
+        .map(|&size| {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(size);
+            rest = tail;
+            head
+        })
+        .collect()
 }
 
 /// Ranges of consecutive outputs of `sizes`.

@@ -58,11 +58,6 @@ impl Packed {
         Packed { bytes, ranges }
     }
 
-    /// All the bytes, to be written.
-    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.bytes
-    }
-
     /// Number of buffers.
     pub fn len(&self) -> usize {
         self.ranges.len()
