@@ -508,7 +508,11 @@ fn info_verified_checks_what_info_does_not() {
     let crc = crc32c::crc32c(&bad[container_start..container_end - 4]);
     bad[container_end - 4..container_end].copy_from_slice(&crc.to_le_bytes());
     let end_crc = bad.len() - 4;
-    crafted::rechain(&mut bad, &[starts[0] - 4, container_end, end_crc]);
+    crafted::rechain(
+        &mut bad,
+        &[starts[0] - 4, container_end, end_crc],
+        &[container_end - 4],
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.czip");
     std::fs::write(&path, &bad).unwrap();

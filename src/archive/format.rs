@@ -15,7 +15,10 @@
 //! record's place after exactly these batches are all covered: a changed byte, a
 //! reordered or repeated batch, or an end record from another archive fails the next
 //! CRC. (The CRC fields stay out of the hash: CRC-32C over a message followed by its own
-//! CRC is a constant, which would restart the chain at every record.) The only flag (bit 0 of `flags`: the file ended with `\n`) exists for
+//! CRC is a constant, which would restart the chain at every record. For the same reason
+//! each column container's own trailing CRC-32C stays out of it: hashed, it would cancel
+//! the container's bytes, and two containers of one length would hash alike. Version 2
+//! hashed it; such archives are still read, by their rule.) The only flag (bit 0 of `flags`: the file ended with `\n`) exists for
 //! `utf8-lines` archives; elsewhere, and for any other bit, the flags must be 0. Each
 //! column container checks itself besides (CRC-32C over its bytes, xxh3 of every part).
 
@@ -32,9 +35,16 @@ use crate::column::{self, CodecChoice, CompressedColumn};
 use crate::{Error, Result};
 
 pub const MAGIC: &[u8; 4] = b"CZIP";
-/// The archive version this build writes and reads. Version 1 (colzip up to commit
-/// 56f86d5) had no CRCs over its header, flags and batch order; it is refused by name.
-pub const VERSION: u8 = 2;
+/// The archive version this build writes. Version 2 (colzip up to this codec's
+/// introduction) hashed each container's own CRC into the chain, which made the chain
+/// blind to a container swapped for another of the same length; it is still read.
+/// Version 1 (colzip up to commit 56f86d5) had no CRCs over its header, flags and batch
+/// order; it is refused by name.
+pub const VERSION: u8 = 3;
+/// The oldest archive version this build reads.
+const OLDEST_READ: u8 = 2;
+/// Bytes of a column container's own CRC, at its end.
+const CONTAINER_CRC: usize = 4;
 
 const BATCH: u8 = 1;
 const END: u8 = 0;
@@ -126,6 +136,47 @@ impl<W: Write> Write for Crc<W> {
     }
 }
 
+/// A column container written into the archive: every byte goes out, and all but its
+/// last [`CONTAINER_CRC`] (its own CRC) go into the archive's chain. The last bytes are
+/// held back from the hash until more arrive, so the writes may be of any size.
+struct ChainedContainer<'a, W> {
+    out: &'a mut Crc<W>,
+    held: [u8; CONTAINER_CRC],
+    held_len: usize,
+}
+
+impl<'a, W: Write> ChainedContainer<'a, W> {
+    fn new(out: &'a mut Crc<W>) -> Self {
+        ChainedContainer {
+            out,
+            held: [0; CONTAINER_CRC],
+            held_len: 0,
+        }
+    }
+}
+
+impl<W: Write> Write for ChainedContainer<'_, W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.out.inner.write_all(bytes)?;
+        let total = self.held_len + bytes.len();
+        let hashed = total.saturating_sub(CONTAINER_CRC);
+        let from_held = hashed.min(self.held_len);
+        let from_bytes = hashed - from_held;
+        let crc = crc32c::crc32c_append(self.out.crc, &self.held[..from_held]);
+        self.out.crc = crc32c::crc32c_append(crc, &bytes[..from_bytes]);
+        let mut held = [0; CONTAINER_CRC];
+        let kept = self.held_len - from_held;
+        held[..kept].copy_from_slice(&self.held[from_held..self.held_len]);
+        held[kept..total - hashed].copy_from_slice(&bytes[from_bytes..]);
+        (self.held, self.held_len) = (held, total - hashed);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 impl<W: Write> Crc<W> {
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
         self.write_all(bytes)?;
@@ -167,18 +218,20 @@ pub struct ArchiveWriter<W: Write> {
     schema: SchemaRef,
     source: Source,
     batches: u64,
+    /// The version written ([`VERSION`]; older ones only in tests of the reader).
+    version: u8,
 }
 
 impl<W: Write> ArchiveWriter<W> {
     /// Writes the header.
     pub fn new(out: W, schema: SchemaRef, source: Source) -> Result<Self> {
-        Self::with_options(out, schema, source, None)
+        Self::with_options(out, schema, source, None, VERSION)
     }
 
     /// [`Self::new`] for an archive of a Parquet file, recording how that file was
     /// written (`decompress --to parquet` writes it so again).
     pub fn for_parquet(out: W, schema: SchemaRef, options: &ParquetOptions) -> Result<Self> {
-        Self::with_options(out, schema, Source::Parquet, Some(options))
+        Self::with_options(out, schema, Source::Parquet, Some(options), VERSION)
     }
 
     fn with_options(
@@ -186,11 +239,12 @@ impl<W: Write> ArchiveWriter<W> {
         schema: SchemaRef,
         source: Source,
         parquet: Option<&ParquetOptions>,
+        version: u8,
     ) -> Result<Self> {
         source.check_schema(&schema)?;
         let mut header = Vec::new();
         header.extend_from_slice(MAGIC);
-        header.push(VERSION);
+        header.push(version);
         let (kind, raw) = match source {
             Source::Raw(raw) => (0, raw.tag()),
             Source::ArrowIpc => (1, 0),
@@ -218,6 +272,7 @@ impl<W: Write> ArchiveWriter<W> {
             schema,
             source,
             batches: 0,
+            version,
         })
     }
 
@@ -254,8 +309,13 @@ impl<W: Write> ArchiveWriter<W> {
             let mut len = Vec::new();
             varint::write_u64(&mut len, compressed.encoded_len()? as u64);
             self.out.put(&len)?;
-            // Straight from the parts' buffers, the CRC accumulated on the way.
-            compressed.write_to(&mut self.out)?;
+            // Straight from the parts' buffers, the CRC accumulated on the way (all but
+            // the container's own CRC).
+            if self.version >= 3 {
+                compressed.write_to(&mut ChainedContainer::new(&mut self.out))?;
+            } else {
+                compressed.write_to(&mut self.out)?;
+            }
         }
         self.out.write_crc()?;
         self.batches += 1;
@@ -330,6 +390,8 @@ pub struct ArchiveReader<R: Read> {
     max_output: u64,
     /// The input's length, when known (a file): what bounds a container's length.
     input_len: Option<u64>,
+    /// Whether the chain leaves each container's own CRC out (version 3 on).
+    chain_skips_container_crc: bool,
 }
 
 /// Reads `len` bytes. With `left`, the bytes the input has left (a file's size), a length
@@ -391,16 +453,17 @@ impl<R: Read> ArchiveReader<R> {
         if &head[..4] != MAGIC {
             return Err(Error::format("not a colzip archive (bad magic)"));
         }
-        if head[4] != VERSION {
-            let why = if head[4] == 1 {
+        let version = head[4];
+        if !(OLDEST_READ..=VERSION).contains(&version) {
+            let why = if version == 1 {
                 " (version 1, from colzip up to commit 56f86d5, has no CRC over its header, \
                  flags and batch order; decompress it with that colzip)"
             } else {
                 ""
             };
             return Err(Error::format(format!(
-                "archive version {} is not supported: this build reads version {VERSION}{why}",
-                head[4]
+                "archive version {version} is not supported: this build reads versions \
+                 {OLDEST_READ} to {VERSION}{why}"
             )));
         }
         input
@@ -446,6 +509,7 @@ impl<R: Read> ArchiveReader<R> {
             claimed: 0,
             max_output: u64::MAX,
             input_len: None,
+            chain_skips_container_crc: version >= 3,
         })
     }
 
@@ -537,7 +601,17 @@ impl<R: Read> ArchiveReader<R> {
                     let left = self
                         .input_len
                         .map(|total| total.saturating_sub(self.input.read));
-                    containers.push(read_exact_vec(&mut self.input, len, left, "a column")?);
+                    let container = if self.chain_skips_container_crc {
+                        // Read past the chain, then hash all but the container's own CRC.
+                        let bytes = read_exact_vec(&mut self.input.inner, len, left, "a column")?;
+                        let hashed = bytes.len().saturating_sub(CONTAINER_CRC);
+                        self.input.crc = crc32c::crc32c_append(self.input.crc, &bytes[..hashed]);
+                        self.input.read += len;
+                        bytes
+                    } else {
+                        read_exact_vec(&mut self.input, len, left, "a column")?
+                    };
+                    containers.push(container);
                 }
                 self.input.check_crc(|| format!("archive batch {index}"))?;
                 let mut columns = Vec::with_capacity(containers.len());
@@ -611,4 +685,73 @@ pub fn decompress_batch(
         arrays,
         &options,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{ArrayRef, Int32Array};
+
+    /// An archive of `batches` batches of int32 runs starting at `from`, written as
+    /// `version`.
+    fn archive(version: u8, from: i32, batches: usize) -> Vec<u8> {
+        let schema = RawType::Int32.schema();
+        let source = Source::Raw(RawType::Int32);
+        let mut writer =
+            ArchiveWriter::with_options(Vec::new(), schema.clone(), source, None, version).unwrap();
+        for b in 0..batches {
+            let values: ArrayRef = Arc::new(Int32Array::from_iter_values(
+                (0..2000).map(|i| from + i / 3 + b as i32 * 1000),
+            ));
+            let batch = RecordBatch::try_new(schema.clone(), vec![values]).unwrap();
+            writer.write_batch(&batch, &CodecChoice::Auto).unwrap();
+        }
+        writer.finish(false).unwrap()
+    }
+
+    fn read_all(bytes: &[u8]) -> Result<usize> {
+        let mut reader = ArchiveReader::new(bytes)?;
+        let mut rows = 0;
+        while let Some(batch) = reader.next_batch()? {
+            rows += batch.num_rows();
+        }
+        Ok(rows)
+    }
+
+    #[test]
+    fn container_crc_stays_out_of_the_chain_whatever_the_writes() {
+        let bytes: Vec<u8> = (0..23u8).collect();
+        let expected = crc32c::crc32c(&bytes[..bytes.len() - CONTAINER_CRC]);
+        for cuts in [
+            vec![23],
+            vec![1, 22],
+            vec![3, 1, 1, 18],
+            vec![19, 4],
+            vec![20, 2, 1],
+        ] {
+            let mut out = Crc {
+                inner: Vec::new(),
+                crc: 0,
+            };
+            let mut container = ChainedContainer::new(&mut out);
+            let mut at = 0;
+            for cut in cuts {
+                container.write_all(&bytes[at..at + cut]).unwrap();
+                at += cut;
+            }
+            assert_eq!(out.crc, expected);
+            assert_eq!(out.inner, bytes);
+        }
+    }
+
+    #[test]
+    fn version_2_archives_still_read() {
+        // (tests/bad_input.rs checks that version 3 refuses a foreign end record.)
+        assert_eq!(read_all(&archive(2, 0, 2)).unwrap(), 4000);
+        assert_eq!(read_all(&archive(3, 0, 2)).unwrap(), 4000);
+        let mut damaged = archive(2, 0, 2);
+        let last = damaged.len() - 1;
+        damaged[last] ^= 1;
+        assert!(read_all(&damaged).is_err());
+    }
 }

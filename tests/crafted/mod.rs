@@ -170,14 +170,20 @@ pub fn lzss_bomb(chunks: u64, payload: u16) -> (Vec<u8>, u64) {
     (out, length)
 }
 
-/// Recomputes an archive's CRCs, at `crcs` (ascending positions), after a change: each
-/// is the CRC-32C of every byte before it but the CRC fields.
-pub fn rechain(bytes: &mut [u8], crcs: &[usize]) {
+/// Recomputes an archive's CRCs, at `crcs`, after a change: each is the CRC-32C of every
+/// byte before it but the CRC fields, its own and the column containers' (whose CRCs,
+/// at `container_crcs`, are left as they are).
+pub fn rechain(bytes: &mut [u8], crcs: &[usize], container_crcs: &[usize]) {
+    let mut fields: Vec<(usize, bool)> = crcs.iter().map(|&at| (at, true)).collect();
+    fields.extend(container_crcs.iter().map(|&at| (at, false)));
+    fields.sort();
     let mut crc = 0;
     let mut from = 0;
-    for &at in crcs {
+    for (at, rewrite) in fields {
         crc = crc32c::crc32c_append(crc, &bytes[from..at]);
-        bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+        if rewrite {
+            bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+        }
         from = at + 4;
     }
 }

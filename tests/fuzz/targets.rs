@@ -603,19 +603,21 @@ impl Model {
     /// The archive's bytes, with every CRC recomputed (`fix`) or as recorded.
     fn bytes(&self, fix: bool) -> Vec<u8> {
         let mut out = self.header.0.clone();
-        // The running CRC of every byte but the CRC fields (FORMAT.md, archive).
+        // The running CRC of every byte but the CRC fields, the archive's and each
+        // container's own last 4 bytes (FORMAT.md, archive).
         let mut running = crc32c::crc32c(&out);
         let mut hashed = out.len();
-        let mut close = |out: &mut Vec<u8>, crc: &[u8; 4]| {
-            running = crc32c::crc32c_append(running, &out[hashed..]);
-            if fix {
-                out.extend_from_slice(&running.to_le_bytes());
-            } else {
-                out.extend_from_slice(crc);
+        let mut close = |out: &mut Vec<u8>, crc: Option<&[u8; 4]>, skip: usize| {
+            let end = out.len().saturating_sub(skip).max(hashed);
+            running = crc32c::crc32c_append(running, &out[hashed..end]);
+            match crc {
+                Some(_) if fix => out.extend_from_slice(&running.to_le_bytes()),
+                Some(crc) => out.extend_from_slice(crc),
+                None => {}
             }
             hashed = out.len();
         };
-        close(&mut out, &self.header.1);
+        close(&mut out, Some(&self.header.1), 0);
         for (record, crc) in &self.records {
             match record {
                 Record::Batch { rows, containers } => {
@@ -626,6 +628,7 @@ impl Model {
                         colzip::codec::varint::write_u64(&mut len, c.len() as u64);
                         out.extend_from_slice(&len);
                         out.extend_from_slice(c);
+                        close(&mut out, None, c.len().min(4));
                     }
                 }
                 Record::End { flags, count } => {
@@ -634,7 +637,7 @@ impl Model {
                     out.extend_from_slice(count);
                 }
             }
-            close(&mut out, crc);
+            close(&mut out, Some(crc), 0);
         }
         out
     }
