@@ -19,6 +19,8 @@ pub enum CodecId {
     /// gmatch's blocks format: independent raw Snappy streams with a size table (what
     /// containers store for `gmatch`).
     GmatchBlocks = 5,
+    /// Integers by frame of reference, delta, runs or dictionary, bit-packed.
+    Intpack = 6,
 }
 
 impl CodecId {
@@ -31,11 +33,13 @@ impl CodecId {
             3 => CodecId::GmatchFramed,
             4 => CodecId::Bwt,
             5 => CodecId::GmatchBlocks,
+            6 => CodecId::Intpack,
             _ => return None,
         })
     }
 
-    /// The short name (`stored`, `lzss`, `gmatch`, `gmatch:raw`, `gmatch:framed`, `bwt`).
+    /// The short name (`stored`, `lzss`, `gmatch`, `gmatch:raw`, `gmatch:framed`, `bwt`,
+    /// `intpack`).
     pub fn name(self) -> &'static str {
         match self {
             CodecId::Stored => "stored",
@@ -44,6 +48,7 @@ impl CodecId {
             CodecId::GmatchFramed => "gmatch:framed",
             CodecId::Bwt => "bwt",
             CodecId::GmatchBlocks => "gmatch",
+            CodecId::Intpack => "intpack",
         }
     }
 
@@ -58,7 +63,7 @@ impl CodecId {
             | CodecId::GmatchFramed
             | CodecId::GmatchBlocks
             | CodecId::Bwt => true,
-            CodecId::Stored => false,
+            CodecId::Stored | CodecId::Intpack => false,
         }
     }
 

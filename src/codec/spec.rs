@@ -20,6 +20,7 @@ use super::bwt::{self, BwtParams};
 use super::error::{CodecError, Result};
 use super::gmatch;
 use super::id::CodecId;
+use super::intpack::{self, IntpackParams};
 use super::lzss::{self, LzssParams};
 use super::placement::Placement;
 
@@ -51,6 +52,9 @@ pub enum CodecSpec {
     Gmatch(SnappyFormat),
     /// BWT + move-to-front + Huffman.
     Bwt(BwtParams),
+    /// Integers bit-packed by frame of reference, delta, runs or dictionary;
+    /// `width: None` takes the value width from the data type.
+    Intpack { width: Option<u8> },
 }
 
 impl CodecSpec {
@@ -63,6 +67,7 @@ impl CodecSpec {
             CodecSpec::Gmatch(SnappyFormat::Framed) => CodecId::GmatchFramed,
             CodecSpec::Gmatch(SnappyFormat::Blocks) => CodecId::GmatchBlocks,
             CodecSpec::Bwt(_) => CodecId::Bwt,
+            CodecSpec::Intpack { .. } => CodecId::Intpack,
         }
     }
 
@@ -73,6 +78,7 @@ impl CodecSpec {
             CodecSpec::Lzss { .. } => lzss::NAME,
             CodecSpec::Gmatch(_) => gmatch::NAME,
             CodecSpec::Bwt(_) => bwt::NAME,
+            CodecSpec::Intpack { .. } => intpack::NAME,
         }
     }
 
@@ -109,6 +115,10 @@ impl CodecSpec {
             }
             CodecSpec::Gmatch(format) => Codec::Gmatch(format),
             CodecSpec::Bwt(params) => Codec::Bwt(params),
+            CodecSpec::Intpack { width } => Codec::Intpack(match width {
+                Some(width) => IntpackParams::new(width)?,
+                None => IntpackParams::for_type_width(type_width),
+            }),
         })
     }
 
@@ -152,6 +162,8 @@ impl fmt::Display for CodecSpec {
             CodecSpec::Gmatch(SnappyFormat::Raw) => write!(f, "gmatch:raw"),
             CodecSpec::Gmatch(SnappyFormat::Framed) => write!(f, "gmatch:framed"),
             CodecSpec::Bwt(params) => write!(f, "bwt:block={}", params.block_size),
+            CodecSpec::Intpack { width: None } => write!(f, "intpack"),
+            CodecSpec::Intpack { width: Some(w) } => write!(f, "intpack:w={w}"),
         }
     }
 }
@@ -270,8 +282,32 @@ impl FromStr for CodecSpec {
                 }
                 Ok(CodecSpec::Bwt(params))
             }
+            "intpack" => {
+                let mut width = None;
+                for (key, value) in options {
+                    match (key, value) {
+                        ("w", Some("auto")) => width = None,
+                        ("w", Some(value)) => {
+                            let w = value
+                                .parse()
+                                .ok()
+                                .and_then(|w| IntpackParams::new(w).ok())
+                                .ok_or_else(|| {
+                                    fail(format!("w must be 1, 2, 4, 8 or auto, got '{value}'"))
+                                })?;
+                            width = Some(w.width);
+                        }
+                        _ => {
+                            return Err(fail(format!(
+                                "unknown intpack option '{key}' (expected w=1|2|4|8)"
+                            )));
+                        }
+                    }
+                }
+                Ok(CodecSpec::Intpack { width })
+            }
             other => Err(fail(format!(
-                "unknown codec '{other}' (expected lzss, gmatch, bwt or stored)"
+                "unknown codec '{other}' (expected lzss, gmatch, bwt, intpack or stored)"
             ))),
         }
     }
@@ -293,6 +329,9 @@ mod tests {
             ("snappy", "gmatch"),
             ("bwt:block=1m", "bwt:block=1048576"),
             ("none", "stored"),
+            ("intpack", "intpack"),
+            ("intpack:w=2", "intpack:w=2"),
+            ("intpack:w=auto", "intpack"),
         ] {
             let spec: CodecSpec = text.parse().unwrap();
             assert_eq!(spec.to_string(), canonical);
@@ -311,6 +350,8 @@ mod tests {
             "gmatch:fast",
             "bwt:block=x",
             "lzss:level=9",
+            "intpack:w=3",
+            "intpack:level=1",
         ] {
             let err = bad.parse::<CodecSpec>().unwrap_err().to_string();
             assert!(err.contains(bad), "{err}");

@@ -1,7 +1,8 @@
 //! The `auto` codec choice: per part, the candidate with the best ratio on a sample.
 //!
 //! String and binary bytes try bwt and gmatch; fixed-width values, lengths and bitmaps
-//! try lzss (symbol width from the data type, GPULZ §3.2.3) and gmatch. The sample is
+//! try lzss (symbol width from the data type, GPULZ §3.2.3), gmatch and intpack (value
+//! width from the data type). The sample is
 //! three slices (start, middle, end) so a column sorted on one end is judged fairly.
 
 use super::plain::{PartRole, PlainPart};
@@ -17,9 +18,11 @@ pub fn choose(part: &PlainPart) -> CodecSpec {
             CodecSpec::Bwt(Default::default()),
             CodecSpec::Gmatch(Default::default()),
         ],
+        // intpack last: it decodes fastest, so it wins ties.
         _ => vec![
             CodecSpec::lzss_default(),
             CodecSpec::Gmatch(Default::default()),
+            CodecSpec::Intpack { width: None },
         ],
     };
     let sample = sample(&part.bytes, part.symbol_width());

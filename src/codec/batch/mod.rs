@@ -44,6 +44,7 @@ use super::bwt::{self, BwtParams};
 use super::error::{CodecError, Result};
 use super::gmatch;
 use super::id::CodecId;
+use super::intpack::{self, IntpackParams};
 use super::lzss::{self, LzssParams};
 use super::placement::{Direction, Placement};
 use super::spec::SnappyFormat;
@@ -69,6 +70,7 @@ pub enum Codec {
     Lzss(LzssParams),
     Gmatch(SnappyFormat),
     Bwt(BwtParams),
+    Intpack(IntpackParams),
 }
 
 impl Codec {
@@ -81,6 +83,7 @@ impl Codec {
             Codec::Gmatch(SnappyFormat::Framed) => CodecId::GmatchFramed,
             Codec::Gmatch(SnappyFormat::Blocks) => CodecId::GmatchBlocks,
             Codec::Bwt(_) => CodecId::Bwt,
+            Codec::Intpack(_) => CodecId::Intpack,
         }
     }
 
@@ -97,6 +100,7 @@ impl Codec {
             }
             Codec::Gmatch(SnappyFormat::Blocks) => gmatch::max_blocks_len(len),
             Codec::Bwt(params) => bwt::max_compressed_len(len, params),
+            Codec::Intpack(params) => intpack::max_compressed_len(len, params),
         }
     }
 
@@ -250,7 +254,7 @@ impl Codec {
                     "no device-resident compressor: the stages after the transform run on the host",
                 ));
             }
-            Codec::Stored => {
+            Codec::Stored | Codec::Intpack(_) => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         })
@@ -275,7 +279,9 @@ impl Codec {
                 gmatch::gpu::compress::compress(gpu, *format, inputs, memory, sink)
             }
             Codec::Bwt(params) => bwt::gpu::compress::compress(gpu, params, inputs, memory, sink),
-            Codec::Stored => Err(CodecError::invalid(self.name(), "no GPU path")),
+            Codec::Stored | Codec::Intpack(_) => {
+                Err(CodecError::invalid(self.name(), "no GPU path"))
+            }
         }
     }
 
@@ -425,7 +431,7 @@ impl CodecId {
                     gpu, lane, streams, lens,
                 )?));
             }
-            CodecId::Stored => {
+            CodecId::Stored | CodecId::Intpack => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         };
@@ -471,7 +477,7 @@ impl CodecId {
             CodecId::Bwt => {
                 return bwt::gpu::decompress::decompress(gpu, inputs, lens, memory, sink);
             }
-            CodecId::Stored => {
+            CodecId::Stored | CodecId::Intpack => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         };
