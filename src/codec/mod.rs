@@ -19,6 +19,7 @@ pub mod bwt;
 mod error;
 pub mod gmatch;
 mod id;
+pub mod intpack;
 #[cfg(test)]
 mod kernels_compile;
 pub mod lzss;

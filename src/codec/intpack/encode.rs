@@ -1,0 +1,172 @@
+//! Encoding: each block analysed and written in its shortest scheme; blocks are
+//! independent, so groups of them are encoded in parallel and their sizes gathered into
+//! the table.
+
+use rayon::prelude::*;
+
+use super::bits::pack;
+use super::frame::{push_word, write_empty_frame, write_frame};
+use super::scheme::{Analysis, Scheme, index_bits};
+use super::word::Word;
+use super::{BLOCK_VALUES, CodecError, IntpackParams, NAME, Result, VERSION, varint};
+
+/// Compresses `input` as values of `params.width` bytes. Infallible for valid parameters.
+///
+/// # Panics
+/// If `params` fails [`IntpackParams::validate`] (use [`try_compress`] to get an error).
+///
+/// ```
+/// use colzip::codec::intpack::{self, IntpackParams};
+/// let quantities: Vec<u8> = (0..4096u64).flat_map(|i| (1 + i * 7 % 50).to_le_bytes()).collect();
+/// let stream = intpack::compress(&quantities, &IntpackParams::new(8)?);
+/// // 6 bits per value and a few bytes per block of 1024 values.
+/// assert!(stream.len() < 4096 * 6 / 8 + 64);
+/// assert_eq!(intpack::decompress(&stream, quantities.len())?, quantities);
+/// # Ok::<(), colzip::codec::CodecError>(())
+/// ```
+pub fn compress(input: &[u8], params: &IntpackParams) -> Vec<u8> {
+    match try_compress(input, params) {
+        Ok(stream) => stream,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// [`compress`], returning an error for invalid parameters instead of panicking.
+pub fn try_compress(input: &[u8], params: &IntpackParams) -> Result<Vec<u8>> {
+    params.validate()?;
+    Ok(match params.width {
+        1 => compress_impl::<u8>(input),
+        2 => compress_impl::<u16>(input),
+        4 => compress_impl::<u32>(input),
+        _ => compress_impl::<u64>(input),
+    })
+}
+
+/// Encodes one block as [`compress`] does: `values` is `1..=1024` values of `width`
+/// bytes. Appends the encoding to `out` and returns its scheme.
+///
+/// ```
+/// use colzip::codec::intpack::{Scheme, encode_block};
+/// let mut out = Vec::new();
+/// let same: Vec<u8> = [7u16; 100].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// assert_eq!(encode_block(&same, 2, &mut out)?, Scheme::Frame);
+/// assert_eq!(out, [0, 0, 7, 0]); // scheme 0, b = 0, ref = 7
+/// # Ok::<(), colzip::codec::CodecError>(())
+/// ```
+pub fn encode_block(values: &[u8], width: u8, out: &mut Vec<u8>) -> Result<Scheme> {
+    IntpackParams::new(width)?;
+    let w = usize::from(width);
+    let n = values.len() / w;
+    if !values.len().is_multiple_of(w) || !(1..=BLOCK_VALUES).contains(&n) {
+        return Err(CodecError::invalid(
+            NAME,
+            format!("a block of {} bytes is not 1..=1024 values", values.len()),
+        ));
+    }
+    Ok(match width {
+        1 => BlockEncoder::<u8>::new().encode(values, out),
+        2 => BlockEncoder::<u16>::new().encode(values, out),
+        4 => BlockEncoder::<u32>::new().encode(values, out),
+        _ => BlockEncoder::<u64>::new().encode(values, out),
+    })
+}
+
+/// Blocks per rayon task: enough to amortise the task's scratch.
+const TASK_BLOCKS: usize = 32;
+
+fn compress_impl<T: Word>(input: &[u8]) -> Vec<u8> {
+    let w = T::BYTES;
+    let block_bytes = BLOCK_VALUES * w;
+    let body = input.len() - input.len() % w;
+    let parts: Vec<(Vec<u8>, Vec<u16>)> = input[..body]
+        .par_chunks(TASK_BLOCKS * block_bytes)
+        .map(|group| {
+            let mut encoder = BlockEncoder::<T>::new();
+            let mut payload = Vec::with_capacity(group.len() / 2);
+            let mut sizes = Vec::with_capacity(group.len().div_ceil(block_bytes));
+            for block in group.chunks(block_bytes) {
+                let start = payload.len();
+                encoder.encode(block, &mut payload);
+                // A block is at most 2 + W + 1024 W = 8202 bytes: it fits the u16.
+                sizes.push((payload.len() - start) as u16);
+            }
+            (payload, sizes)
+        })
+        .collect();
+    let payload_len: usize = parts.iter().map(|(p, _)| p.len()).sum();
+    let blocks: usize = parts.iter().map(|(_, s)| s.len()).sum();
+    let mut out = Vec::with_capacity(2 + 10 + 2 * blocks + payload_len + w);
+    out.push(VERSION);
+    out.push(w as u8);
+    varint::write_u64(&mut out, input.len() as u64);
+    for (_, sizes) in &parts {
+        for size in sizes {
+            out.extend_from_slice(&size.to_le_bytes());
+        }
+    }
+    for (payload, _) in &parts {
+        out.extend_from_slice(payload);
+    }
+    out.extend_from_slice(&input[body..]);
+    out
+}
+
+/// Per-task scratch of the encoder.
+struct BlockEncoder<T: Word> {
+    analysis: Analysis<T>,
+}
+
+impl<T: Word> BlockEncoder<T> {
+    fn new() -> Self {
+        BlockEncoder {
+            analysis: Analysis::new(),
+        }
+    }
+
+    /// Appends the encoding of `block` (`1..=1024` whole values) in its shortest scheme.
+    fn encode(&mut self, block: &[u8], out: &mut Vec<u8>) -> Scheme {
+        self.analysis.run(block);
+        let a = &self.analysis;
+        let scheme = a.scheme;
+        out.push(scheme as u8);
+        match scheme {
+            Scheme::Frame => write_frame(out, a.min, a.max, a.values.iter().copied()),
+            Scheme::Delta => write_delta_frame(out, &a.values, a.delta_min, a.delta_max),
+            Scheme::RunsFrame | Scheme::RunsDelta => {
+                out.extend_from_slice(&(a.run_values.len() as u16).to_le_bytes());
+                if scheme == Scheme::RunsFrame {
+                    write_frame(out, a.min, a.max, a.run_values.iter().copied());
+                } else {
+                    write_delta_frame(out, &a.run_values, a.run_delta_min, a.run_delta_max);
+                }
+                // Lengths are below 2^15: as 2-byte values their signed order is theirs.
+                write_frame(
+                    out,
+                    a.run_length_min.flip(),
+                    a.run_length_max.flip(),
+                    a.run_lengths.iter().map(|l| l.flip()),
+                );
+            }
+            Scheme::Dictionary => {
+                let d = a.dictionary.len();
+                out.extend_from_slice(&(d as u16).to_le_bytes());
+                write_delta_frame(out, &a.dictionary, a.gap_min, a.gap_max);
+                let indices = a.values.iter().map(|&v| a.index_of(v) as u64);
+                pack(indices, index_bits(d), out);
+            }
+        }
+        scheme
+    }
+}
+
+/// Appends the delta frame of `values` (biased, at least one), whose differences have the
+/// biased minimum and maximum `delta_min` and `delta_max`.
+fn write_delta_frame<T: Word>(out: &mut Vec<u8>, values: &[T], delta_min: T, delta_max: T) {
+    push_word(out, values[0].flip());
+    if values.len() == 1 {
+        write_empty_frame::<T>(out);
+        return;
+    }
+    let deltas = values.windows(2).map(|p| p[1].sub(p[0]).flip());
+    write_frame(out, delta_min, delta_max, deltas);
+}
