@@ -19,6 +19,8 @@ pub enum CodecId {
     /// gmatch's blocks format: independent raw Snappy streams with a size table (what
     /// containers store for `gmatch`).
     GmatchBlocks = 5,
+    /// Integers by frame of reference, delta, runs and dictionary, bit-packed.
+    Intpack = 6,
 }
 
 impl CodecId {
@@ -31,6 +33,7 @@ impl CodecId {
             3 => CodecId::GmatchFramed,
             4 => CodecId::Bwt,
             5 => CodecId::GmatchBlocks,
+            6 => CodecId::Intpack,
             _ => return None,
         })
     }
@@ -44,6 +47,7 @@ impl CodecId {
             CodecId::GmatchFramed => "gmatch:framed",
             CodecId::Bwt => "bwt",
             CodecId::GmatchBlocks => "gmatch",
+            CodecId::Intpack => "intpack",
         }
     }
 
@@ -57,7 +61,8 @@ impl CodecId {
             | CodecId::GmatchRaw
             | CodecId::GmatchFramed
             | CodecId::GmatchBlocks
-            | CodecId::Bwt => true,
+            | CodecId::Bwt
+            | CodecId::Intpack => true,
             CodecId::Stored => false,
         }
     }

@@ -43,6 +43,7 @@ use super::bwt::{self, BwtParams};
 use super::error::{CodecError, Result};
 use super::gmatch;
 use super::id::CodecId;
+use super::intpack::{self, IntpackParams};
 use super::lzss::{self, LzssParams};
 use super::placement::{Direction, Placement};
 use super::spec::SnappyFormat;
@@ -68,6 +69,7 @@ pub enum Codec {
     Lzss(LzssParams),
     Gmatch(SnappyFormat),
     Bwt(BwtParams),
+    Intpack(IntpackParams),
 }
 
 impl Codec {
@@ -80,6 +82,7 @@ impl Codec {
             Codec::Gmatch(SnappyFormat::Framed) => CodecId::GmatchFramed,
             Codec::Gmatch(SnappyFormat::Blocks) => CodecId::GmatchBlocks,
             Codec::Bwt(_) => CodecId::Bwt,
+            Codec::Intpack(_) => CodecId::Intpack,
         }
     }
 
@@ -96,6 +99,7 @@ impl Codec {
             }
             Codec::Gmatch(SnappyFormat::Blocks) => gmatch::max_blocks_len(len),
             Codec::Bwt(params) => bwt::max_compressed_len(len, params),
+            Codec::Intpack(params) => intpack::max_compressed_len(len, params),
         }
     }
 
@@ -106,7 +110,8 @@ impl Codec {
         // Input, scratch (gmatch: 6 bytes per input byte; lzss: 1), slots and output.
         let per_step = match self {
             Codec::Gmatch(_) => step * (1 + 6 + 1) + 2 * step,
-            Codec::Lzss(_) => step * 4,
+            // Input, a slot per block (a little over its values) and output.
+            Codec::Lzss(_) | Codec::Intpack(_) => step * 4,
             _ => return 0,
         };
         PIPELINE_LANES * per_step
@@ -214,6 +219,9 @@ impl Codec {
             Codec::Gmatch(format) => Box::new(gmatch::gpu::device::device_compress(
                 gpu, lane, *format, inputs,
             )?),
+            Codec::Intpack(params) => Box::new(intpack::gpu::device::device_compress(
+                gpu, lane, params, inputs,
+            )?),
             Codec::Bwt(_) => {
                 return Err(CodecError::invalid(
                     self.name(),
@@ -229,7 +237,7 @@ impl Codec {
     /// Whether [`Self::device_compressor`] has a device-resident form of this codec (one
     /// whose every stage runs on the GPU).
     pub fn has_device_compressor(&self) -> bool {
-        matches!(self, Codec::Lzss(_) | Codec::Gmatch(_))
+        matches!(self, Codec::Lzss(_) | Codec::Gmatch(_) | Codec::Intpack(_))
     }
 
     fn compress_gpu(
@@ -245,6 +253,9 @@ impl Codec {
                 gmatch::gpu::compress::compress(gpu, *format, inputs, memory, sink)
             }
             Codec::Bwt(params) => bwt::gpu::compress::compress(gpu, params, inputs, memory, sink),
+            Codec::Intpack(params) => {
+                intpack::gpu::compress::compress(gpu, params, inputs, memory, sink)
+            }
             Codec::Stored => Err(CodecError::invalid(self.name(), "no GPU path")),
         }
     }
@@ -395,6 +406,11 @@ impl CodecId {
                     gpu, lane, streams, lens,
                 )?));
             }
+            CodecId::Intpack => {
+                return Ok(Box::new(intpack::gpu::device::device_decompress(
+                    gpu, lane, streams, lens,
+                )?));
+            }
             CodecId::Stored => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
@@ -421,6 +437,9 @@ impl CodecId {
             CodecId::GmatchBlocks => SnappyFormat::Blocks,
             CodecId::Bwt => {
                 return bwt::gpu::decompress::decompress(gpu, inputs, lens, memory, sink);
+            }
+            CodecId::Intpack => {
+                return intpack::gpu::decompress::decompress(gpu, inputs, lens, memory, sink);
             }
             CodecId::Stored => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
