@@ -534,7 +534,7 @@ fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
         return;
     };
     let mut rng = Rng(7);
-    let mut rejected = 0;
+    let (mut rejected, mut tried) = (0, 0);
     for width in WIDTHS {
         let params = IntpackParams::new(width).unwrap();
         let inputs: Vec<(String, Vec<u8>)> = shaped_inputs(width, &mut Rng(9))
@@ -561,15 +561,18 @@ fn corrupt_streams_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
                     _ => bad.extend_from_slice(&[0, 1, 2]),
                 }
                 let what = format!("{name} W={width} case {case}");
+                tried += 1;
                 if same_verdict(gpu, &bad, input.len(), &what) {
                     rejected += 1;
                 }
             }
         }
     }
+    // Most damage is caught (a flipped bit inside a packed field may decode to other
+    // values, on both sides alike).
     assert!(
-        rejected > 100,
-        "only {rejected} corrupt streams were rejected"
+        rejected * 3 > tried,
+        "only {rejected} of {tried} corrupt streams were rejected"
     );
 }
 
