@@ -7,7 +7,8 @@
 //
 // intpack_encode_w{1,2,4,8}: one block of THREADS threads per 1024-value block, in shared
 //   memory: min/max reductions (values, differences, non-zero differences), run starts by
-//   a block scan, a bitonic sort for the distinct values; the exact length of all five
+//   a block scan, the distinct values by a bitmap of their range (ranges under 8192 W) or
+//   a bitonic sort; the exact length of all five
 //   schemes by the format's formulas, the shortest (lowest on a tie) written with every
 //   packed field OR-ed into shared words by its own thread (deterministic: OR commutes).
 // Then scan.cu's scan_sizes_u16 gives every encoding's offset, and intpack_compact copies
@@ -22,7 +23,8 @@ __host__ __device__ constexpr u32 slot_bytes(u32 w) {
 // Shared memory of intpack_encode_w<W>, each region a multiple of 8 bytes (the launcher's
 // compress_shared_bytes repeats it):
 //   values W * 1024 | sorted W * 1024 (biased, then the distinct ones) | run starts 2 * 1024 |
-//   encoding slot_bytes(W) + 8 (u32 words, zeroed, the fields OR-ed in)
+//   encoding slot_bytes(W) + 8 (u32 words, zeroed, the fields OR-ed in; before that, the
+//   bitmap of distinct values)
 
 // Writes the `bytes` low bytes of v at p, little-endian.
 __device__ __forceinline__ void put_le(u8* p, u64 v, u32 bytes) {
@@ -79,6 +81,68 @@ __device__ __forceinline__ void bitonic_sort(T* keys) {
             __syncthreads();
         }
     }
+}
+
+// Blocks whose values span fewer than this many (biased) values find their distinct
+// values with a bitmap of the span in the encoding's words (1024 W bytes of them are
+// free before the encoding is written) instead of sorting: every block of W = 1, and the
+// small ranges typical of W >= 2 (quantities, dates, keys).
+__host__ __device__ constexpr u64 bitmap_bits(u32 w) { return 8ull * BLOCK_VALUES * w; }
+
+// The distinct values of values[0..n) (biased: value - lo is a bit of `bitmap`, which is
+// zero and left zero) ascending into distinct[0..d).
+template <int W>
+__device__ __forceinline__ void distinct_by_bitmap(const typename Symbol<W>::T* values, u32 n,
+                                                   u64 lo, u64 range, typename Symbol<W>::T* distinct,
+                                                   u32* bitmap, u32* warp_sums, u32* d) {
+    typedef typename Symbol<W>::T T;
+    const u64 sign = sign_bit<W>();
+    const u32 t = threadIdx.x;
+    for (u32 j = t; j < n; j += THREADS) {
+        const u32 p = (u32)((u64)(T)(values[j] ^ (T)sign) - lo);
+        atomicOr(&bitmap[p >> 5], 1u << (p & 31));
+    }
+    __syncthreads();
+    // Each thread takes consecutive words; a block scan of their counts gives ranks.
+    const u32 words = (u32)(range >> 5) + 1;
+    const u32 per = (words + THREADS - 1) / THREADS;
+    const u32 first = min(t * per, words), end = min(first + per, words);
+    u32 count = 0;
+    for (u32 w = first; w < end; ++w) count += __popc(bitmap[w]);
+    u32 at = block_exclusive_sum(count, warp_sums, d);
+    for (u32 w = first; w < end; ++w) {
+        for (u32 bits = bitmap[w]; bits; bits &= bits - 1)
+            distinct[at++] = (T)(lo + 32 * w + (__ffs(bits) - 1));
+    }
+    __syncthreads();
+    for (u32 w = t; w < words; w += THREADS) bitmap[w] = 0;
+    __syncthreads();
+}
+
+// The distinct values of the n values in sorted[0..1024) (biased, padded with the
+// largest) ascending into sorted[0..d): a bitonic sort, then each value that differs
+// from the one before moves to its rank.
+template <int W>
+__device__ __forceinline__ void distinct_by_sorting(typename Symbol<W>::T* sorted, u32 n,
+                                                    u32* warp_sums, u32* d) {
+    typedef typename Symbol<W>::T T;
+    bitonic_sort(sorted);
+    T mine[ITEMS];
+    bool is_new[ITEMS];
+    u32 fresh = 0;
+#pragma unroll
+    for (u32 i = 0; i < ITEMS; ++i) {
+        const u32 j = ITEMS * threadIdx.x + i;
+        mine[i] = sorted[j];
+        is_new[i] = j < n && (j == 0 || sorted[j - 1] != mine[i]);
+        fresh += is_new[i];
+    }
+    // Every read of `sorted` above comes before the scan's barriers, every write after.
+    u32 rank = block_exclusive_sum(fresh, warp_sums, d);
+#pragma unroll
+    for (u32 i = 0; i < ITEMS; ++i)
+        if (is_new[i]) sorted[rank++] = mine[i];
+    __syncthreads();
 }
 
 template <int W>
@@ -155,28 +219,21 @@ __device__ void encode_block(const u8* in, const u64* block_in, const u16* block
     }
     block_min_max<1>(length_lo, length_hi, scratch);
 
-    // Distinct values: sorted, a value is new where it differs from the one before; the
-    // differences of consecutive distinct values (biased) give the dictionary's frame.
-    bitonic_sort(sorted);
-    u32 fresh = 0;
-    T mine[ITEMS];
-    bool is_new[ITEMS];
+    // The distinct values, ascending (biased), to the front of `sorted`, and d.
+    u32 d;
+    if (hi[0] - lo[0] < bitmap_bits(W)) {
+        distinct_by_bitmap<W>(values, n, lo[0], hi[0] - lo[0], sorted, words, warp_sums, &d);
+    } else {
+        distinct_by_sorting<W>(sorted, n, warp_sums, &d);
+    }
+    // The differences of consecutive distinct values (biased) give the dictionary's frame.
     u64 gap_lo[1] = {~0ull}, gap_hi[1] = {0};
-#pragma unroll
-    for (u32 i = 0; i < ITEMS; ++i) {
-        const u32 j = ITEMS * t + i;
-        mine[i] = sorted[j];
-        is_new[i] = j < n && (j == 0 || sorted[j - 1] != mine[i]);
-        fresh += is_new[i];
-        if (is_new[i] && j > 0) {
-            const u64 gap = (u64)(T)((T)(mine[i] - sorted[j - 1]) ^ (T)sign);
-            gap_lo[0] = min(gap_lo[0], gap);
-            gap_hi[0] = max(gap_hi[0], gap);
-        }
+    for (u32 k = t + 1; k < d; k += THREADS) {
+        const u64 gap = (u64)(T)((T)(sorted[k] - sorted[k - 1]) ^ (T)sign);
+        gap_lo[0] = min(gap_lo[0], gap);
+        gap_hi[0] = max(gap_hi[0], gap);
     }
     block_min_max<1>(gap_lo, gap_hi, scratch);
-    u32 d;
-    u32 rank = block_exclusive_sum(fresh, warp_sums, &d);
 
     // Every scheme's exact length (docs/FORMAT.md); every thread computes the same.
     const u32 b_values = bit_count(hi[0] - lo[0]);
@@ -197,13 +254,6 @@ __device__ void encode_block(const u8* in, const u64* block_in, const u16* block
         if (length[s] < length[scheme]) scheme = s;
     const u32 len = length[scheme];
 
-    if (scheme == 4) {
-        // The distinct values to the front of `sorted`, for the indices' lookups (every
-        // read of `sorted` above came before the block scan's barriers).
-#pragma unroll
-        for (u32 i = 0; i < ITEMS; ++i)
-            if (is_new[i]) sorted[rank++] = mine[i];
-    }
     // Fixed fields (thread 0), then the packed fields, each value's by its own thread.
     if (t == 0) {
         enc[0] = (u8)scheme;
