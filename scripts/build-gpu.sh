@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${1:-release}
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >> .git/info/exclude; }
+# The exclude file of this checkout (a linked worktree's .git is a file, not a folder).
+exclude=$(git rev-parse --git-path info/exclude)
+grep -qx '/.gpu/' "$exclude" 2>/dev/null || { mkdir -p "$(dirname "$exclude")"; echo '/.gpu/' >> "$exclude"; }
 rm -rf .gpu && mkdir -p .gpu
 # Test binaries whose name starts with gpu_ hold the GPU tests.
 cargo test --profile "$profile" --no-default-features --features parquet --no-run --message-format=json --test 'gpu_*' \

@@ -19,7 +19,7 @@ pub enum CodecId {
     /// gmatch's blocks format: independent raw Snappy streams with a size table (what
     /// containers store for `gmatch`).
     GmatchBlocks = 5,
-    /// Integers by frame of reference, delta, runs or dictionary, bit-packed.
+    /// Integers by frame of reference, delta, runs and dictionary, bit-packed.
     Intpack = 6,
 }
 
@@ -62,8 +62,9 @@ impl CodecId {
             | CodecId::GmatchRaw
             | CodecId::GmatchFramed
             | CodecId::GmatchBlocks
-            | CodecId::Bwt => true,
-            CodecId::Stored | CodecId::Intpack => false,
+            | CodecId::Bwt
+            | CodecId::Intpack => true,
+            CodecId::Stored => false,
         }
     }
 

@@ -43,6 +43,7 @@ pub fn kernel_builds() -> Vec<(crate::gpu::KernelSource, Vec<crate::gpu::Define>
     let mut builds = gmatch::gpu::launch::kernel_builds();
     builds.extend(lzss::gpu::launch::kernel_builds());
     builds.extend(bwt::gpu::launch::kernel_builds());
+    builds.extend(intpack::gpu::launch::kernel_builds());
     builds
 }
 

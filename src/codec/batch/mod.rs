@@ -111,7 +111,8 @@ impl Codec {
         // Input, scratch (gmatch: 6 bytes per input byte; lzss: 1), slots and output.
         let per_step = match self {
             Codec::Gmatch(_) => step * (1 + 6 + 1) + 2 * step,
-            Codec::Lzss(_) => step * 4,
+            // Input, a slot per block (a little over its values) and output.
+            Codec::Lzss(_) | Codec::Intpack(_) => step * 4,
             _ => return 0,
         };
         PIPELINE_LANES * per_step
@@ -248,13 +249,16 @@ impl Codec {
             Codec::Gmatch(format) => Box::new(gmatch::gpu::device::device_compress(
                 gpu, lane, *format, inputs,
             )?),
+            Codec::Intpack(params) => Box::new(intpack::gpu::device::device_compress(
+                gpu, lane, params, inputs,
+            )?),
             Codec::Bwt(_) => {
                 return Err(CodecError::invalid(
                     self.name(),
                     "no device-resident compressor: the stages after the transform run on the host",
                 ));
             }
-            Codec::Stored | Codec::Intpack(_) => {
+            Codec::Stored => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         })
@@ -263,7 +267,7 @@ impl Codec {
     /// Whether [`Self::device_compressor`] has a device-resident form of this codec (one
     /// whose every stage runs on the GPU).
     pub fn has_device_compressor(&self) -> bool {
-        matches!(self, Codec::Lzss(_) | Codec::Gmatch(_))
+        matches!(self, Codec::Lzss(_) | Codec::Gmatch(_) | Codec::Intpack(_))
     }
 
     fn compress_gpu(
@@ -279,9 +283,10 @@ impl Codec {
                 gmatch::gpu::compress::compress(gpu, *format, inputs, memory, sink)
             }
             Codec::Bwt(params) => bwt::gpu::compress::compress(gpu, params, inputs, memory, sink),
-            Codec::Stored | Codec::Intpack(_) => {
-                Err(CodecError::invalid(self.name(), "no GPU path"))
+            Codec::Intpack(params) => {
+                intpack::gpu::compress::compress(gpu, params, inputs, memory, sink)
             }
+            Codec::Stored => Err(CodecError::invalid(self.name(), "no GPU path")),
         }
     }
 
@@ -431,7 +436,12 @@ impl CodecId {
                     gpu, lane, streams, lens,
                 )?));
             }
-            CodecId::Stored | CodecId::Intpack => {
+            CodecId::Intpack => {
+                return Ok(Box::new(intpack::gpu::device::device_decompress(
+                    gpu, lane, streams, lens,
+                )?));
+            }
+            CodecId::Stored => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         };
@@ -477,7 +487,10 @@ impl CodecId {
             CodecId::Bwt => {
                 return bwt::gpu::decompress::decompress(gpu, inputs, lens, memory, sink);
             }
-            CodecId::Stored | CodecId::Intpack => {
+            CodecId::Intpack => {
+                return intpack::gpu::decompress::decompress(gpu, inputs, lens, memory, sink);
+            }
+            CodecId::Stored => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         };

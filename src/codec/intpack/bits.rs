@@ -31,27 +31,42 @@ fn low_bits(b: u32) -> u64 {
 /// assert_eq!(back, [1, 2, 3, 7]);
 /// # Ok::<(), colzip::codec::CodecError>(())
 /// ```
-pub fn pack(values: impl IntoIterator<Item = u64>, b: u32, out: &mut Vec<u8>) {
-    if b == 0 {
+pub fn pack<I>(values: I, b: u32, out: &mut Vec<u8>)
+where
+    I: IntoIterator<Item = u64>,
+    I::IntoIter: ExactSizeIterator,
+{
+    let values = values.into_iter();
+    let count = values.len();
+    if b == 0 || count == 0 {
         return;
     }
     let b = b.min(64);
     let mask = low_bits(b);
+    let bytes = packed_len(count, b);
+    let start = out.len();
+    // Whole words are written; the slack after the field is cut off at the end.
+    out.resize(start + bytes + 8, 0);
+    let field = &mut out[start..];
     // `acc` holds the `fill` bits not yet written, always fewer than 64.
     let mut acc = 0u64;
     let mut fill = 0u32;
-    for value in values {
+    let mut at = 0;
+    for value in values.take(count) {
         let value = value & mask;
         acc |= value << fill;
         fill += b;
         if fill >= 64 {
-            out.extend_from_slice(&acc.to_le_bytes());
+            field[at..at + 8].copy_from_slice(&acc.to_le_bytes());
+            at += 8;
             fill -= 64;
-            // The value's bits that did not fit in the word just written.
-            acc = if fill == 0 { 0 } else { value >> (b - fill) };
+            // The value's bits that did not fit in the word just written (none when
+            // it ended the word: a shift by b).
+            acc = value.checked_shr(b - fill).unwrap_or(0);
         }
     }
-    out.extend_from_slice(&acc.to_le_bytes()[..fill.div_ceil(8) as usize]);
+    field[at..at + 8].copy_from_slice(&acc.to_le_bytes());
+    out.truncate(start + bytes);
 }
 
 /// Unpacks `out.len()` values of `b` bits from `field`, which must hold at least

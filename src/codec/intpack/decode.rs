@@ -298,11 +298,13 @@ impl<T: Word> BlockDecoder<T> {
                 if total != n {
                     return Err("run lengths do not add up to the block's values");
                 }
-                let mut slots = out.chunks_exact_mut(T::BYTES);
+                let mut start = 0;
                 for (&value, &length) in self.values.iter().zip(&self.lengths) {
-                    for slot in slots.by_ref().take(length) {
+                    let end = start + length * T::BYTES;
+                    for slot in out[start..end].chunks_exact_mut(T::BYTES) {
                         value.store(slot);
                     }
+                    start = end;
                 }
             }
             Scheme::Dictionary => {

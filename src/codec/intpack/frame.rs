@@ -48,7 +48,7 @@ pub(crate) fn write_frame<T: Word>(
     out: &mut Vec<u8>,
     min: T,
     max: T,
-    biased: impl Iterator<Item = T>,
+    biased: impl ExactSizeIterator<Item = T>,
 ) {
     let b = frame_bits(min, max);
     out.push(b as u8);

@@ -32,6 +32,8 @@
 //! Values are `W`-byte integers with wrapping arithmetic; the lowest scheme wins a tie.
 //! [`scheme_lengths`] and [`choose_scheme`] are the normative choice, for the GPU's tests.
 //!
+//! [`gpu`] compresses and decompresses the same streams on the GPU.
+//!
 //! Speed (release, one core of the build machine): see `docs/FORMAT.md`. The encoder
 //! computes a scheme's exact length only where it can win (runs only when there are
 //! fewer runs than values; the dictionary only when its smallest possible length beats
@@ -51,6 +53,7 @@ mod bits;
 mod decode;
 mod encode;
 mod frame;
+pub mod gpu;
 mod scheme;
 #[cfg(test)]
 mod tests;

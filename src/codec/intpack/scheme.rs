@@ -153,30 +153,57 @@ pub(crate) const NOT_SHORTEST: usize = usize::MAX;
 /// with a bitmap of the range (at most 8 KiB) rather than by sorting.
 const BITMAP_RANGE: u64 = 1 << 16;
 
+/// Where the sorted distinct values of a measured block are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Distinct {
+    /// Not measured.
+    Unknown,
+    /// The block never descends: they are the run values.
+    Runs,
+    /// The bitmap of `value - min`.
+    Bitmap,
+    /// The sorted keys `value - min` (duplicates included).
+    Keys,
+    /// [`Analysis::dictionary`] (sorted and deduplicated while measuring).
+    Dictionary,
+}
+
 /// The encoder's analysis of one block, with the scratch it keeps between blocks. After
 /// [`Analysis::run`] the fields describe the block (values biased: sign bit flipped).
+///
+/// Each scheme's length follows from a few ranges: the values' (scheme 0), their
+/// differences' (1), the nonzero differences' (the run values' differences: 3), the run
+/// lengths' (2 and 3) and the sorted distinct values' differences (4). The first three
+/// come from two passes over the block; the run lengths and the distinct values are
+/// measured only when a lower bound of their schemes' length beats the shortest so far.
 pub(crate) struct Analysis<T: Word> {
     /// The block's values, biased.
     pub values: Vec<T>,
     pub min: T,
     pub max: T,
-    /// Biased minimum and maximum of the differences `v[j+1] - v[j]` (equal when none).
+    /// Biased minimum and maximum of the differences `v[j+1] - v[j]` (`MAX` and 0 when
+    /// there are none).
     pub delta_min: T,
     pub delta_max: T,
-    /// Runs: values (biased) and lengths; filled only when there are fewer runs than
-    /// values (`runs` is counted always).
+    /// The same of the nonzero differences: the differences of the run values.
+    pub step_min: T,
+    pub step_max: T,
+    /// Runs of equal values, and their lengths' range when measured.
     pub runs: usize,
-    pub run_values: Vec<T>,
-    pub run_lengths: Vec<u16>,
     pub run_length_min: u16,
     pub run_length_max: u16,
-    pub run_delta_min: T,
-    pub run_delta_max: T,
-    /// Distinct values, sorted (biased), and the biased minimum and maximum of their
-    /// differences; filled only when the dictionary was measured.
-    pub dictionary: Vec<T>,
+    /// Whether no value is below the one before it (signed order).
+    ascending: bool,
+    /// Distinct values: their count and the biased range of their differences.
+    pub distinct: usize,
     pub gap_min: T,
     pub gap_max: T,
+    found: Distinct,
+    /// The sorted distinct values (biased), once [`Self::build_dictionary`] ran.
+    pub dictionary: Vec<T>,
+    /// `value - min` of the block, sorted, and the radix sort's other buffer.
+    keys: Vec<u32>,
+    spare: Vec<u32>,
     /// The bitmap of `value - min` when the range is small, and each of its words' rank
     /// (distinct values before it); `bitmap_words` of it are in use (zero elsewhere).
     bitmap: Vec<u64>,
@@ -195,16 +222,19 @@ impl<T: Word> Analysis<T> {
             max: T::default(),
             delta_min: T::default(),
             delta_max: T::default(),
+            step_min: T::default(),
+            step_max: T::default(),
             runs: 0,
-            run_values: Vec::with_capacity(BLOCK_VALUES),
-            run_lengths: Vec::with_capacity(BLOCK_VALUES),
             run_length_min: 0,
             run_length_max: 0,
-            run_delta_min: T::default(),
-            run_delta_max: T::default(),
-            dictionary: Vec::with_capacity(BLOCK_VALUES),
+            ascending: true,
+            distinct: 0,
             gap_min: T::default(),
             gap_max: T::default(),
+            found: Distinct::Unknown,
+            dictionary: Vec::with_capacity(BLOCK_VALUES),
+            keys: Vec::with_capacity(BLOCK_VALUES),
+            spare: Vec::with_capacity(BLOCK_VALUES),
             bitmap: vec![0; (BITMAP_RANGE / 64) as usize],
             ranks: vec![0; (BITMAP_RANGE / 64) as usize],
             bitmap_words: 0,
@@ -217,108 +247,241 @@ impl<T: Word> Analysis<T> {
     pub fn run(&mut self, block: &[u8]) {
         self.bitmap[..self.bitmap_words].fill(0);
         self.bitmap_words = 0;
+        self.found = Distinct::Unknown;
+        self.dictionary.clear();
         self.values.clear();
         self.values
             .extend(block.chunks_exact(T::BYTES).map(|c| T::load(c).flip()));
         let n = self.values.len();
         let w = T::BYTES;
 
-        let (min, max) = min_max(&self.values);
-        (self.min, self.max) = (min, max);
-        let (delta_min, delta_max, runs) = deltas_and_runs(&self.values);
-        (self.delta_min, self.delta_max, self.runs) = (delta_min, delta_max, runs);
-        let b0 = frame_bits(min, max);
-        let b1 = frame_bits(delta_min, delta_max);
+        (self.min, self.max) = min_max(&self.values);
+        let steps = Steps::of(&self.values);
+        (self.delta_min, self.delta_max) = (steps.delta_min, steps.delta_max);
+        (self.step_min, self.step_max) = (steps.step_min, steps.step_max);
+        self.runs = steps.changes + 1;
+        self.ascending = steps.descents == 0;
+        let runs = self.runs;
+        let b0 = frame_bits(self.min, self.max);
+        let b1 = if n > 1 {
+            frame_bits(self.delta_min, self.delta_max)
+        } else {
+            0
+        };
+        let b_steps = if runs > 1 {
+            frame_bits(self.step_min, self.step_max)
+        } else {
+            0
+        };
         let mut lengths = [NOT_SHORTEST; SCHEMES];
         lengths[0] = 1 + frame_len(n, w, b0);
         lengths[1] = 1 + delta_frame_len(n, w, b1);
-        if runs < n {
-            self.collect_runs();
-            // The run values' minimum and maximum are the block's.
-            let lengths_frame = frame_len(
-                runs,
-                2,
-                frame_bits(self.run_length_min, self.run_length_max),
-            );
-            let b3 = frame_bits(self.run_delta_min, self.run_delta_max);
-            lengths[2] = 1 + 2 + frame_len(runs, w, b0) + lengths_frame;
-            lengths[3] = 1 + 2 + delta_frame_len(runs, w, b3) + lengths_frame;
-        } else {
-            // Every run is one value: the schemes 0 and 1 with 5 bytes more.
+        if runs == n {
+            // Every run is one value: schemes 0 and 1 with 5 bytes more.
             lengths[2] = lengths[0] + 5;
             lengths[3] = lengths[1] + 5;
+        } else {
+            // The run values' range is the block's and their differences are the
+            // nonzero ones; only the lengths' b is unknown, and it is at least 1 when
+            // r does not divide n (the lengths are not all equal).
+            let runs_frame = 1 + 2 + frame_len(runs, w, b0);
+            let runs_delta = 1 + 2 + delta_frame_len(runs, w, b_steps);
+            let lengths_floor = frame_len(runs, 2, u32::from(!n.is_multiple_of(runs)));
+            if runs_frame.min(runs_delta) + lengths_floor < lengths[0].min(lengths[1]) {
+                self.measure_run_lengths();
+                let lengths_frame = frame_len(
+                    runs,
+                    2,
+                    frame_bits(self.run_length_min, self.run_length_max),
+                );
+                lengths[2] = runs_frame + lengths_frame;
+                lengths[3] = runs_delta + lengths_frame;
+            }
         }
         let best = lengths[..4].iter().copied().min().unwrap_or(NOT_SHORTEST);
-        // The dictionary is at least its count, the first value and an empty frame
-        // (d = 1, no index bits): measured only when that could be shorter.
-        if 1 + 2 + delta_frame_len(1, w, 0) < best {
-            self.measure_dictionary();
-            let d = self.dictionary.len();
-            lengths[4] = 1
-                + 2
-                + delta_frame_len(d, w, frame_bits(self.gap_min, self.gap_max))
-                + packed_len(n, index_bits(d));
+        if let Some(length) = self.dictionary_length(best) {
+            lengths[4] = length;
         }
         self.lengths = lengths;
         self.scheme = choose_scheme(&lengths);
     }
 
-    /// Splits the values into runs: their values, lengths, and the ranges of the lengths
-    /// and of the run values' differences.
-    fn collect_runs(&mut self) {
-        self.run_values.clear();
-        self.run_lengths.clear();
-        let mut start = 0;
+    /// The range of the run lengths.
+    fn measure_run_lengths(&mut self) {
         let values = &self.values;
+        let (mut lo, mut hi) = (u16::MAX, 0u16);
+        let mut start = 0;
         for j in 1..values.len() {
             if values[j] != values[j - 1] {
-                self.run_values.push(values[j - 1]);
-                self.run_lengths.push((j - start) as u16);
+                let length = (j - start) as u16;
+                lo = lo.min(length);
+                hi = hi.max(length);
                 start = j;
             }
         }
-        self.run_values.push(values[values.len() - 1]);
-        self.run_lengths.push((values.len() - start) as u16);
-        let (lo, hi) = min_max(&self.run_lengths);
-        (self.run_length_min, self.run_length_max) = (lo, hi);
-        let (lo, hi, _) = deltas_and_runs(&self.run_values);
-        (self.run_delta_min, self.run_delta_max) = (lo, hi);
+        let last = (values.len() - start) as u16;
+        (self.run_length_min, self.run_length_max) = (lo.min(last), hi.max(last));
     }
 
-    /// The sorted distinct values and the range of their differences: from a bitmap of
-    /// `value - min` when the range is small, else by sorting.
-    fn measure_dictionary(&mut self) {
-        self.dictionary.clear();
+    /// The exact length of the dictionary encoding, or `None` when it cannot be shorter
+    /// than `best` (then it is not measured to the end). The distinct values are the run
+    /// values when the block never descends; else they are counted in a bitmap of
+    /// `value - min` when the range is small, else by sorting; their differences are
+    /// scanned last, stopping once their `b` makes the dictionary too long.
+    fn dictionary_length(&mut self, best: usize) -> Option<usize> {
+        let n = self.values.len();
+        let w = T::BYTES;
+        let length =
+            |d: usize, b: u32| 1 + 2 + delta_frame_len(d, w, b) + packed_len(n, index_bits(d));
+        // At least min(2, r) values, with no gap bits at best.
+        if length(self.runs.min(2), 0) >= best {
+            return None;
+        }
+        if self.ascending {
+            self.found = Distinct::Runs;
+            let d = self.runs;
+            (self.distinct, self.gap_min, self.gap_max) = (d, self.step_min, self.step_max);
+            let b = if d > 1 {
+                frame_bits(self.step_min, self.step_max)
+            } else {
+                0
+            };
+            return Some(length(d, b));
+        }
+        // Not ascending: at least two distinct values.
+        let d = self.count_distinct();
+        if length(d, 0) >= best {
+            return None;
+        }
+        // The gaps' frame may take `spare` bytes: `b <= 8 * spare / (d - 1)`.
+        let spare = best - 1 - length(d, 0);
+        let max_bits = 8 * spare / (d - 1);
+        let limit = if max_bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << max_bits) - 1
+        };
+        let (gap_min, gap_max) = self.scan_gaps(limit)?;
+        (self.distinct, self.gap_min, self.gap_max) = (d, gap_min, gap_max);
+        Some(length(d, frame_bits(gap_min, gap_max)))
+    }
+
+    /// Counts the distinct values of a block that is not ascending (so its range is not
+    /// 0), leaving them where [`Self::scan_gaps`] and the encoder find them.
+    fn count_distinct(&mut self) -> usize {
         let range = self.max.sub(self.min).to_u64();
+        let (min, values) = (self.min, &self.values);
         if range < BITMAP_RANGE {
+            self.found = Distinct::Bitmap;
             let words = (range / 64) as usize + 1;
             self.bitmap_words = words;
-            for &v in &self.values {
-                let offset = v.sub(self.min).to_u64() as usize;
-                self.bitmap[offset >> 6] |= 1 << (offset & 63);
-            }
-            for (index, &word) in self.bitmap[..words].iter().enumerate() {
-                self.ranks[index] = self.dictionary.len() as u16;
-                let mut rest = word;
-                while rest != 0 {
-                    let offset = (index * 64) as u64 + u64::from(rest.trailing_zeros());
-                    self.dictionary.push(self.min.add(T::from_u64(offset)));
-                    rest &= rest - 1;
+            if words == 1 {
+                // In a register: no store waits for the one before.
+                let mut word = 0u64;
+                for &v in values {
+                    word |= 1 << v.sub(min).to_u64();
+                }
+                self.bitmap[0] = word;
+            } else {
+                for &v in values {
+                    let offset = v.sub(min).to_u64() as usize;
+                    self.bitmap[offset >> 6] |= 1 << (offset & 63);
                 }
             }
+            self.bitmap[..words]
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum()
+        } else if range <= u64::from(u32::MAX) {
+            self.found = Distinct::Keys;
+            self.keys.clear();
+            self.keys
+                .extend(values.iter().map(|&v| v.sub(min).to_u64() as u32));
+            radix_sort(&mut self.keys, &mut self.spare, 64 - range.leading_zeros());
+            1 + self.keys.windows(2).filter(|p| p[0] != p[1]).count()
         } else {
-            self.dictionary.extend_from_slice(&self.values);
+            self.found = Distinct::Dictionary;
+            self.dictionary.extend_from_slice(values);
             self.dictionary.sort_unstable();
             self.dictionary.dedup();
+            self.dictionary.len()
         }
-        let (lo, hi, _) = deltas_and_runs(&self.dictionary);
-        (self.gap_min, self.gap_max) = (lo, hi);
     }
 
-    /// The index of biased value `v` in [`Self::dictionary`] (which must hold it).
+    /// The biased range of the differences of the sorted distinct values counted by
+    /// [`Self::count_distinct`], or `None` once that range exceeds `limit`.
+    fn scan_gaps(&self, limit: u64) -> Option<(T, T)> {
+        let mut gaps = Gaps::<T>::new(limit);
+        match self.found {
+            Distinct::Bitmap => {
+                for (index, &word) in self.bitmap[..self.bitmap_words].iter().enumerate() {
+                    let mut rest = word;
+                    while rest != 0 {
+                        gaps.add((index * 64) as u64 + u64::from(rest.trailing_zeros()))?;
+                        rest &= rest - 1;
+                    }
+                }
+            }
+            Distinct::Keys => {
+                for &key in &self.keys {
+                    gaps.add(u64::from(key))?;
+                }
+            }
+            _ => {
+                for &v in &self.dictionary {
+                    gaps.add(v.sub(self.min).to_u64())?;
+                }
+            }
+        }
+        Some((gaps.min, gaps.max))
+    }
+
+    /// Fills [`Self::dictionary`] with the sorted distinct values (the block must have
+    /// been measured: its scheme is the dictionary).
+    pub fn build_dictionary(&mut self) {
+        let min = self.min;
+        match self.found {
+            Distinct::Runs => {
+                // Ascending: the distinct values are the run values, in order.
+                self.dictionary.clear();
+                self.dictionary.extend_from_slice(&self.values);
+                self.dictionary.dedup();
+            }
+            Distinct::Unknown => {
+                self.dictionary.clear();
+                self.dictionary.extend_from_slice(&self.values);
+                self.dictionary.sort_unstable();
+                self.dictionary.dedup();
+            }
+            Distinct::Bitmap => {
+                self.dictionary.clear();
+                for (index, &word) in self.bitmap[..self.bitmap_words].iter().enumerate() {
+                    self.ranks[index] = self.dictionary.len() as u16;
+                    let mut rest = word;
+                    while rest != 0 {
+                        let offset = (index * 64) as u64 + u64::from(rest.trailing_zeros());
+                        self.dictionary.push(min.add(T::from_u64(offset)));
+                        rest &= rest - 1;
+                    }
+                }
+            }
+            Distinct::Keys => {
+                self.dictionary.clear();
+                self.keys.dedup();
+                self.dictionary.extend(
+                    self.keys
+                        .iter()
+                        .map(|&k| min.add(T::from_u64(u64::from(k)))),
+                );
+            }
+            Distinct::Dictionary => {}
+        }
+    }
+
+    /// The index of biased value `v` in [`Self::dictionary`] (built, and holding it).
     #[inline]
     pub fn index_of(&self, v: T) -> usize {
-        if self.bitmap_words > 0 {
+        if self.found == Distinct::Bitmap {
             let offset = v.sub(self.min).to_u64() as usize;
             let word = self.bitmap[offset >> 6];
             let below = word & ((1u64 << (offset & 63)) - 1);
@@ -326,6 +489,132 @@ impl<T: Word> Analysis<T> {
         } else {
             self.dictionary.binary_search(&v).unwrap_or(0)
         }
+    }
+}
+
+/// Ranges of a block's differences, from one pass.
+struct Steps<T> {
+    /// Biased range of all differences, and of the nonzero ones.
+    delta_min: T,
+    delta_max: T,
+    step_min: T,
+    step_max: T,
+    /// Differences that are not 0 (run boundaries), and values below their predecessor.
+    changes: usize,
+    descents: usize,
+}
+
+impl<T: Word> Steps<T> {
+    #[inline]
+    fn of(values: &[T]) -> Self {
+        let (mut delta_min, mut delta_max) = (T::MAX, T::default());
+        let (mut zeros, mut descents) = (0usize, 0usize);
+        let zero = T::default().flip();
+        for (&a, &b) in values.iter().zip(values.iter().skip(1)) {
+            let d = b.sub(a).flip();
+            delta_min = delta_min.min(d);
+            delta_max = delta_max.max(d);
+            zeros += usize::from(d == zero);
+            descents += usize::from(b < a);
+        }
+        let changes = values.len().saturating_sub(1) - zeros;
+        // Without a zero difference the nonzero ones are all of them.
+        let (step_min, step_max) = if zeros == 0 {
+            (delta_min, delta_max)
+        } else {
+            let (mut lo, mut hi) = (T::MAX, T::default());
+            for (&a, &b) in values.iter().zip(values.iter().skip(1)) {
+                if a != b {
+                    let d = b.sub(a).flip();
+                    lo = lo.min(d);
+                    hi = hi.max(d);
+                }
+            }
+            (lo, hi)
+        };
+        Steps {
+            delta_min,
+            delta_max,
+            step_min,
+            step_max,
+            changes,
+            descents,
+        }
+    }
+}
+
+/// Follows sorted offsets from the block's minimum (duplicates skipped), keeping the
+/// biased range of the differences between consecutive distinct ones; `add` gives `None`
+/// once that range exceeds `limit`.
+struct Gaps<T> {
+    first: bool,
+    last: u64,
+    min: T,
+    max: T,
+    limit: u64,
+}
+
+impl<T: Word> Gaps<T> {
+    fn new(limit: u64) -> Self {
+        Gaps {
+            first: true,
+            last: 0,
+            min: T::MAX,
+            max: T::default(),
+            limit,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, offset: u64) -> Option<()> {
+        if self.first {
+            self.first = false;
+        } else {
+            if offset == self.last {
+                return Some(());
+            }
+            let gap = T::from_u64(offset - self.last).flip();
+            self.min = self.min.min(gap);
+            self.max = self.max.max(gap);
+            if self.max.sub(self.min).to_u64() > self.limit {
+                return None;
+            }
+        }
+        self.last = offset;
+        Some(())
+    }
+}
+
+/// Sorts `keys` (each below `2^bits`) by least significant digit first, 8 bits a pass;
+/// `spare` is the other buffer. A pass whose digit is the same for every key is skipped.
+fn radix_sort(keys: &mut Vec<u32>, spare: &mut Vec<u32>, bits: u32) {
+    let passes = bits.div_ceil(8) as usize;
+    let mut counts = [[0u32; 256]; 4];
+    for &key in keys.iter() {
+        for (pass, count) in counts.iter_mut().enumerate().take(passes) {
+            count[((key >> (8 * pass)) & 255) as usize] += 1;
+        }
+    }
+    spare.clear();
+    spare.resize(keys.len(), 0);
+    let n = keys.len() as u32;
+    for (pass, count) in counts.iter_mut().enumerate().take(passes) {
+        let shift = 8 * pass;
+        if count[((keys[0] >> shift) & 255) as usize] == n {
+            continue;
+        }
+        let mut at = 0u32;
+        for slot in count.iter_mut() {
+            let c = *slot;
+            *slot = at;
+            at += c;
+        }
+        for &key in keys.iter() {
+            let digit = ((key >> shift) & 255) as usize;
+            spare[count[digit] as usize] = key;
+            count[digit] += 1;
+        }
+        std::mem::swap(keys, spare);
     }
 }
 
@@ -339,26 +628,4 @@ fn min_max<T: Copy + Ord>(values: &[T]) -> (T, T) {
         hi = hi.max(v);
     }
     (lo, hi)
-}
-
-/// The biased minimum and maximum of the differences of consecutive values (both 0 with
-/// fewer than two values), and the number of runs of equal values.
-#[inline]
-fn deltas_and_runs<T: Word>(values: &[T]) -> (T, T, usize) {
-    let Some((&first, rest)) = values.split_first() else {
-        return (T::default(), T::default(), 0);
-    };
-    let Some(&second) = rest.first() else {
-        return (T::default(), T::default(), 1);
-    };
-    let mut lo = second.sub(first).flip();
-    let mut hi = lo;
-    let mut changes = 0usize;
-    for (&a, &b) in values.iter().zip(rest) {
-        let d = b.sub(a).flip();
-        lo = lo.min(d);
-        hi = hi.max(d);
-        changes += usize::from(a != b);
-    }
-    (lo, hi, changes + 1)
 }

@@ -592,3 +592,26 @@ fn mutated_streams_never_panic() {
     // Flips inside packed fields decode to other values: some mutations must decode.
     assert!(decoded > 0);
 }
+
+/// The dictionary's distinct values are found four ways (a one-word bitmap, a bitmap of
+/// the range, radix-sorted offsets, sorted values): each gives the reference's bytes.
+#[test]
+fn dictionary_is_built_by_every_route() {
+    let mut rng = Rng(8);
+    for (width, palette) in [
+        (1u8, vec![0i64, 5, 63]),
+        (8, vec![0, 5, 63]),
+        (2, vec![0, 1000, 60_000]),
+        (4, vec![-7, 1000, 60_000]),
+        (8, vec![0, 1_000_000, 4_000_000_000]),
+        (4, vec![-1_000_000_000, 0, 1_000_000_000]),
+        (8, vec![0, 1 << 40, -(1 << 40)]),
+    ] {
+        let values: Vec<i64> = (0..1000)
+            .map(|_| palette[rng.below(palette.len() as u64) as usize])
+            .collect();
+        let (scheme, block) = only_scheme(&values, width);
+        assert_eq!(scheme, Scheme::Dictionary, "W={width} {palette:?}");
+        assert_eq!(&block[1..3], &[3, 0]);
+    }
+}

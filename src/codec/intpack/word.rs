@@ -14,6 +14,8 @@ pub(crate) trait Word: Copy + Ord + Default + Debug + Send + Sync + 'static {
     const BITS: u32;
     /// The sign bit: `value ^ SIGN` is the biased value.
     const SIGN: Self;
+    /// All ones.
+    const MAX: Self;
 
     /// The value in the first `BYTES` bytes of `bytes`, little-endian.
     fn load(bytes: &[u8]) -> Self;
@@ -36,6 +38,7 @@ macro_rules! word {
             const BYTES: usize = std::mem::size_of::<$t>();
             const BITS: u32 = <$t>::BITS;
             const SIGN: Self = 1 << (<$t>::BITS - 1);
+            const MAX: Self = <$t>::MAX;
 
             #[inline(always)]
             fn load(bytes: &[u8]) -> Self {
