@@ -52,6 +52,8 @@ pub enum Suite {
     Gmatch,
     /// `bwt` on the column as one buffer, and `bzip2 -9`.
     Bwt,
+    /// `intpack` on the column as one buffer, its width the column's.
+    Intpack,
 }
 
 impl Suite {
@@ -61,6 +63,7 @@ impl Suite {
             Suite::Lzss => (grid, grid),
             Suite::Gmatch => (GMATCH_ROWS / 2, GMATCH_ROWS / 2),
             Suite::Bwt => (1, 2),
+            Suite::Intpack => (1, 1),
         };
         gpu_rows + if cpu { cpu_rows } else { 0 }
     }
@@ -74,8 +77,9 @@ impl std::str::FromStr for Suite {
             "lzss" => Ok(Suite::Lzss),
             "gmatch" => Ok(Suite::Gmatch),
             "bwt" => Ok(Suite::Bwt),
+            "intpack" => Ok(Suite::Intpack),
             other => Err(Error::format(format!(
-                "unknown benchmark suite '{other}' (expected lzss, gmatch or bwt)"
+                "unknown benchmark suite '{other}' (expected lzss, gmatch, bwt or intpack)"
             ))),
         }
     }
@@ -158,6 +162,18 @@ pub fn plain_columns(table: Table, sf: f64, only: Option<&[String]>) -> Result<V
     Ok(columns)
 }
 
+/// The integer columns the intpack suite measures when no columns are named: lineitem's
+/// keys, quantities, prices, discounts and dates (issue 19's table).
+pub const INTPACK_COLUMNS: [&str; 7] = [
+    "l_quantity",
+    "l_shipdate",
+    "l_orderkey",
+    "l_extendedprice",
+    "l_partkey",
+    "l_suppkey",
+    "l_discount",
+];
+
 /// A column to measure and the suites that measure it.
 #[derive(Clone, Debug)]
 pub struct Planned {
@@ -186,12 +202,17 @@ pub fn tpch_plan(sf: f64, named: Option<&[String]>, suites: &[Suite]) -> Result<
                     wants.push((table, Some(name.as_str()), suite));
                 }
             }
-            (None, Some(Suite::Bwt)) => {
-                for name in BWT_COLUMNS {
+            (None, Some(suite @ (Suite::Bwt | Suite::Intpack))) => {
+                let names: &[&str] = if suite == Suite::Bwt {
+                    &BWT_COLUMNS
+                } else {
+                    &INTPACK_COLUMNS
+                };
+                for &name in names {
                     wants.push((
                         Table::of_column(name).expect("a TPC-H column"),
                         Some(name),
-                        suite,
+                        Some(suite),
                     ));
                 }
             }
@@ -463,6 +484,9 @@ pub fn run(config: &Config, on_event: &mut dyn FnMut(Event<'_>)) -> Result<Vec<B
         }
         if suites.contains(&Suite::Bwt) {
             rows::bwt(gpu, config, column, &mut emit)?;
+        }
+        if suites.contains(&Suite::Intpack) {
+            rows::intpack(gpu, config, column, &mut emit)?;
         }
     }
     Ok(rows)

@@ -5,6 +5,7 @@ use rayon::prelude::*;
 use super::measure::{Figures, cpu_row, gpu_decode_row, gpu_row, median_seconds};
 use super::{BenchRow, Config, PlainColumn, codec_name};
 use crate::codec::bwt::BwtParams;
+use crate::codec::intpack::IntpackParams;
 use crate::codec::lzss::LzssParams;
 use crate::codec::{Codec, CodecId, Direction, Placement, SnappyFormat};
 use crate::gpu::Gpu;
@@ -219,6 +220,25 @@ pub(super) fn lzss(
         column,
         &name,
         &Codec::Lzss(*params),
+        &[&column.bytes[..]],
+        emit,
+    )
+}
+
+/// The intpack suite of one column (the column as one buffer, values of its width).
+pub(super) fn intpack(
+    gpu: &'static Gpu,
+    config: &Config,
+    column: &PlainColumn,
+    emit: &mut dyn FnMut(BenchRow),
+) -> Result<()> {
+    let codec = Codec::Intpack(IntpackParams::for_type_width(column.width));
+    pair(
+        gpu,
+        config,
+        column,
+        "intpack",
+        &codec,
         &[&column.bytes[..]],
         emit,
     )

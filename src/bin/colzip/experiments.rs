@@ -74,12 +74,14 @@ pub struct BenchArgs {
     /// peers such as ../shared/tools/peers.py on the same bytes)
     #[arg(long)]
     write_columns: Option<PathBuf>,
-    /// Suites to run: lzss, gmatch, bwt (`none` with --write-columns: only write the files)
+    /// Suites to run: lzss, gmatch, bwt, intpack (`none` with --write-columns: only write
+    /// the files)
     #[arg(long, value_delimiter = ',', default_value = "lzss,gmatch")]
     suites: Vec<String>,
     /// Comma-separated TPC-H columns of any table (l_comment, o_comment, ...) [default:
     /// lzss and gmatch: lineitem's fixed-width plain columns; bwt: l_comment, o_comment,
-    /// ps_comment, p_name, l_shipinstruct]
+    /// ps_comment, p_name, l_shipinstruct; intpack: l_quantity, l_shipdate, l_orderkey,
+    /// l_extendedprice, l_partkey, l_suppkey, l_discount]
     #[arg(long)]
     columns: Option<String>,
     /// Symbol widths S of the grid
