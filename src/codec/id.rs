@@ -19,6 +19,8 @@ pub enum CodecId {
     /// gmatch's blocks format: independent raw Snappy streams with a size table (what
     /// containers store for `gmatch`).
     GmatchBlocks = 5,
+    /// Integers by frame of reference, delta, runs and dictionary, bit-packed.
+    Intpack = 6,
 }
 
 impl CodecId {
@@ -31,11 +33,13 @@ impl CodecId {
             3 => CodecId::GmatchFramed,
             4 => CodecId::Bwt,
             5 => CodecId::GmatchBlocks,
+            6 => CodecId::Intpack,
             _ => return None,
         })
     }
 
-    /// The short name (`stored`, `lzss`, `gmatch`, `gmatch:raw`, `gmatch:framed`, `bwt`).
+    /// The short name (`stored`, `lzss`, `gmatch`, `gmatch:raw`, `gmatch:framed`, `bwt`,
+    /// `intpack`).
     pub fn name(self) -> &'static str {
         match self {
             CodecId::Stored => "stored",
@@ -44,13 +48,15 @@ impl CodecId {
             CodecId::GmatchFramed => "gmatch:framed",
             CodecId::Bwt => "bwt",
             CodecId::GmatchBlocks => "gmatch",
+            CodecId::Intpack => "intpack",
         }
     }
 
     /// Whether the codec has a GPU path in `direction`: the batched calls run it on the
     /// GPU when their [`Placement`] says so. The others run on the CPU whatever the
-    /// backend. (Every codec but `stored` has one in both directions; `bwt` compresses
-    /// with its transform on the GPU and the stages after it on the host's cores.)
+    /// backend. (Every codec but `stored` and `intpack` has one in both directions; `bwt`
+    /// compresses with its transform on the GPU and the stages after it on the host's
+    /// cores; `intpack` runs on the CPU until its kernels land.)
     pub fn has_gpu_path(self, _direction: Direction) -> bool {
         match self {
             CodecId::Lzss
@@ -58,7 +64,7 @@ impl CodecId {
             | CodecId::GmatchFramed
             | CodecId::GmatchBlocks
             | CodecId::Bwt => true,
-            CodecId::Stored => false,
+            CodecId::Stored | CodecId::Intpack => false,
         }
     }
 

@@ -8,7 +8,7 @@ use arrow::datatypes::DataType;
 
 use super::plain::PartRole;
 use super::{CompressedNode, CompressedPart};
-use crate::codec::{CodecId, bwt, gmatch, lzss};
+use crate::codec::{CodecId, bwt, gmatch, intpack, lzss};
 use crate::{Error, Result};
 
 /// Checks `node` (and its children) as the node of a `data_type` array.
@@ -191,5 +191,6 @@ fn stream_claim(codec: CodecId, stream: &[u8]) -> Result<u64> {
         CodecId::GmatchFramed => gmatch::framed_output_len(stream)?,
         CodecId::GmatchBlocks => gmatch::blocks_output_len(stream)?,
         CodecId::Bwt => bwt::decompressed_len(stream)?,
+        CodecId::Intpack => intpack::decompressed_len(stream)? as u64,
     })
 }

@@ -8,6 +8,7 @@ use super::super::bwt;
 use super::super::error::{CodecError, Result};
 use super::super::gmatch;
 use super::super::id::CodecId;
+use super::super::intpack;
 use super::super::lzss;
 use super::super::spec::SnappyFormat;
 use super::{Codec, Packed};
@@ -22,6 +23,7 @@ fn compress_one(codec: &Codec, input: &[u8]) -> Result<Vec<u8>> {
         Codec::Gmatch(SnappyFormat::Framed) => gmatch::compress_framed(input),
         Codec::Gmatch(SnappyFormat::Blocks) => gmatch::compress_blocks(input),
         Codec::Bwt(params) => bwt::compress(input, params),
+        Codec::Intpack(params) => intpack::try_compress(input, params)?,
     })
 }
 
@@ -67,6 +69,8 @@ fn decompress_one(codec: CodecId, stream: &[u8], out: &mut [u8]) -> Result<()> {
             Ok(())
         }
         CodecId::GmatchBlocks => gmatch::decompress_blocks_into(stream, out),
+        // The header's length is checked against `out` before anything is decoded.
+        CodecId::Intpack => intpack::decompress_into(stream, out),
         _ => {
             let decoded = decompress_owned(codec, stream, out.len())?;
             out.copy_from_slice(&decoded);
@@ -88,6 +92,9 @@ pub(super) fn decompress_owned(codec: CodecId, stream: &[u8], expected: usize) -
         CodecId::GmatchRaw => gmatch::decompress_raw_with_limit(stream, expected)?,
         CodecId::GmatchFramed => gmatch::decompress_framed_with_limit(stream, expected)?,
         CodecId::Bwt => bwt::decompress_with_limit(stream, expected)?,
+        // The size table is checked against the stream and the claim against `expected`
+        // before the output grows, step by step as blocks decode.
+        CodecId::Intpack => intpack::decompress(stream, expected)?,
     };
     if decoded.len() != expected {
         return Err(wrong_len(codec, decoded.len(), expected));

@@ -43,6 +43,7 @@ use super::bwt::{self, BwtParams};
 use super::error::{CodecError, Result};
 use super::gmatch;
 use super::id::CodecId;
+use super::intpack::{self, IntpackParams};
 use super::lzss::{self, LzssParams};
 use super::placement::{Direction, Placement};
 use super::spec::SnappyFormat;
@@ -68,6 +69,7 @@ pub enum Codec {
     Lzss(LzssParams),
     Gmatch(SnappyFormat),
     Bwt(BwtParams),
+    Intpack(IntpackParams),
 }
 
 impl Codec {
@@ -80,6 +82,7 @@ impl Codec {
             Codec::Gmatch(SnappyFormat::Framed) => CodecId::GmatchFramed,
             Codec::Gmatch(SnappyFormat::Blocks) => CodecId::GmatchBlocks,
             Codec::Bwt(_) => CodecId::Bwt,
+            Codec::Intpack(_) => CodecId::Intpack,
         }
     }
 
@@ -96,6 +99,7 @@ impl Codec {
             }
             Codec::Gmatch(SnappyFormat::Blocks) => gmatch::max_blocks_len(len),
             Codec::Bwt(params) => bwt::max_compressed_len(len, params),
+            Codec::Intpack(params) => intpack::max_compressed_len(len, params),
         }
     }
 
@@ -220,7 +224,7 @@ impl Codec {
                     "no device-resident compressor: the stages after the transform run on the host",
                 ));
             }
-            Codec::Stored => {
+            Codec::Stored | Codec::Intpack(_) => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         })
@@ -245,7 +249,9 @@ impl Codec {
                 gmatch::gpu::compress::compress(gpu, *format, inputs, memory, sink)
             }
             Codec::Bwt(params) => bwt::gpu::compress::compress(gpu, params, inputs, memory, sink),
-            Codec::Stored => Err(CodecError::invalid(self.name(), "no GPU path")),
+            Codec::Stored | Codec::Intpack(_) => {
+                Err(CodecError::invalid(self.name(), "no GPU path"))
+            }
         }
     }
 
@@ -395,7 +401,7 @@ impl CodecId {
                     gpu, lane, streams, lens,
                 )?));
             }
-            CodecId::Stored => {
+            CodecId::Stored | CodecId::Intpack => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         };
@@ -422,7 +428,7 @@ impl CodecId {
             CodecId::Bwt => {
                 return bwt::gpu::decompress::decompress(gpu, inputs, lens, memory, sink);
             }
-            CodecId::Stored => {
+            CodecId::Stored | CodecId::Intpack => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
         };
