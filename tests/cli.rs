@@ -203,7 +203,7 @@ fn bad_option_values_exit_2_naming_the_choices() {
     let cases: [(&[&str], &str); 7] = [
         (
             &["compress", input, "--codec", "zip"],
-            "(expected auto, lzss, gmatch, bwt or stored)",
+            "(expected auto, lzss, gmatch, bwt, intpack or stored)",
         ),
         (&["compress", input, "--type", "int7"], "utf8-lines"),
         (

@@ -38,7 +38,8 @@ impl CodecId {
         })
     }
 
-    /// The short name (`stored`, `lzss`, `gmatch`, `gmatch:raw`, `gmatch:framed`, `bwt`).
+    /// The short name (`stored`, `lzss`, `gmatch`, `gmatch:raw`, `gmatch:framed`, `bwt`,
+    /// `intpack`).
     pub fn name(self) -> &'static str {
         match self {
             CodecId::Stored => "stored",

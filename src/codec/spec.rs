@@ -6,10 +6,12 @@
 //! assert_eq!(spec.to_string(), "lzss:s=2,w=128,c=2048");
 //! assert_eq!("gmatch".parse::<CodecSpec>().unwrap().to_string(), "gmatch");
 //! assert_eq!("gmatch:raw".parse::<CodecSpec>().unwrap().to_string(), "gmatch:raw");
+//! assert_eq!("intpack:w=4".parse::<CodecSpec>().unwrap().to_string(), "intpack:w=4");
 //! assert!("lzss:s=3".parse::<CodecSpec>().is_err());
 //! ```
 //!
-//! A spec leaves parameters that depend on the data open (lzss's symbol width);
+//! A spec leaves parameters that depend on the data open (lzss's symbol width,
+//! intpack's value width);
 //! [`CodecSpec::settle`] fixes them and gives the [`Codec`] the batched calls run.
 
 use std::fmt;
@@ -20,6 +22,7 @@ use super::bwt::{self, BwtParams};
 use super::error::{CodecError, Result};
 use super::gmatch;
 use super::id::CodecId;
+use super::intpack::{self, IntpackParams};
 use super::lzss::{self, LzssParams};
 use super::placement::Placement;
 
@@ -51,6 +54,9 @@ pub enum CodecSpec {
     Gmatch(SnappyFormat),
     /// BWT + move-to-front + Huffman.
     Bwt(BwtParams),
+    /// Integers by frame of reference, delta, runs and dictionary, bit-packed; `width:
+    /// None` takes the value width from the data type.
+    Intpack { width: Option<u8> },
 }
 
 impl CodecSpec {
@@ -63,6 +69,7 @@ impl CodecSpec {
             CodecSpec::Gmatch(SnappyFormat::Framed) => CodecId::GmatchFramed,
             CodecSpec::Gmatch(SnappyFormat::Blocks) => CodecId::GmatchBlocks,
             CodecSpec::Bwt(_) => CodecId::Bwt,
+            CodecSpec::Intpack { .. } => CodecId::Intpack,
         }
     }
 
@@ -73,6 +80,7 @@ impl CodecSpec {
             CodecSpec::Lzss { .. } => lzss::NAME,
             CodecSpec::Gmatch(_) => gmatch::NAME,
             CodecSpec::Bwt(_) => bwt::NAME,
+            CodecSpec::Intpack { .. } => intpack::NAME,
         }
     }
 
@@ -96,7 +104,8 @@ impl CodecSpec {
 
     /// The codec with its parameters settled for data of `type_width` bytes per value
     /// (1 for plain bytes), judged on `sample` where the spec leaves them open (lzss's
-    /// symbol width).
+    /// symbol width; intpack's value width is the largest of 8, 4, 2 and 1 dividing
+    /// `type_width`).
     pub fn settle(&self, type_width: usize, sample: &[u8]) -> Result<Codec> {
         Ok(match *self {
             CodecSpec::Stored => Codec::Stored,
@@ -109,6 +118,10 @@ impl CodecSpec {
             }
             CodecSpec::Gmatch(format) => Codec::Gmatch(format),
             CodecSpec::Bwt(params) => Codec::Bwt(params),
+            CodecSpec::Intpack { width } => Codec::Intpack(match width {
+                Some(width) => IntpackParams::new(width)?,
+                None => IntpackParams::for_type_width(type_width),
+            }),
         })
     }
 
@@ -152,6 +165,8 @@ impl fmt::Display for CodecSpec {
             CodecSpec::Gmatch(SnappyFormat::Raw) => write!(f, "gmatch:raw"),
             CodecSpec::Gmatch(SnappyFormat::Framed) => write!(f, "gmatch:framed"),
             CodecSpec::Bwt(params) => write!(f, "bwt:block={}", params.block_size),
+            CodecSpec::Intpack { width: None } => write!(f, "intpack"),
+            CodecSpec::Intpack { width: Some(w) } => write!(f, "intpack:w={w}"),
         }
     }
 }
@@ -270,8 +285,29 @@ impl FromStr for CodecSpec {
                 }
                 Ok(CodecSpec::Bwt(params))
             }
+            "intpack" => {
+                let mut width = None;
+                for (key, value) in options {
+                    match (key, value) {
+                        ("w", Some("auto")) => width = None,
+                        ("w", Some(value)) => {
+                            let w = value.parse().map_err(|_| {
+                                fail(format!("w must be 1, 2, 4, 8 or auto, got '{value}'"))
+                            })?;
+                            IntpackParams::new(w).map_err(invalid)?;
+                            width = Some(w);
+                        }
+                        _ => {
+                            return Err(fail(format!(
+                                "unknown intpack option '{key}' (expected w=1|2|4|8)"
+                            )));
+                        }
+                    }
+                }
+                Ok(CodecSpec::Intpack { width })
+            }
             other => Err(fail(format!(
-                "unknown codec '{other}' (expected lzss, gmatch, bwt or stored)"
+                "unknown codec '{other}' (expected lzss, gmatch, bwt, intpack or stored)"
             ))),
         }
     }
@@ -292,6 +328,9 @@ mod tests {
             ("gmatch:blocks", "gmatch"),
             ("snappy", "gmatch"),
             ("bwt:block=1m", "bwt:block=1048576"),
+            ("intpack", "intpack"),
+            ("intpack:w=4", "intpack:w=4"),
+            ("INTPACK:w=auto", "intpack"),
             ("none", "stored"),
         ] {
             let spec: CodecSpec = text.parse().unwrap();
@@ -311,9 +350,32 @@ mod tests {
             "gmatch:fast",
             "bwt:block=x",
             "lzss:level=9",
+            "intpack:w=3",
+            "intpack:w=x",
+            "intpack:s=4",
+            "intpack:w",
         ] {
             let err = bad.parse::<CodecSpec>().unwrap_err().to_string();
             assert!(err.contains(bad), "{err}");
         }
+    }
+
+    #[test]
+    fn intpack_takes_its_width_from_the_type() {
+        let spec: CodecSpec = "intpack".parse().unwrap();
+        for (type_width, width) in [(1, 1), (2, 2), (4, 4), (8, 8), (16, 8), (12, 4), (3, 1)] {
+            assert_eq!(
+                spec.settle(type_width, &[]).unwrap(),
+                Codec::Intpack(IntpackParams { width }),
+                "type width {type_width}"
+            );
+        }
+        let fixed: CodecSpec = "intpack:w=2".parse().unwrap();
+        assert_eq!(
+            fixed.settle(8, &[]).unwrap(),
+            Codec::Intpack(IntpackParams { width: 2 })
+        );
+        assert_eq!(fixed.id(), CodecId::Intpack);
+        assert_eq!(fixed.family(), "intpack");
     }
 }

@@ -8,10 +8,10 @@ use datafusion::logical_expr::{DocSection, Documentation};
 const SECTION: DocSection = DocSection {
     include: true,
     label: "colzip",
-    description: Some("Compression of columns with colzip's codecs (lzss, gmatch, bwt)"),
+    description: Some("Compression of columns with colzip's codecs (lzss, gmatch, bwt, intpack)"),
 };
 
-const CODEC: &str = "A string literal: auto, lzss[:s=..,w=..,c=..], gmatch[:raw|framed], bwt[:block=SIZE] or stored.";
+const CODEC: &str = "A string literal: auto, lzss[:s=..,w=..,c=..], gmatch[:raw|framed], bwt[:block=SIZE], intpack[:w=1|2|4|8] or stored.";
 
 fn built(
     cell: &'static OnceLock<Documentation>,
