@@ -1,14 +1,17 @@
 //! # colzip
 //!
 //! Compresses typed Apache Arrow columns with three codecs from the GPU compression
-//! literature, each with a CPU implementation that defines its format:
+//! literature and one for integers, each with a CPU implementation that defines its
+//! format:
 //!
 //! - **lzss**: multi-byte LZSS after GPULZ (symbols of 1/2/4/8 bytes, window ≤ 255
 //!   symbols, independent chunks);
 //! - **gmatch**: G-match, an LZ77 in two parallel passes whose output is the Snappy
 //!   format, so every Snappy reader decodes it;
 //! - **bwt**: Burrows–Wheeler transform + move-to-front + zero-run + Huffman coding with
-//!   gap arrays for parallel decoding, for string columns.
+//!   gap arrays for parallel decoding, for string columns;
+//! - **intpack**: integers in blocks of 1024 by frame of reference, delta, runs or
+//!   dictionary, bit-packed.
 //!
 //! Layers, from the bottom: [`codec`] (bytes), [`column`](mod@column) (Arrow arrays and the
 //! container), [`archive`] (files of many columns), [`tpch`] (the TPC-H column

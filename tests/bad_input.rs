@@ -37,7 +37,7 @@ fn is_bad_input(error: &Error) -> bool {
 #[test]
 fn truncated_containers_are_errors() {
     for array in sample_columns() {
-        for codec in ["lzss", "gmatch", "bwt:block=64k", "auto"] {
+        for codec in ["lzss", "gmatch", "bwt:block=64k", "intpack", "auto"] {
             let bytes = column::compress(array.as_ref(), &codec.parse().unwrap())
                 .unwrap()
                 .to_bytes()
@@ -56,7 +56,7 @@ fn truncated_containers_are_errors() {
 #[test]
 fn flipped_bits_are_errors() {
     for array in sample_columns() {
-        for codec in ["lzss", "gmatch", "bwt:block=64k"] {
+        for codec in ["lzss", "gmatch", "bwt:block=64k", "intpack"] {
             let bytes = column::compress(array.as_ref(), &codec.parse().unwrap())
                 .unwrap()
                 .to_bytes()
@@ -82,7 +82,7 @@ fn flipped_bits_are_errors() {
 #[test]
 fn damage_behind_a_valid_crc_is_an_error_or_the_original() {
     for array in sample_columns() {
-        for codec in ["lzss", "gmatch", "bwt:block=64k", "stored"] {
+        for codec in ["lzss", "gmatch", "bwt:block=64k", "intpack", "stored"] {
             let compressed = column::compress(array.as_ref(), &codec.parse().unwrap()).unwrap();
             let bytes = compressed.to_bytes().unwrap();
             for pos in 5..bytes.len() - 4 {
@@ -531,7 +531,13 @@ fn info_verified_checks_what_info_does_not() {
 #[test]
 fn codec_refusals_have_their_kinds() {
     let array: ArrayRef = Arc::new(Int32Array::from_iter_values((0..5000).map(|i| i / 7)));
-    for codec in ["lzss", "gmatch", "gmatch:framed", "bwt:block=64k"] {
+    for codec in [
+        "lzss",
+        "gmatch",
+        "gmatch:framed",
+        "bwt:block=64k",
+        "intpack",
+    ] {
         let column = column::compress(array.as_ref(), &codec.parse().unwrap()).unwrap();
         let part = &column.root().parts[0];
         let id = part.codec;
@@ -545,9 +551,9 @@ fn codec_refusals_have_their_kinds() {
         damaged[last] ^= 0x55;
         match id.decompress(&damaged, part.raw_len) {
             Err(CodecError::Corrupt { .. } | CodecError::Checksum { .. }) => {}
-            // lzss and raw Snappy carry no checksum: a changed literal decodes.
+            // lzss, raw Snappy and intpack carry no checksum: a changed value decodes.
             Ok(out) => assert!(
-                matches!(codec, "lzss" | "gmatch") && out.len() == part.raw_len,
+                matches!(codec, "lzss" | "gmatch" | "intpack") && out.len() == part.raw_len,
                 "{codec}: damage decoded"
             ),
             Err(other) => panic!("{codec}: {other:?}"),

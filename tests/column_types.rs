@@ -226,6 +226,8 @@ fn codecs() -> Vec<CodecChoice> {
         "gmatch",
         "gmatch:framed",
         "bwt:block=64k",
+        "intpack",
+        "intpack:w=1",
         "stored",
     ]
     .iter()

@@ -244,10 +244,17 @@ fn assert_round_trip(name: &str, array: &dyn Array, codec: &CodecChoice) -> Comp
 }
 
 fn codecs() -> Vec<CodecChoice> {
-    ["auto", "lzss", "gmatch", "bwt:block=64k", "stored"]
-        .iter()
-        .map(|s| s.parse().unwrap())
-        .collect()
+    [
+        "auto",
+        "lzss",
+        "gmatch",
+        "bwt:block=64k",
+        "intpack",
+        "stored",
+    ]
+    .iter()
+    .map(|s| s.parse().unwrap())
+    .collect()
 }
 
 #[test]

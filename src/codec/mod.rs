@@ -6,14 +6,14 @@
 //! | multi-byte LZSS (GPULZ) | [`lzss`] | header + chunk size table + chunks |
 //! | G-match | [`gmatch`] | the Snappy raw or framing format, or blocks of raw streams |
 //! | BWT + MTF + Huffman | [`bwt`] | header + independent blocks with gap arrays |
-//! | integer packing (frame of reference, delta, runs, dictionary) | [`intpack`] | header + size table + blocks of 1024 values |
+//! | frame of reference, delta, runs, dictionary | [`intpack`] | header + block size table + blocks of 1024 bit-packed values |
 //!
 //! Every codec is driven through one batched interface ([`batch`]): [`Codec`] (a codec
 //! with settled parameters) compresses many buffers in one call and [`CodecId`] decodes
 //! them, on the CPU's cores or on the GPU as a [`Placement`] decides, writing the same
 //! bytes either way. [`CodecSpec`] names a codec and its parameters as text
-//! (`lzss:s=2,w=128,c=2048`, `gmatch:framed`, `bwt:block=4m`, `intpack`), the form the CLI and SQL
-//! take. The byte-level formats are specified in `docs/FORMAT.md`.
+//! (`lzss:s=2,w=128,c=2048`, `gmatch:framed`, `bwt:block=4m`, `intpack:w=4`), the form
+//! the CLI and SQL take. The byte-level formats are specified in `docs/FORMAT.md`.
 
 pub mod batch;
 pub mod bwt;

@@ -6,10 +6,12 @@
 //! assert_eq!(spec.to_string(), "lzss:s=2,w=128,c=2048");
 //! assert_eq!("gmatch".parse::<CodecSpec>().unwrap().to_string(), "gmatch");
 //! assert_eq!("gmatch:raw".parse::<CodecSpec>().unwrap().to_string(), "gmatch:raw");
+//! assert_eq!("intpack:w=4".parse::<CodecSpec>().unwrap().to_string(), "intpack:w=4");
 //! assert!("lzss:s=3".parse::<CodecSpec>().is_err());
 //! ```
 //!
-//! A spec leaves parameters that depend on the data open (lzss's symbol width);
+//! A spec leaves parameters that depend on the data open (lzss's symbol width,
+//! intpack's value width);
 //! [`CodecSpec::settle`] fixes them and gives the [`Codec`] the batched calls run.
 
 use std::fmt;
@@ -52,8 +54,8 @@ pub enum CodecSpec {
     Gmatch(SnappyFormat),
     /// BWT + move-to-front + Huffman.
     Bwt(BwtParams),
-    /// Integers bit-packed by frame of reference, delta, runs or dictionary;
-    /// `width: None` takes the value width from the data type.
+    /// Integers by frame of reference, delta, runs and dictionary, bit-packed; `width:
+    /// None` takes the value width from the data type.
     Intpack { width: Option<u8> },
 }
 
@@ -102,7 +104,8 @@ impl CodecSpec {
 
     /// The codec with its parameters settled for data of `type_width` bytes per value
     /// (1 for plain bytes), judged on `sample` where the spec leaves them open (lzss's
-    /// symbol width).
+    /// symbol width; intpack's value width is the largest of 8, 4, 2 and 1 dividing
+    /// `type_width`).
     pub fn settle(&self, type_width: usize, sample: &[u8]) -> Result<Codec> {
         Ok(match *self {
             CodecSpec::Stored => Codec::Stored,
@@ -288,14 +291,11 @@ impl FromStr for CodecSpec {
                     match (key, value) {
                         ("w", Some("auto")) => width = None,
                         ("w", Some(value)) => {
-                            let w = value
-                                .parse()
-                                .ok()
-                                .and_then(|w| IntpackParams::new(w).ok())
-                                .ok_or_else(|| {
-                                    fail(format!("w must be 1, 2, 4, 8 or auto, got '{value}'"))
-                                })?;
-                            width = Some(w.width);
+                            let w = value.parse().map_err(|_| {
+                                fail(format!("w must be 1, 2, 4, 8 or auto, got '{value}'"))
+                            })?;
+                            IntpackParams::new(w).map_err(invalid)?;
+                            width = Some(w);
                         }
                         _ => {
                             return Err(fail(format!(
@@ -328,10 +328,10 @@ mod tests {
             ("gmatch:blocks", "gmatch"),
             ("snappy", "gmatch"),
             ("bwt:block=1m", "bwt:block=1048576"),
-            ("none", "stored"),
             ("intpack", "intpack"),
-            ("intpack:w=2", "intpack:w=2"),
-            ("intpack:w=auto", "intpack"),
+            ("intpack:w=4", "intpack:w=4"),
+            ("INTPACK:w=auto", "intpack"),
+            ("none", "stored"),
         ] {
             let spec: CodecSpec = text.parse().unwrap();
             assert_eq!(spec.to_string(), canonical);
@@ -351,10 +351,31 @@ mod tests {
             "bwt:block=x",
             "lzss:level=9",
             "intpack:w=3",
-            "intpack:level=1",
+            "intpack:w=x",
+            "intpack:s=4",
+            "intpack:w",
         ] {
             let err = bad.parse::<CodecSpec>().unwrap_err().to_string();
             assert!(err.contains(bad), "{err}");
         }
+    }
+
+    #[test]
+    fn intpack_takes_its_width_from_the_type() {
+        let spec: CodecSpec = "intpack".parse().unwrap();
+        for (type_width, width) in [(1, 1), (2, 2), (4, 4), (8, 8), (16, 8), (12, 4), (3, 1)] {
+            assert_eq!(
+                spec.settle(type_width, &[]).unwrap(),
+                Codec::Intpack(IntpackParams { width }),
+                "type width {type_width}"
+            );
+        }
+        let fixed: CodecSpec = "intpack:w=2".parse().unwrap();
+        assert_eq!(
+            fixed.settle(8, &[]).unwrap(),
+            Codec::Intpack(IntpackParams { width: 2 })
+        );
+        assert_eq!(fixed.id(), CodecId::Intpack);
+        assert_eq!(fixed.family(), "intpack");
     }
 }

@@ -15,12 +15,13 @@ use colzip::archive::{ArchiveWriter, RawType, Source};
 use colzip::column::{self, CodecChoice};
 
 /// Codecs every container and archive seed is made with.
-pub const CODECS: [&str; 6] = [
+pub const CODECS: [&str; 7] = [
     "stored",
     "lzss",
     "gmatch",
     "gmatch:framed",
     "bwt:block=64k",
+    "intpack",
     "auto",
 ];
 

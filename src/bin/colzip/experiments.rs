@@ -31,7 +31,7 @@ pub struct TpchArgs {
     /// Comma-separated tables [default: all eight]
     #[arg(long)]
     tables: Option<String>,
-    /// Comma-separated codecs and baselines, e.g. lzss:s=2,w=128,c=2048,gmatch,bwt,auto,snap,lz4,zstd-1,zstd-3,bzip2-9
+    /// Comma-separated codecs and baselines, e.g. lzss:s=2,w=128,c=2048,gmatch,bwt,intpack,auto,snap,lz4,zstd-1,zstd-3,bzip2-9
     #[arg(long)]
     codecs: Option<String>,
     /// table, json or csv

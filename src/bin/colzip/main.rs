@@ -16,7 +16,7 @@ use colzip::{Error, Result};
 #[command(
     name = "colzip",
     version,
-    about = "Compress typed Arrow columns: multi-byte LZSS, G-match (Snappy), BWT+MTF+Huffman"
+    about = "Compress typed Arrow columns: multi-byte LZSS, G-match (Snappy), BWT+MTF+Huffman, integer packing"
 )]
 struct Cli {
     #[command(subcommand)]

@@ -69,6 +69,7 @@ fn decompress_one(codec: CodecId, stream: &[u8], out: &mut [u8]) -> Result<()> {
             Ok(())
         }
         CodecId::GmatchBlocks => gmatch::decompress_blocks_into(stream, out),
+        // The header's length is checked against `out` before anything is decoded.
         CodecId::Intpack => intpack::decompress_into(stream, out),
         _ => {
             let decoded = decompress_owned(codec, stream, out.len())?;
@@ -91,7 +92,8 @@ pub(super) fn decompress_owned(codec: CodecId, stream: &[u8], expected: usize) -
         CodecId::GmatchRaw => gmatch::decompress_raw_with_limit(stream, expected)?,
         CodecId::GmatchFramed => gmatch::decompress_framed_with_limit(stream, expected)?,
         CodecId::Bwt => bwt::decompress_with_limit(stream, expected)?,
-        // Grows its output as blocks decode, like the others.
+        // The size table is checked against the stream and the claim against `expected`
+        // before the output grows, step by step as blocks decode.
         CodecId::Intpack => intpack::decompress(stream, expected)?,
     };
     if decoded.len() != expected {

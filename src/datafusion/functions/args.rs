@@ -13,7 +13,7 @@ use crate::gpu::Backend;
 
 /// The codec forms a codec argument accepts (README's codec specifications).
 pub(super) const CODEC_FORMS: &str = "auto, lzss[:s=1|2|4|8|auto,w=1..255,c=SIZE,level=1..4], \
-     gmatch[:raw|framed], bwt[:block=SIZE], stored";
+     gmatch[:raw|framed], bwt[:block=SIZE], intpack[:w=1|2|4|8], stored";
 
 /// Refuses a call with fewer than `min` or more than `max` arguments; `usage` shows the
 /// call's forms, e.g. `colzip_ratio(column, 'codec')`.

@@ -11,7 +11,7 @@ const SECTION: DocSection = DocSection {
     description: Some("Compression of columns with colzip's codecs (lzss, gmatch, bwt, intpack)"),
 };
 
-const CODEC: &str = "A string literal: auto, lzss[:s=..,w=..,c=..], gmatch[:raw|framed], bwt[:block=SIZE] or stored.";
+const CODEC: &str = "A string literal: auto, lzss[:s=..,w=..,c=..], gmatch[:raw|framed], bwt[:block=SIZE], intpack[:w=1|2|4|8] or stored.";
 
 fn built(
     cell: &'static OnceLock<Documentation>,
