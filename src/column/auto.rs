@@ -2,8 +2,12 @@
 //!
 //! String and binary bytes try bwt and gmatch; fixed-width values, lengths and bitmaps
 //! try lzss (symbol width from the data type, GPULZ §3.2.3), gmatch and intpack (value
-//! width from the data type). The sample is
-//! three slices (start, middle, end) so a column sorted on one end is judged fairly.
+//! width from the data type). `auto:among=lzss+gmatch` limits the candidates to the
+//! codecs it names (to compare with an earlier `auto`, or to keep files readable by an
+//! older colzip). The sample is three slices (start, middle, end) so a column sorted on
+//! one end is judged fairly.
+
+use std::fmt;
 
 use super::plain::{PartRole, PlainPart};
 use crate::codec::CodecSpec;
@@ -11,8 +15,67 @@ use crate::codec::CodecSpec;
 /// Bytes per sample slice; three slices are taken.
 const SLICE: usize = 64 * 1024;
 
-/// Picks the codec for `part` among the candidates for its role.
-pub fn choose(part: &PlainPart) -> CodecSpec {
+/// The codecs `auto` may choose among, as written after `auto:among=` (`lzss+gmatch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AutoCodecs {
+    bits: u8,
+}
+
+/// Each codec `auto` knows, with its bit in [`AutoCodecs`], in the order it is written.
+const NAMES: [(&str, u8); 4] = [("lzss", 1), ("gmatch", 2), ("bwt", 4), ("intpack", 8)];
+
+impl AutoCodecs {
+    /// Every codec: what plain `auto` chooses among.
+    pub const ALL: AutoCodecs = AutoCodecs { bits: 15 };
+
+    /// Parses `lzss+gmatch+bwt`; the set must serve string bytes (bwt or gmatch) and
+    /// fixed-width values (lzss, gmatch or intpack), so every part has a candidate.
+    pub fn parse(list: &str) -> std::result::Result<Self, String> {
+        let mut bits = 0;
+        for name in list.split('+').map(str::trim) {
+            let Some((_, bit)) = NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) else {
+                return Err(format!(
+                    "among names codecs joined by '+' (lzss, gmatch, bwt, intpack), got '{name}'"
+                ));
+            };
+            bits |= bit;
+        }
+        let set = AutoCodecs { bits };
+        if bits & (2 | 4) == 0 {
+            return Err("among needs bwt or gmatch for string bytes".into());
+        }
+        if bits & (1 | 2 | 8) == 0 {
+            return Err("among needs lzss, gmatch or intpack for fixed-width values".into());
+        }
+        Ok(set)
+    }
+
+    /// Whether `spec`'s codec is in the set.
+    pub fn allows(self, spec: &CodecSpec) -> bool {
+        let bit = match spec {
+            CodecSpec::Lzss { .. } => 1,
+            CodecSpec::Gmatch(_) => 2,
+            CodecSpec::Bwt(_) => 4,
+            CodecSpec::Intpack { .. } => 8,
+            _ => 0,
+        };
+        self.bits & bit != 0
+    }
+}
+
+impl fmt::Display for AutoCodecs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = NAMES
+            .iter()
+            .filter(|(_, bit)| self.bits & bit != 0)
+            .map(|(name, _)| *name)
+            .collect();
+        f.write_str(&names.join("+"))
+    }
+}
+
+/// Picks the codec for `part` among the candidates for its role that `among` allows.
+pub fn choose(part: &PlainPart, among: AutoCodecs) -> CodecSpec {
     let candidates: Vec<CodecSpec> = match part.role {
         PartRole::Data => vec![
             CodecSpec::Bwt(Default::default()),
@@ -25,6 +88,8 @@ pub fn choose(part: &PlainPart) -> CodecSpec {
             CodecSpec::Intpack { width: None },
         ],
     };
+    // `AutoCodecs::parse` guarantees a candidate for each role.
+    let candidates: Vec<CodecSpec> = candidates.into_iter().filter(|c| among.allows(c)).collect();
     let sample = sample(&part.bytes, part.symbol_width());
     if sample.is_empty() {
         return candidates[candidates.len() - 1];
@@ -57,4 +122,56 @@ fn sample(bytes: &[u8], symbol_width: usize) -> Vec<u8> {
         out.extend_from_slice(&bytes[start..start + SLICE]);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, Int64Array};
+
+    use crate::codec::CodecId;
+    use crate::column::{self, CodecChoice};
+
+    #[test]
+    fn among_parses_prints_and_refuses() {
+        let choice: CodecChoice = "AUTO:among=gmatch+lzss+bwt".parse().unwrap();
+        assert_eq!(choice.to_string(), "auto:among=lzss+gmatch+bwt");
+        assert_eq!(choice.to_string().parse::<CodecChoice>().unwrap(), choice);
+        // Naming every codec is plain auto.
+        let all: CodecChoice = "auto:among=intpack+bwt+gmatch+lzss".parse().unwrap();
+        assert_eq!(all, CodecChoice::Auto);
+        for (text, reason) in [
+            ("auto:among=lzss+zstd", "got 'zstd'"),
+            ("auto:among=lzss", "bwt or gmatch for string bytes"),
+            ("auto:among=bwt", "lzss, gmatch or intpack for fixed-width"),
+            ("auto:level=3", "got 'level'"),
+            ("auto:among", "among=CODEC+CODEC"),
+        ] {
+            let err = text.parse::<CodecChoice>().unwrap_err().to_string();
+            assert!(err.contains(reason), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn among_keeps_the_choice_to_the_named_codecs() {
+        // Sorted keys: intpack wins under plain auto; without it lzss or gmatch does.
+        let keys: ArrayRef = Arc::new(Int64Array::from_iter_values(0..100_000));
+        let codecs = |choice: &str| -> Vec<CodecId> {
+            let compressed = column::compress(&keys, &choice.parse().unwrap()).unwrap();
+            assert_eq!(&column::decompress(&compressed).unwrap(), &keys);
+            compressed
+                .root()
+                .all_parts()
+                .iter()
+                .map(|part| part.codec)
+                .collect()
+        };
+        assert_eq!(codecs("auto"), vec![CodecId::Intpack]);
+        let without = codecs("auto:among=lzss+gmatch+bwt");
+        assert!(
+            without.iter().all(|c| *c != CodecId::Intpack),
+            "{without:?}"
+        );
+    }
 }

@@ -69,6 +69,7 @@ use rayon::prelude::*;
 
 use crate::codec::{CodecId, CodecSpec, Placement};
 use crate::{Error, Result};
+pub use auto::AutoCodecs;
 pub(crate) use bytes::Reader;
 pub use checksum::part_checksum;
 pub use container::{MAGIC, VERSION};
@@ -80,6 +81,8 @@ pub enum CodecChoice {
     /// Per part, the best of the candidates on a sample (see the `auto` module).
     #[default]
     Auto,
+    /// `auto` limited to some codecs (`auto:among=lzss+gmatch+bwt`).
+    AutoAmong(AutoCodecs),
     /// This codec for every part (lzss picks each part's symbol width unless given).
     Spec(CodecSpec),
 }
@@ -88,8 +91,33 @@ impl FromStr for CodecChoice {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Self> {
-        if text.trim().eq_ignore_ascii_case("auto") {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("auto") {
             Ok(CodecChoice::Auto)
+        } else if let Some(options) = text
+            .get(..5)
+            .filter(|head| head.eq_ignore_ascii_case("auto:"))
+            .map(|_| &text[5..])
+        {
+            let fail = |reason: String| Error::CodecSpec {
+                spec: text.to_string(),
+                reason,
+            };
+            let (key, list) = options
+                .split_once('=')
+                .ok_or_else(|| fail("auto takes one option, among=CODEC+CODEC...".into()))?;
+            if !key.trim().eq_ignore_ascii_case("among") {
+                return Err(fail(format!(
+                    "auto takes one option, among=CODEC+CODEC..., got '{}'",
+                    key.trim()
+                )));
+            }
+            let among = AutoCodecs::parse(list).map_err(fail)?;
+            Ok(if among == AutoCodecs::ALL {
+                CodecChoice::Auto
+            } else {
+                CodecChoice::AutoAmong(among)
+            })
         } else {
             // Where `auto` is accepted, the error names it among the choices.
             text.parse().map(CodecChoice::Spec).map_err(|e| match e {
@@ -108,7 +136,8 @@ impl CodecChoice {
     /// candidate on a sample of the part (a part that does not shrink is then stored).
     pub fn spec_for(&self, part: &PlainPart) -> CodecSpec {
         match self {
-            CodecChoice::Auto => auto::choose(part),
+            CodecChoice::Auto => auto::choose(part, AutoCodecs::ALL),
+            CodecChoice::AutoAmong(among) => auto::choose(part, *among),
             CodecChoice::Spec(spec) => *spec,
         }
     }
@@ -118,6 +147,7 @@ impl fmt::Display for CodecChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CodecChoice::Auto => write!(f, "auto"),
+            CodecChoice::AutoAmong(among) => write!(f, "auto:among={among}"),
             CodecChoice::Spec(spec) => spec.fmt(f),
         }
     }

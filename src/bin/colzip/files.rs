@@ -21,7 +21,7 @@ pub struct CompressArgs {
     /// Output path [default: INPUT.czip, or INPUT.snappy / INPUT.sz with --snappy]
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Codec: auto, lzss[:s=1|2|4|8,w=1..255,c=2048..16384,level=1..4], gmatch[:raw|framed], bwt[:block=4m], intpack[:w=1|2|4|8] (integers), stored
+    /// Codec: auto[:among=lzss+gmatch+bwt+intpack], lzss[:s=1|2|4|8,w=1..255,c=2048..16384,level=1..4], gmatch[:raw|framed], bwt[:block=4m], intpack[:w=1|2|4|8] (integers), stored
     // No short flag: `-c` is `colzip sql`'s command (one meaning per short flag).
     #[arg(long, default_value = "auto")]
     codec: CodecChoice,

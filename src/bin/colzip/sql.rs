@@ -47,7 +47,7 @@ pub struct QueriesArgs {
     /// Timed runs per query and store, after one warm-up run
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
-    /// Codec of the compressed store: auto, lzss[:s=…,w=…,c=…], gmatch, bwt, intpack, stored
+    /// Codec of the compressed store: auto[:among=…], lzss[:s=…,w=…,c=…], gmatch, bwt, intpack, stored
     #[arg(long, default_value = "auto")]
     codec: CodecChoice,
     /// Directory for the parquet store's files, <table>.parquet (kept; they must not
@@ -202,7 +202,7 @@ pub struct SqlArgs {
     /// CREATE TABLE [AS query] (which INSERT INTO then fills compressed too)
     #[arg(long)]
     compressed: bool,
-    /// Codec of the compressed tables: auto, lzss[:s=…,w=…,c=…], gmatch, bwt, intpack, stored
+    /// Codec of the compressed tables: auto[:among=…], lzss[:s=…,w=…,c=…], gmatch, bwt, intpack, stored
     #[arg(long, default_value = "auto", requires = "compressed")]
     codec: CodecChoice,
     /// SQL to run; several statements separated by ';' run in order
