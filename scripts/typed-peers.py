@@ -33,8 +33,11 @@ def cascaded_option_sets():
     sets = [dict()] + [dict(compression_level=level) for level in (1, 2, 4, 5)]
     if mode is not None:
         sets.append(dict(mode=mode.SYMMETRIC))
-        if fine is not None:
-            sets.append(dict(mode=mode.SYMMETRIC, fine_grained_encodings=fine.DELTA | fine.RLE | fine.FOR))
+        try:
+            sets.append(dict(mode=mode.SYMMETRIC,
+                             fine_grained_encodings=int(fine.DELTA) | int(fine.RLE) | int(fine.FOR)))
+        except (AttributeError, TypeError, ValueError):
+            pass  # this nvCOMP has no frame-of-reference stage to ask for
     return sets
 
 
