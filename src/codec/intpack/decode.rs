@@ -299,10 +299,19 @@ impl<T: Word> BlockDecoder<T> {
                     return Err("run lengths do not add up to the block's values");
                 }
                 let mut start = 0;
+                let short = 4 * T::BYTES;
                 for (&value, &length) in self.values.iter().zip(&self.lengths) {
                     let end = start + length * T::BYTES;
-                    for slot in out[start..end].chunks_exact_mut(T::BYTES) {
-                        value.store(slot);
+                    if length <= 4 && start + short <= out.len() {
+                        // Four copies whatever the length: the ones past the run are
+                        // rewritten by the runs after it.
+                        for slot in out[start..start + short].chunks_exact_mut(T::BYTES) {
+                            value.store(slot);
+                        }
+                    } else {
+                        for slot in out[start..end].chunks_exact_mut(T::BYTES) {
+                            value.store(slot);
+                        }
                     }
                     start = end;
                 }

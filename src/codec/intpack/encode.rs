@@ -114,16 +114,12 @@ fn compress_impl<T: Word>(input: &[u8]) -> Vec<u8> {
 /// Per-task scratch of the encoder.
 struct BlockEncoder<T: Word> {
     analysis: Analysis<T>,
-    run_values: Vec<T>,
-    run_lengths: Vec<u16>,
 }
 
 impl<T: Word> BlockEncoder<T> {
     fn new() -> Self {
         BlockEncoder {
             analysis: Analysis::new(),
-            run_values: Vec::with_capacity(BLOCK_VALUES),
-            run_lengths: Vec::with_capacity(BLOCK_VALUES),
         }
     }
 
@@ -142,22 +138,22 @@ impl<T: Word> BlockEncoder<T> {
                 write_delta_frame(out, &a.values, a.delta_min, a.delta_max);
             }
             Scheme::RunsFrame | Scheme::RunsDelta => {
-                self.split_runs();
+                self.analysis.measure_runs();
                 let a = &self.analysis;
-                out.extend_from_slice(&(self.run_values.len() as u16).to_le_bytes());
+                out.extend_from_slice(&(a.run_values.len() as u16).to_le_bytes());
                 if scheme == Scheme::RunsFrame {
                     // The run values' range is the block's.
-                    write_frame(out, a.min, a.max, self.run_values.iter().copied());
+                    write_frame(out, a.min, a.max, a.run_values.iter().copied());
                 } else {
                     // Their differences are the block's nonzero ones.
-                    write_delta_frame(out, &self.run_values, a.step_min, a.step_max);
+                    write_delta_frame(out, &a.run_values, a.step_min, a.step_max);
                 }
                 // Lengths are below 2^15: as 2-byte values their signed order is theirs.
                 write_frame(
                     out,
                     a.run_length_min.flip(),
                     a.run_length_max.flip(),
-                    self.run_lengths.iter().map(|l| l.flip()),
+                    a.run_lengths.iter().map(|l| l.flip()),
                 );
             }
             Scheme::Dictionary => {
@@ -171,23 +167,6 @@ impl<T: Word> BlockEncoder<T> {
             }
         }
         scheme
-    }
-
-    /// The block's runs of equal values: their values and lengths.
-    fn split_runs(&mut self) {
-        self.run_values.clear();
-        self.run_lengths.clear();
-        let values = &self.analysis.values;
-        let mut start = 0;
-        for j in 1..values.len() {
-            if values[j] != values[j - 1] {
-                self.run_values.push(values[j - 1]);
-                self.run_lengths.push((j - start) as u16);
-                start = j;
-            }
-        }
-        self.run_values.push(values[values.len() - 1]);
-        self.run_lengths.push((values.len() - start) as u16);
     }
 }
 

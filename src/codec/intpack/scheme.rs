@@ -188,10 +188,16 @@ pub(crate) struct Analysis<T: Word> {
     /// The same of the nonzero differences: the differences of the run values.
     pub step_min: T,
     pub step_max: T,
-    /// Runs of equal values, and their lengths' range when measured.
+    /// Runs of equal values; their values (biased), lengths and the lengths' range
+    /// once [`Self::measure_runs`] ran.
     pub runs: usize,
+    pub run_values: Vec<T>,
+    pub run_lengths: Vec<u16>,
     pub run_length_min: u16,
     pub run_length_max: u16,
+    runs_measured: bool,
+    /// Where each run starts (scratch of `measure_runs`).
+    run_starts: Vec<u16>,
     /// Whether no value is below the one before it (signed order).
     ascending: bool,
     /// Distinct values: their count and the biased range of their differences.
@@ -225,8 +231,12 @@ impl<T: Word> Analysis<T> {
             step_min: T::default(),
             step_max: T::default(),
             runs: 0,
+            run_values: Vec::with_capacity(BLOCK_VALUES),
+            run_lengths: Vec::with_capacity(BLOCK_VALUES),
             run_length_min: 0,
             run_length_max: 0,
+            runs_measured: false,
+            run_starts: vec![0; BLOCK_VALUES + 1],
             ascending: true,
             distinct: 0,
             gap_min: T::default(),
@@ -248,6 +258,7 @@ impl<T: Word> Analysis<T> {
         self.bitmap[..self.bitmap_words].fill(0);
         self.bitmap_words = 0;
         self.found = Distinct::Unknown;
+        self.runs_measured = false;
         self.dictionary.clear();
         self.values.clear();
         self.values
@@ -288,7 +299,7 @@ impl<T: Word> Analysis<T> {
             let runs_delta = 1 + 2 + delta_frame_len(runs, w, b_steps);
             let lengths_floor = frame_len(runs, 2, u32::from(!n.is_multiple_of(runs)));
             if runs_frame.min(runs_delta) + lengths_floor < lengths[0].min(lengths[1]) {
-                self.measure_run_lengths();
+                self.measure_runs();
                 let lengths_frame = frame_len(
                     runs,
                     2,
@@ -306,21 +317,34 @@ impl<T: Word> Analysis<T> {
         self.scheme = choose_scheme(&lengths);
     }
 
-    /// The range of the run lengths.
-    fn measure_run_lengths(&mut self) {
-        let values = &self.values;
-        let (mut lo, mut hi) = (u16::MAX, 0u16);
-        let mut start = 0;
-        for j in 1..values.len() {
-            if values[j] != values[j - 1] {
-                let length = (j - start) as u16;
-                lo = lo.min(length);
-                hi = hi.max(length);
-                start = j;
-            }
+    /// Splits the block into runs: their values, lengths and the lengths' range.
+    pub fn measure_runs(&mut self) {
+        if self.runs_measured {
+            return;
         }
-        let last = (values.len() - start) as u16;
-        (self.run_length_min, self.run_length_max) = (lo.min(last), hi.max(last));
+        self.runs_measured = true;
+        let values = &self.values;
+        let n = values.len();
+        // Every position is written as a start; only a change of value keeps it.
+        let starts = &mut self.run_starts;
+        let mut runs = 1;
+        for j in 1..n {
+            starts[runs] = j as u16;
+            runs += usize::from(values[j] != values[j - 1]);
+        }
+        starts[0] = 0;
+        starts[runs] = n as u16;
+        self.run_values.clear();
+        self.run_lengths.clear();
+        let (mut lo, mut hi) = (u16::MAX, 0u16);
+        for pair in starts[..=runs].windows(2) {
+            let length = pair[1] - pair[0];
+            lo = lo.min(length);
+            hi = hi.max(length);
+            self.run_lengths.push(length);
+            self.run_values.push(values[usize::from(pair[0])]);
+        }
+        (self.run_length_min, self.run_length_max) = (lo, hi);
     }
 
     /// The exact length of the dictionary encoding, or `None` when it cannot be shorter
