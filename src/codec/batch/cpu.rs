@@ -92,8 +92,9 @@ pub(super) fn decompress_owned(codec: CodecId, stream: &[u8], expected: usize) -
         CodecId::GmatchRaw => gmatch::decompress_raw_with_limit(stream, expected)?,
         CodecId::GmatchFramed => gmatch::decompress_framed_with_limit(stream, expected)?,
         CodecId::Bwt => bwt::decompress_with_limit(stream, expected)?,
-        // The size table is checked against the stream and the claim against `expected`
-        // before the output grows, step by step as blocks decode.
+        // The claim is checked against `expected` and the size table against the stream
+        // before the output is allocated (the table bounds it: 1024 values a block of at
+        // least 2 + W bytes).
         CodecId::Intpack => intpack::decompress(stream, expected)?,
     };
     if decoded.len() != expected {

@@ -12,8 +12,9 @@ use super::word::Word;
 use super::{BLOCK_VALUES, CodecError, FIXED_HEADER_LEN, IntpackParams, NAME, Result, VERSION};
 
 /// Decompresses a stream that must hold exactly `expected_len` bytes. The header, the
-/// size table and the stream's length are checked first; the output then grows as the
-/// blocks decode, so a claim the blocks do not back allocates little.
+/// size table and the stream's length are checked first, every block against the
+/// smallest encoding, so the output allocated is backed by the stream's bytes (at most
+/// `1024 W` bytes per `4 + W` of them); its pages are mapped as the blocks write them.
 ///
 /// ```
 /// use colzip::codec::intpack::{self, IntpackParams};
@@ -25,21 +26,11 @@ use super::{BLOCK_VALUES, CodecError, FIXED_HEADER_LEN, IntpackParams, NAME, Res
 /// ```
 pub fn decompress(stream: &[u8], expected_len: usize) -> Result<Vec<u8>> {
     let layout = read_layout(stream, Some(expected_len))?;
-    let blocks = layout.offsets.len() - 1;
-    let block_bytes = BLOCK_VALUES * layout.width;
-    let per_step = (STEP_BYTES / block_bytes).max(1);
-    let mut out = Vec::new();
-    let mut first = 0;
-    while first < blocks {
-        let last = (first + per_step).min(blocks);
-        let start = first * block_bytes;
-        let end = (last * block_bytes).min(layout.body);
-        super::super::grow(&mut out, end - start, NAME)?;
-        decode_blocks(stream, &layout, first, &mut out[start..end])?;
-        first = last;
-    }
-    super::super::grow(&mut out, layout.len - layout.body, NAME)?;
-    out[layout.body..].copy_from_slice(&stream[stream.len() - (layout.len - layout.body)..]);
+    let mut out = crate::gpu::try_zeroed(layout.len).ok_or(CodecError::OutOfMemory {
+        codec: NAME,
+        bytes: layout.len as u64,
+    })?;
+    decode_into(stream, &layout, &mut out)?;
     Ok(out)
 }
 
@@ -56,9 +47,14 @@ pub fn decompress(stream: &[u8], expected_len: usize) -> Result<Vec<u8>> {
 /// ```
 pub fn decompress_into(stream: &[u8], out: &mut [u8]) -> Result<()> {
     let layout = read_layout(stream, Some(out.len()))?;
+    decode_into(stream, &layout, out)
+}
+
+/// Decodes a validated stream into `out` (exactly its length): the blocks, then the tail.
+fn decode_into(stream: &[u8], layout: &StreamLayout, out: &mut [u8]) -> Result<()> {
     let tail = layout.len - layout.body;
     let (body, rest) = out.split_at_mut(layout.body);
-    decode_blocks(stream, &layout, 0, body)?;
+    decode_blocks(stream, layout, body)?;
     rest.copy_from_slice(&stream[stream.len() - tail..]);
     Ok(())
 }
@@ -94,9 +90,6 @@ pub fn decode_block(block: &[u8], out: &mut [u8], width: u8) -> Result<()> {
     res.map_err(|reason| CodecError::corrupt(NAME, reason))
 }
 
-/// Output decoded per step of [`decompress`]: memory grows with the blocks actually
-/// decoded.
-const STEP_BYTES: usize = 8 << 20;
 /// Blocks per rayon task.
 const TASK_BLOCKS: usize = 32;
 
@@ -187,23 +180,18 @@ pub(crate) fn read_layout(stream: &[u8], expected: Option<usize>) -> Result<Stre
     })
 }
 
-/// Decodes blocks `first..` of a validated stream into `out` (their values exactly), in
+/// Decodes the blocks of a validated stream into `out` (their values exactly), in
 /// parallel groups.
-fn decode_blocks(stream: &[u8], layout: &StreamLayout, first: usize, out: &mut [u8]) -> Result<()> {
+fn decode_blocks(stream: &[u8], layout: &StreamLayout, out: &mut [u8]) -> Result<()> {
     match layout.width {
-        1 => decode_blocks_impl::<u8>(stream, layout, first, out),
-        2 => decode_blocks_impl::<u16>(stream, layout, first, out),
-        4 => decode_blocks_impl::<u32>(stream, layout, first, out),
-        _ => decode_blocks_impl::<u64>(stream, layout, first, out),
+        1 => decode_blocks_impl::<u8>(stream, layout, out),
+        2 => decode_blocks_impl::<u16>(stream, layout, out),
+        4 => decode_blocks_impl::<u32>(stream, layout, out),
+        _ => decode_blocks_impl::<u64>(stream, layout, out),
     }
 }
 
-fn decode_blocks_impl<T: Word>(
-    stream: &[u8],
-    layout: &StreamLayout,
-    first: usize,
-    out: &mut [u8],
-) -> Result<()> {
+fn decode_blocks_impl<T: Word>(stream: &[u8], layout: &StreamLayout, out: &mut [u8]) -> Result<()> {
     let block_bytes = BLOCK_VALUES * T::BYTES;
     let encodings = &stream[layout.blocks_at..];
     let failure = out
@@ -212,7 +200,7 @@ fn decode_blocks_impl<T: Word>(
         .map(|(task, group)| {
             let mut decoder = BlockDecoder::<T>::new();
             for (k, dst) in group.chunks_mut(block_bytes).enumerate() {
-                let i = first + task * TASK_BLOCKS + k;
+                let i = task * TASK_BLOCKS + k;
                 let block = &encodings[layout.offsets[i]..layout.offsets[i + 1]];
                 decoder
                     .decode(block, dst)

@@ -150,8 +150,8 @@ pub(crate) fn index_bits(d: usize) -> u32 {
 pub(crate) const NOT_SHORTEST: usize = usize::MAX;
 
 /// Block ranges (max - min of the biased values) below this count their distinct values
-/// with a bitmap of the range (at most 8 KiB) rather than by sorting.
-const BITMAP_RANGE: u64 = 1 << 16;
+/// with a bitmap of the range (at most 32 KiB) rather than by sorting.
+const BITMAP_RANGE: u64 = 1 << 18;
 
 /// Where the sorted distinct values of a measured block are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -164,8 +164,8 @@ fn empty_and_tail_only_streams_are_exact() {
 }
 
 #[test]
-fn large_input_crosses_decode_steps() {
-    // 9 MiB of 8-byte values: more than one step of the growing output.
+fn large_input_round_trips_in_parallel() {
+    // 9 MiB of 8-byte values: over a thousand blocks, in many rayon tasks.
     let mut rng = Rng(5);
     let values: Vec<i64> = (0..(9 << 20) / 8)
         .map(|i| i / 3 + rng.below(4) as i64)
