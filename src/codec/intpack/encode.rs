@@ -35,10 +35,11 @@ pub fn compress(input: &[u8], params: &IntpackParams) -> Vec<u8> {
 pub fn try_compress(input: &[u8], params: &IntpackParams) -> Result<Vec<u8>> {
     params.validate()?;
     Ok(match params.width {
-        1 => compress_impl::<u8>(input),
-        2 => compress_impl::<u16>(input),
-        4 => compress_impl::<u32>(input),
-        _ => compress_impl::<u64>(input),
+        // Signed integers: their order is the format's.
+        1 => compress_impl::<i8>(input),
+        2 => compress_impl::<i16>(input),
+        4 => compress_impl::<i32>(input),
+        _ => compress_impl::<i64>(input),
     })
 }
 
@@ -64,10 +65,10 @@ pub fn encode_block(values: &[u8], width: u8, out: &mut Vec<u8>) -> Result<Schem
         ));
     }
     Ok(match width {
-        1 => BlockEncoder::<u8>::new().encode(values, out),
-        2 => BlockEncoder::<u16>::new().encode(values, out),
-        4 => BlockEncoder::<u32>::new().encode(values, out),
-        _ => BlockEncoder::<u64>::new().encode(values, out),
+        1 => BlockEncoder::<i8>::new().encode(values, out),
+        2 => BlockEncoder::<i16>::new().encode(values, out),
+        4 => BlockEncoder::<i32>::new().encode(values, out),
+        _ => BlockEncoder::<i64>::new().encode(values, out),
     })
 }
 
@@ -170,8 +171,8 @@ impl<T: Word> BlockEncoder<T> {
     }
 }
 
-/// Appends the delta frame of `values` (biased, at least one), whose differences have the
-/// biased minimum and maximum `delta_min` and `delta_max`.
+/// Appends the delta frame of `values` (ordered form, at least one), whose differences
+/// have the minimum and maximum `delta_min` and `delta_max`.
 fn write_delta_frame<T: Word>(out: &mut Vec<u8>, values: &[T], delta_min: T, delta_max: T) {
     push_word(out, values[0].flip());
     if values.len() == 1 {

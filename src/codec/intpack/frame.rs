@@ -28,7 +28,7 @@ pub const fn delta_frame_len(count: usize, w: usize, b: u32) -> usize {
     w + frame_len(count.saturating_sub(1), w, b)
 }
 
-/// The `b` of a frame whose biased (sign-flipped) values lie in `min..=max`.
+/// The `b` of a frame whose values (in ordered form, [`Word::flip`]) lie in `min..=max`.
 #[inline(always)]
 pub(crate) fn frame_bits<T: Word>(min: T, max: T) -> u32 {
     max.sub(min).bits()
@@ -42,18 +42,18 @@ pub(crate) fn push_word<T: Word>(out: &mut Vec<u8>, value: T) {
     out.extend_from_slice(&bytes[..T::BYTES]);
 }
 
-/// Appends the frame of values given biased, whose biased minimum and maximum are `min`
+/// Appends the frame of values given in ordered form, whose minimum and maximum are `min`
 /// and `max` (an empty iterator with any `min == max` writes the frame of no values).
 pub(crate) fn write_frame<T: Word>(
     out: &mut Vec<u8>,
     min: T,
     max: T,
-    biased: impl ExactSizeIterator<Item = T>,
+    ordered: impl ExactSizeIterator<Item = T>,
 ) {
     let b = frame_bits(min, max);
     out.push(b as u8);
     push_word(out, min.flip());
-    pack(biased.map(|v| v.sub(min).to_u64()), b, out);
+    pack(ordered.map(|v| v.sub(min).to_u64()), b, out);
 }
 
 /// Appends the frame of no values: `b = 0` and a `ref` of zeros.

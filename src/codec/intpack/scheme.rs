@@ -149,7 +149,7 @@ pub(crate) fn index_bits(d: usize) -> u32 {
 /// shortest.
 pub(crate) const NOT_SHORTEST: usize = usize::MAX;
 
-/// Block ranges (max - min of the biased values) below this count their distinct values
+/// Block ranges (max - min) below this count their distinct values
 /// with a bitmap of the range (at most 32 KiB) rather than by sorting.
 const BITMAP_RANGE: u64 = 1 << 18;
 
@@ -169,7 +169,7 @@ enum Distinct {
 }
 
 /// The encoder's analysis of one block, with the scratch it keeps between blocks. After
-/// [`Analysis::run`] the fields describe the block (values biased: sign bit flipped).
+/// [`Analysis::run`] the fields describe the block (values in ordered form: [`Word::flip`]).
 ///
 /// Each scheme's length follows from a few ranges: the values' (scheme 0), their
 /// differences' (1), the nonzero differences' (the run values' differences: 3), the run
@@ -177,18 +177,18 @@ enum Distinct {
 /// come from two passes over the block; the run lengths and the distinct values are
 /// measured only when a lower bound of their schemes' length beats the shortest so far.
 pub(crate) struct Analysis<T: Word> {
-    /// The block's values, biased.
+    /// The block's values, in ordered form.
     pub values: Vec<T>,
     pub min: T,
     pub max: T,
-    /// Biased minimum and maximum of the differences `v[j+1] - v[j]` (`MAX` and 0 when
+    /// Minimum and maximum of the differences `v[j+1] - v[j]` (`HIGHEST` and `LOWEST` when
     /// there are none).
     pub delta_min: T,
     pub delta_max: T,
     /// The same of the nonzero differences: the differences of the run values.
     pub step_min: T,
     pub step_max: T,
-    /// Runs of equal values; their values (biased), lengths and the lengths' range
+    /// Runs of equal values; their values (ordered form), lengths and the lengths' range
     /// once [`Self::measure_runs`] ran.
     pub runs: usize,
     pub run_values: Vec<T>,
@@ -200,12 +200,12 @@ pub(crate) struct Analysis<T: Word> {
     run_starts: Vec<u16>,
     /// Whether no value is below the one before it (signed order).
     ascending: bool,
-    /// Distinct values: their count and the biased range of their differences.
+    /// Distinct values: their count and the range of their differences.
     pub distinct: usize,
     pub gap_min: T,
     pub gap_max: T,
     found: Distinct,
-    /// The sorted distinct values (biased), once [`Self::build_dictionary`] ran.
+    /// The sorted distinct values (ordered form), once [`Self::build_dictionary`] ran.
     pub dictionary: Vec<T>,
     /// `value - min` of the block, sorted, and the radix sort's other buffer.
     keys: Vec<u32>,
@@ -266,8 +266,8 @@ impl<T: Word> Analysis<T> {
         let n = self.values.len();
         let w = T::BYTES;
 
-        (self.min, self.max) = min_max(&self.values);
         let steps = Steps::of(&self.values);
+        (self.min, self.max) = (steps.min, steps.max);
         (self.delta_min, self.delta_max) = (steps.delta_min, steps.delta_max);
         (self.step_min, self.step_max) = (steps.step_min, steps.step_max);
         self.runs = steps.changes + 1;
@@ -432,7 +432,7 @@ impl<T: Word> Analysis<T> {
         }
     }
 
-    /// The biased range of the differences of the sorted distinct values counted by
+    /// The range of the differences of the sorted distinct values counted by
     /// [`Self::count_distinct`], or `None` once that range exceeds `limit`.
     fn scan_gaps(&self, limit: u64) -> Option<(T, T)> {
         let mut gaps = Gaps::<T>::new(limit);
@@ -502,7 +502,7 @@ impl<T: Word> Analysis<T> {
         }
     }
 
-    /// The index of biased value `v` in [`Self::dictionary`] (built, and holding it).
+    /// The index of value `v` in [`Self::dictionary`] (built, and holding it).
     #[inline]
     pub fn index_of(&self, v: T) -> usize {
         if self.found == Distinct::Bitmap {
@@ -516,9 +516,13 @@ impl<T: Word> Analysis<T> {
     }
 }
 
-/// Ranges of a block's differences, from one pass.
+/// Ranges of a block's values and differences, from one pass (and a second over the
+/// differences when runs ascend or descend).
 struct Steps<T> {
-    /// Biased range of all differences, and of the nonzero ones.
+    /// The values' range.
+    min: T,
+    max: T,
+    /// Range of all differences, and of the nonzero ones.
     delta_min: T,
     delta_max: T,
     step_min: T,
@@ -531,44 +535,54 @@ struct Steps<T> {
 impl<T: Word> Steps<T> {
     #[inline]
     fn of(values: &[T]) -> Self {
-        let (mut delta_min, mut delta_max) = (T::MAX, T::default());
-        let (mut zeros, mut descents) = (0usize, 0usize);
+        // Two slices of one length, so that the loops vectorize.
+        let pairs = values.len().saturating_sub(1);
+        let (before, after) = (&values[..pairs], &values[values.len() - pairs..]);
+        let (mut delta_min, mut delta_max) = (T::HIGHEST, T::LOWEST);
+        let (mut min, mut max) = (values[0], values[0]);
+        let (mut zeros, mut descents) = (0u32, 0u32);
         let zero = T::default().flip();
-        for (&a, &b) in values.iter().zip(values.iter().skip(1)) {
+        for (&a, &b) in before.iter().zip(after) {
+            min = min.min(b);
+            max = max.max(b);
             let d = b.sub(a).flip();
             delta_min = delta_min.min(d);
             delta_max = delta_max.max(d);
-            zeros += usize::from(d == zero);
-            descents += usize::from(b < a);
+            zeros += u32::from(d == zero);
+            descents += u32::from(b < a);
         }
-        let changes = values.len().saturating_sub(1) - zeros;
-        // Without a zero difference the nonzero ones are all of them.
-        let (step_min, step_max) = if zeros == 0 {
+        let changes = pairs - zeros as usize;
+        // The nonzero differences have the same range as all of them unless some are 0
+        // and 0 is the smallest or the largest (ascending or descending runs).
+        let (step_min, step_max) = if zeros == 0 || (delta_min != zero && delta_max != zero) {
             (delta_min, delta_max)
+        } else if changes == 0 {
+            (T::HIGHEST, T::LOWEST)
         } else {
-            let (mut lo, mut hi) = (T::MAX, T::default());
-            for (&a, &b) in values.iter().zip(values.iter().skip(1)) {
-                if a != b {
-                    let d = b.sub(a).flip();
-                    lo = lo.min(d);
-                    hi = hi.max(d);
-                }
+            let (mut lo, mut hi) = (T::HIGHEST, T::LOWEST);
+            for (&a, &b) in before.iter().zip(after) {
+                let d = b.sub(a).flip();
+                let same = d == zero;
+                lo = lo.min(if same { T::HIGHEST } else { d });
+                hi = hi.max(if same { T::LOWEST } else { d });
             }
             (lo, hi)
         };
         Steps {
+            min,
+            max,
             delta_min,
             delta_max,
             step_min,
             step_max,
             changes,
-            descents,
+            descents: descents as usize,
         }
     }
 }
 
 /// Follows sorted offsets from the block's minimum (duplicates skipped), keeping the
-/// biased range of the differences between consecutive distinct ones; `add` gives `None`
+/// range of the differences between consecutive distinct ones; `add` gives `None`
 /// once that range exceeds `limit`.
 struct Gaps<T> {
     first: bool,
@@ -583,8 +597,8 @@ impl<T: Word> Gaps<T> {
         Gaps {
             first: true,
             last: 0,
-            min: T::MAX,
-            max: T::default(),
+            min: T::HIGHEST,
+            max: T::LOWEST,
             limit,
         }
     }
@@ -640,16 +654,4 @@ fn radix_sort(keys: &mut Vec<u32>, spare: &mut Vec<u32>, bits: u32) {
         }
         std::mem::swap(keys, spare);
     }
-}
-
-/// Minimum and maximum of a non-empty slice.
-#[inline]
-fn min_max<T: Copy + Ord>(values: &[T]) -> (T, T) {
-    let mut lo = values[0];
-    let mut hi = values[0];
-    for &v in values {
-        lo = lo.min(v);
-        hi = hi.max(v);
-    }
-    (lo, hi)
 }

@@ -314,11 +314,17 @@ fn fast_lengths(block: &[u8], width: u8) -> ([usize; SCHEMES], Scheme) {
         analysis.run(block);
         (analysis.lengths, analysis.scheme)
     }
+    // The encoder's signed form and the unsigned (sign-flipped) form measure alike.
+    fn both<S: Word, U: Word>(block: &[u8]) -> ([usize; SCHEMES], Scheme) {
+        let signed = run::<S>(block);
+        assert_eq!(signed, run::<U>(block));
+        signed
+    }
     match width {
-        1 => run::<u8>(block),
-        2 => run::<u16>(block),
-        4 => run::<u32>(block),
-        _ => run::<u64>(block),
+        1 => both::<i8, u8>(block),
+        2 => both::<i16, u16>(block),
+        4 => both::<i32, u32>(block),
+        _ => both::<i64, u64>(block),
     }
 }
 

@@ -1,44 +1,46 @@
-//! Values of `W` bytes as the unsigned integer of that width: the format's arithmetic is
-//! modulo `2^(8W)`, and its signed order is unsigned order once the sign bit is flipped
-//! ("biased" values), so every minimum, maximum and difference is taken on unsigned
-//! integers. Flipping the sign bit adds `2^(8W-1)`, so differences of biased values are
-//! the differences of the values themselves.
+//! Values of `W` bytes as Rust integers of that width. The format's arithmetic is modulo
+//! `2^(8W)` (wrapping) and its order is the signed one. The encoder's analysis works on
+//! the signed integers (`i8`..`i64`), whose order is the format's; the decoder and the
+//! 2-byte run lengths use the unsigned ones, for which [`Word::flip`] (toggling the sign
+//! bit) maps signed order to unsigned order and back. Differences are the same either
+//! way: `a - b` wraps to the same bits.
 
 use std::fmt::Debug;
 
-/// An unsigned integer of `BYTES` bytes holding one value of the stream.
+/// An integer of `BYTES` bytes holding one value of the stream.
 pub(crate) trait Word: Copy + Ord + Default + Debug + Send + Sync + 'static {
     /// `W`.
     const BYTES: usize;
     /// `8W`.
     const BITS: u32;
-    /// The sign bit: `value ^ SIGN` is the biased value.
-    const SIGN: Self;
-    /// All ones.
-    const MAX: Self;
+    /// The smallest and the largest value in this type's order.
+    const LOWEST: Self;
+    const HIGHEST: Self;
 
     /// The value in the first `BYTES` bytes of `bytes`, little-endian.
     fn load(bytes: &[u8]) -> Self;
     /// Writes the value into the first `BYTES` bytes of `out`, little-endian.
     fn store(self, out: &mut [u8]);
+    /// The bits as an unsigned number (zero-extended).
     fn to_u64(self) -> u64;
     /// The low `BITS` bits of `value`.
     fn from_u64(value: u64) -> Self;
     fn add(self, other: Self) -> Self;
     fn sub(self, other: Self) -> Self;
-    /// Toggles the sign bit: a value to its biased form and back.
+    /// A value read from the stream to the form whose order is the format's signed
+    /// order, and back: toggles the sign bit for unsigned types, nothing for signed ones.
     fn flip(self) -> Self;
-    /// Significant bits (`bits(0) = 0`).
+    /// Significant bits of the bits as an unsigned number (`bits(0) = 0`).
     fn bits(self) -> u32;
 }
 
 macro_rules! word {
-    ($t:ty) => {
+    ($t:ty, $unsigned:ty, $flip:expr) => {
         impl Word for $t {
             const BYTES: usize = std::mem::size_of::<$t>();
             const BITS: u32 = <$t>::BITS;
-            const SIGN: Self = 1 << (<$t>::BITS - 1);
-            const MAX: Self = <$t>::MAX;
+            const LOWEST: Self = <$t>::MIN;
+            const HIGHEST: Self = <$t>::MAX;
 
             #[inline(always)]
             fn load(bytes: &[u8]) -> Self {
@@ -54,7 +56,7 @@ macro_rules! word {
 
             #[inline(always)]
             fn to_u64(self) -> u64 {
-                self as u64
+                self as $unsigned as u64
             }
 
             #[inline(always)]
@@ -74,18 +76,23 @@ macro_rules! word {
 
             #[inline(always)]
             fn flip(self) -> Self {
-                self ^ Self::SIGN
+                let flip: fn($t) -> $t = $flip;
+                flip(self)
             }
 
             #[inline(always)]
             fn bits(self) -> u32 {
-                <$t>::BITS - self.leading_zeros()
+                <$t>::BITS - (self as $unsigned).leading_zeros()
             }
         }
     };
 }
 
-word!(u8);
-word!(u16);
-word!(u32);
-word!(u64);
+word!(u8, u8, |v| v ^ (1 << 7));
+word!(u16, u16, |v| v ^ (1 << 15));
+word!(u32, u32, |v| v ^ (1 << 31));
+word!(u64, u64, |v| v ^ (1 << 63));
+word!(i8, u8, |v| v);
+word!(i16, u16, |v| v);
+word!(i32, u32, |v| v);
+word!(i64, u64, |v| v);
