@@ -8,11 +8,15 @@
 // intpack_encode_w{1,2,4,8}: one block of THREADS threads per 1024-value block, in shared
 //   memory: min/max reductions (values, differences, non-zero differences), run starts by
 //   a block scan, the distinct values by a bitmap of their range (ranges under 8192 W) or
-//   a bitonic sort; the exact length of all five
+//   a bitonic sort; a histogram of the values' bit counts above the minimum (frame with
+//   exceptions: thread b measures low width b); the exact length of all six
 //   schemes by the format's formulas, the shortest (lowest on a tie) written with every
 //   packed field OR-ed into shared words by its own thread (deterministic: OR commutes).
 // Then scan.cu's scan_sizes_u16 gives every encoding's offset, and intpack_compact copies
 // the encodings after the launch's size table. Headers and tails are the host's.
+
+// Bits of an exception's position in scheme 5 (blocks hold at most 1024 values).
+#define POSITION_BITS 10u
 
 // Bytes of a block's slot: the longest encoding, 2 + W + 1024 W (scheme 0 with b = 8W),
 // rounded up to 8. The launcher repeats it (src/codec/intpack/gpu/launch.rs, slot_bytes).
@@ -154,6 +158,10 @@ __device__ void encode_block(const u8* in, const u64* block_in, const u16* block
     extern __shared__ u64 shared_words[];
     __shared__ u64 scratch[2 * 3 * WARPS];
     __shared__ u32 warp_sums[32];
+    // Values by significant bits of value - min (0..=64), then scheme 5's length at each
+    // low width b (index b).
+    __shared__ u32 bit_histogram[65];
+    __shared__ u32 exceptions_length[64];
 
     const u64 block = blockIdx.x;
     if (block >= blocks) return;
@@ -173,6 +181,7 @@ __device__ void encode_block(const u8* in, const u64* block_in, const u16* block
         sorted[j] = j < n ? (T)(v ^ (T)sign) : (T)~(T)0;
     }
     for (u32 k = t; k < (SLOT + 8) / 4; k += THREADS) words[k] = 0;
+    for (u32 k = t; k < 65; k += THREADS) bit_histogram[k] = 0;
     __syncthreads();
 
     // This thread's values [ITEMS t, ITEMS (t + 1)): biased minima and maxima of the
@@ -202,6 +211,12 @@ __device__ void encode_block(const u8* in, const u64* block_in, const u16* block
         }
     }
     block_min_max<3>(lo, hi, scratch);
+    // Scheme 5: each value's bits above the minimum.
+#pragma unroll
+    for (u32 i = 0; i < ITEMS; ++i) {
+        const u32 j = ITEMS * t + i;
+        if (j < n) atomicAdd(&bit_histogram[bit_count((u64)(T)(values[j] ^ (T)sign) - lo[0])], 1u);
+    }
     u32 r;
     u32 run = block_exclusive_sum(starts, warp_sums, &r);
 #pragma unroll
@@ -249,8 +264,27 @@ __device__ void encode_block(const u8* in, const u64* block_in, const u16* block
     length[2] = 3 + frame_len(r, b_values, W) + lengths_frame;
     length[3] = 3 + W + frame_len(r - 1, b_run_deltas, W) + lengths_frame;
     length[4] = 3 + W + frame_len(d - 1, b_gaps, W) + packed_len(n, b_index);
+    // Scheme 5 at low width b (b < b_values): e(b) values have more than b bits. Thread b
+    // measures b; the shortest, the lowest b on a tie (no encoding when b_values is 0).
+    // The histogram is complete: the scan and reductions above passed barriers.
+    if (t < b_values) {
+        u32 e = 0;
+        for (u32 k = t + 1; k <= b_values; ++k) e += bit_histogram[k];
+        exceptions_length[t] = 5 + W + packed_len(n, t) + packed_len(e, POSITION_BITS) +
+                               packed_len(e, b_values - t);
+    }
+    __syncthreads();
+    u32 b_low = 0;
+    length[5] = ~0u;
+    for (u32 b = 0; b < b_values; ++b)
+        if (exceptions_length[b] < length[5]) {
+            length[5] = exceptions_length[b];
+            b_low = b;
+        }
+    u32 e_count = 0;
+    for (u32 k = b_low + 1; k <= b_values; ++k) e_count += bit_histogram[k];
     u32 scheme = 0;
-    for (u32 s = 1; s < 5; ++s)
+    for (u32 s = 1; s < 6; ++s)
         if (length[s] < length[scheme]) scheme = s;
     const u32 len = length[scheme];
 
@@ -274,10 +308,14 @@ __device__ void encode_block(const u8* in, const u64* block_in, const u16* block
                 at = 3 + W + frame_len(r - 1, b_run_deltas, W);
             }
             put_frame_header(enc, at, b_lengths, length_lo[0], 2);
-        } else {
+        } else if (scheme == 4) {
             put_le(enc + 1, d, 2);
             put_le(enc + 3, lo[0] ^ sign, W);  // the smallest value comes first
             put_frame_header(enc, 3 + W, b_gaps, d > 1 ? gap_lo[0] ^ sign : 0, W);
+        } else {
+            put_frame_header(enc, 1, b_low, lo[0] ^ sign, W);
+            put_le(enc + 2 + W, e_count, 2);
+            enc[4 + W] = (u8)(b_values - b_low);
         }
     }
     __syncthreads();
@@ -317,6 +355,34 @@ __device__ void encode_block(const u8* in, const u64* block_in, const u16* block
                 const u64 length = (k + 1 < r ? run_start[k + 1] : n) - run_start[k];
                 or_field(words, base + k * b_lengths, length - length_lo[0]);
             }
+    } else if (scheme == 5) {
+        // Low bits of every value, then each exception's position and high bits at its
+        // rank among the exceptions (a block scan over the thread's consecutive values).
+        const u32 base = 8 * (5 + W);
+        const u32 h = b_values - b_low;
+        u64 offset[ITEMS];
+        u32 mine = 0;
+#pragma unroll
+        for (u32 i = 0; i < ITEMS; ++i) {
+            const u32 j = ITEMS * t + i;
+            offset[i] = j < n ? (u64)(T)(values[j] ^ (T)sign) - lo[0] : 0;
+            mine += (offset[i] >> b_low) != 0;
+        }
+        u32 total;
+        u32 rank = block_exclusive_sum(mine, warp_sums, &total);
+        const u32 positions = 8 * (5 + W + packed_len(n, b_low));
+        const u32 highs = positions + 8 * packed_len(e_count, POSITION_BITS);
+#pragma unroll
+        for (u32 i = 0; i < ITEMS; ++i) {
+            const u32 j = ITEMS * t + i;
+            if (j >= n) continue;
+            if (b_low) or_field(words, base + j * b_low, offset[i] & ((1ull << b_low) - 1));
+            if (offset[i] >> b_low) {
+                or_field(words, positions + rank * POSITION_BITS, j);
+                or_field(words, highs + rank * h, offset[i] >> b_low);
+                ++rank;
+            }
+        }
     } else {
         const u32 base = 8 * (4 + 2 * W);
         if (b_gaps)

@@ -6,7 +6,9 @@
 // fields of its values from their own bit offsets. Delta frames are block prefix sums;
 // runs are found from the run starts (a prefix sum of the lengths, which must be >= 1
 // and add up to n) by binary search; dictionary values are looked up in shared memory
-// (indices must be < d). A launch covers the blocks of one or more streams of the same W:
+// (indices must be < d); a frame with exceptions is unpacked like a frame, then a thread
+// per exception checks its position (strictly ascending, below n) and adds its high bits
+// there. A launch covers the blocks of one or more streams of the same W:
 // block i's encoding is size[i] bytes at offsets[i] after the size table, its n values go
 // to out[block_out[i] ..] (a multiple of 8). The host checked the headers and size tables.
 // A corrupt encoding sets `error` (a reason code, and the lowest failing block); nothing
@@ -15,7 +17,8 @@
 // Reason codes E_* come from the launcher (src/codec/intpack/gpu/launch.rs, the Rust enum
 // IntpackDecodeError), as -D defines.
 #if !defined(E_TOTAL) || !defined(E_SIZE) || !defined(E_SCHEME) || !defined(E_WIDTH) ||    \
-    !defined(E_COUNT) || !defined(E_LENGTH) || !defined(E_RUNS) || !defined(E_INDEX)
+    !defined(E_COUNT) || !defined(E_LENGTH) || !defined(E_RUNS) || !defined(E_INDEX) ||       \
+    !defined(E_EXCEPTIONS)
 #error "intpack_decompress.cu needs its reason codes from the launcher"
 #endif
 
@@ -62,12 +65,16 @@ struct Frame {
 // What thread 0 reads of an encoding, for every thread.
 struct Parsed {
     u32 scheme, code;
-    u32 count;  // r or d
+    u32 count;  // r, d or e
     u64 first;  // a delta frame's first value
     Frame values;   // values, differences, run values or their differences, dictionary gaps
     Frame lengths;  // run lengths (w = 2)
-    u32 index_bits, index_bit;
+    u32 index_bits, index_bit;  // dictionary indices; scheme 5: high bits h, their field
+    u32 positions_bit;          // scheme 5: the positions' field
 };
+
+// Bits of an exception's position in scheme 5.
+#define POSITION_BITS 10u
 
 // Reads w bytes at *at, within `size`.
 __device__ __forceinline__ bool read_word(const u8* enc, u32 size, u32* at, u32 w, u64* v,
@@ -126,6 +133,7 @@ __device__ void parse(const u8* enc, u32 size, u32 n, Parsed* p) {
     p->first = 0;
     p->index_bits = 0;
     p->index_bit = 0;
+    p->positions_bit = 0;
     bool ok = true;
     switch (p->scheme) {
     case 0:
@@ -153,6 +161,29 @@ __device__ void parse(const u8* enc, u32 size, u32 n, Parsed* p) {
             at += packed_len(n, p->index_bits);
         }
         break;
+    case 5: {
+        // b, ref, e, h: b + h <= 8W with h >= 1; then the low bits, positions, high bits.
+        u64 b, ref, h;
+        ok = read_word(enc, size, &at, 1, &b, &code) && read_word(enc, size, &at, W, &ref, &code) &&
+             read_count(enc, size, &at, n, &p->count, &code) &&
+             read_word(enc, size, &at, 1, &h, &code);
+        if (ok && (h == 0 || b + h > 8 * W)) {
+            ok = false;
+            code = E_WIDTH;
+        }
+        if (ok) {
+            p->values.b = (u32)b;
+            p->values.ref = ref;
+            p->values.bit = 8 * at;
+            at += packed_len(n, (u32)b);
+            p->positions_bit = 8 * at;
+            at += packed_len(p->count, POSITION_BITS);
+            p->index_bits = (u32)h;
+            p->index_bit = 8 * at;
+            at += packed_len(p->count, (u32)h);
+        }
+        break;
+    }
     default:
         ok = false;
         code = E_SCHEME;
@@ -255,6 +286,25 @@ __device__ void decode_block(const u8* table_and_payload, const u64* offsets, u6
     }
     if (p.scheme == 1) {
         delta_values(enc, p, n, dst, warp_sums);
+        return;
+    }
+    if (p.scheme == 5) {
+        for (u32 j = t; j < n; j += THREADS) dst[j] = (T)(f.ref + read_bits(enc, f.bit + j * f.b, f.b));
+        // Every value's low part is stored before an exception adds to it.
+        __syncthreads();
+        bool bad = false;
+        for (u32 k = t; k < p.count; k += THREADS) {
+            const u32 j = (u32)read_bits(enc, p.positions_bit + k * POSITION_BITS, POSITION_BITS);
+            const u32 before =
+                k ? (u32)read_bits(enc, p.positions_bit + (k - 1) * POSITION_BITS, POSITION_BITS) : 0;
+            if (j >= n || (k && j <= before)) {
+                bad = true;
+                continue;
+            }
+            const u64 high = read_bits(enc, p.index_bit + k * p.index_bits, p.index_bits);
+            dst[j] = (T)(dst[j] + (T)(high << f.b));
+        }
+        if (__syncthreads_or(bad) && t == 0) fail(error, E_EXCEPTIONS, block);
         return;
     }
     // Run values or the dictionary to shared memory.

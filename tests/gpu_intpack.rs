@@ -88,6 +88,19 @@ fn shaped_inputs(width: u8, rng: &mut Rng) -> Vec<(String, Vec<u8>)> {
             (0..n).map(|i| if i % 2 == 0 { min } else { max }).collect(),
         ),
         (
+            "prices with a few large ones",
+            (0..n)
+                .map(|_| {
+                    let price = 900 + rng.below(1_000) as i64;
+                    if rng.below(30) == 0 {
+                        price * 50
+                    } else {
+                        price
+                    }
+                })
+                .collect(),
+        ),
+        (
             "wandering walk",
             (0..n)
                 .scan(0i64, |v, _| {
@@ -423,6 +436,17 @@ fn blocks_of_every_scheme(width: u8) -> Vec<(Scheme, usize, Vec<u8>)> {
             .collect(),
         vec![5],
         (0..BLOCK_VALUES as i64).map(|i| i / 3).collect(),
+        // Sixteen small values and every 30th one far above them: frame with exceptions
+        // (for W = 1 too: -100..-85 and 100).
+        (0..300)
+            .map(|i| {
+                if i % 30 == 7 {
+                    100
+                } else {
+                    -100 + (i * 7 % 16)
+                }
+            })
+            .collect(),
     ];
     shapes
         .into_iter()
@@ -448,6 +472,7 @@ fn corrupt_fields_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
             Scheme::RunsFrame,
             Scheme::RunsDelta,
             Scheme::Dictionary,
+            Scheme::FrameExceptions,
         ] {
             assert!(schemes.contains(&scheme), "W={width}: no {scheme:?} block");
         }
@@ -482,9 +507,11 @@ fn corrupt_fields_are_errors_on_the_gpu_exactly_when_on_the_cpu() {
             };
             check(encoding.clone(), "intact");
             // Every rule of FORMAT.md's "Decoder validation" that a block can break:
-            // a scheme byte > 4, b > 8w (and every other b), r or d of 0 or above n, a
-            // block that leaves bytes or ends early, run lengths of 0 or a wrong sum,
-            // indices >= d; every byte of the fixed fields set to every interesting value.
+            // a scheme byte > 5 (and 5 on another scheme's fields), b > 8w (and every
+            // other b), r, d or e of 0 or above n, h of 0 or b + h > 8w, a block that
+            // leaves bytes or ends early, run lengths of 0 or a wrong sum, indices >= d,
+            // exception positions out of order; every byte of the fixed fields set to
+            // every interesting value.
             for byte in [5u8, 6, 0x80, 0xff] {
                 let mut bad = encoding.clone();
                 bad[0] = byte;

@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use super::bits::{packed_len, unpack_field};
 use super::frame::{read_frame, read_word};
-use super::scheme::{Scheme, index_bits};
+use super::scheme::{POSITION_BITS, Scheme, index_bits};
 use super::varint;
 use super::word::Word;
 use super::{BLOCK_VALUES, CodecError, FIXED_HEADER_LEN, IntpackParams, NAME, Result, VERSION};
@@ -223,6 +223,8 @@ struct BlockDecoder<T: Word> {
     values: Vec<T>,
     /// Run lengths.
     lengths: Vec<usize>,
+    /// High bits of a frame's exceptions.
+    highs: Vec<u64>,
 }
 
 type BlockResult = std::result::Result<(), &'static str>;
@@ -233,6 +235,7 @@ impl<T: Word> BlockDecoder<T> {
             fields: vec![0; BLOCK_VALUES],
             values: Vec::with_capacity(BLOCK_VALUES),
             lengths: Vec::with_capacity(BLOCK_VALUES),
+            highs: vec![0; BLOCK_VALUES],
         }
     }
 
@@ -241,7 +244,7 @@ impl<T: Word> BlockDecoder<T> {
     fn decode(&mut self, block: &[u8], out: &mut [u8]) -> BlockResult {
         let n = out.len() / T::BYTES;
         let scheme = *block.first().ok_or("empty block encoding")?;
-        let scheme = Scheme::from_u8(scheme).ok_or("scheme byte greater than 4")?;
+        let scheme = Scheme::from_u8(scheme).ok_or("scheme byte greater than 5")?;
         let mut at = 1;
         match scheme {
             Scheme::Frame => {
@@ -324,9 +327,61 @@ impl<T: Word> BlockDecoder<T> {
                     value.store(slot);
                 }
             }
+            Scheme::FrameExceptions => self.decode_exceptions_frame(block, &mut at, out)?,
         }
         if at != block.len() {
             return Err("bytes left after the block's encoding");
+        }
+        Ok(())
+    }
+
+    /// Scheme 5 after its scheme byte: every value `ref` plus its low bits, then each
+    /// exception's high bits added at its position (strictly ascending, below `n`).
+    fn decode_exceptions_frame(
+        &mut self,
+        block: &[u8],
+        at: &mut usize,
+        out: &mut [u8],
+    ) -> BlockResult {
+        let n = out.len() / T::BYTES;
+        let b = u32::from(*block.get(*at).ok_or("block ends before a frame")?);
+        *at += 1;
+        let reference = read_word::<T>(block, at)?;
+        let e = read_count(
+            block,
+            at,
+            n,
+            "exception count e of 0 or more than the block's values",
+        )?;
+        let h = u32::from(*block.get(*at).ok_or("block ends inside a frame")?);
+        *at += 1;
+        if h == 0 || b + h > T::BITS {
+            return Err("exception frame's h of 0, or b + h larger than 8w");
+        }
+        let mut field = |count: usize, bits: u32, into: &mut [u64]| {
+            let end = *at + packed_len(count, bits);
+            let bytes = block
+                .get(*at..end)
+                .ok_or("block ends inside a packed field")?;
+            unpack_field(bytes, bits, &mut into[..count]);
+            *at = end;
+            Ok::<(), &'static str>(())
+        };
+        field(n, b, &mut self.fields)?;
+        for (slot, &u) in out.chunks_exact_mut(T::BYTES).zip(&self.fields[..n]) {
+            reference.add(T::from_u64(u)).store(slot);
+        }
+        field(e, POSITION_BITS, &mut self.fields)?;
+        field(e, h, &mut self.highs)?;
+        let mut next = 0u64;
+        for (&j, &high) in self.fields[..e].iter().zip(&self.highs[..e]) {
+            if j < next || j >= n as u64 {
+                return Err("exception positions not ascending or not below the block's values");
+            }
+            next = j + 1;
+            let slot = &mut out[j as usize * T::BYTES..][..T::BYTES];
+            // b + h <= 8w: the high bits land inside the value.
+            T::load(slot).add(T::from_u64(high << b)).store(slot);
         }
         Ok(())
     }

@@ -5,8 +5,8 @@
 use rayon::prelude::*;
 
 use super::bits::pack;
-use super::frame::{push_word, write_empty_frame, write_frame};
-use super::scheme::{Analysis, Scheme, index_bits};
+use super::frame::{frame_bits, push_word, write_empty_frame, write_frame};
+use super::scheme::{Analysis, POSITION_BITS, Scheme, index_bits};
 use super::word::Word;
 use super::{BLOCK_VALUES, CodecError, IntpackParams, NAME, Result, VERSION, varint};
 
@@ -166,6 +166,10 @@ impl<T: Word> BlockEncoder<T> {
                 let indices = a.values.iter().map(|&v| a.index_of(v) as u64);
                 pack(indices, index_bits(d), out);
             }
+            Scheme::FrameExceptions => {
+                let a = &self.analysis;
+                write_exceptions_frame(out, &a.values, a.min, a.max, a.exception_bits);
+            }
         }
         scheme
     }
@@ -181,4 +185,29 @@ fn write_delta_frame<T: Word>(out: &mut Vec<u8>, values: &[T], delta_min: T, del
     }
     let deltas = values.windows(2).map(|p| p[1].sub(p[0]).flip());
     write_frame(out, delta_min, delta_max, deltas);
+}
+
+/// Appends scheme 5's fields for `values` (ordered form) in `min..=max` with low width
+/// `b` (below the frame's): `b`, `ref`, `e`, `h`, the low bits of every value, then the
+/// positions and high bits of the values that need more than `b` bits.
+fn write_exceptions_frame<T: Word>(out: &mut Vec<u8>, values: &[T], min: T, max: T, b: u32) {
+    let h = frame_bits(min, max) - b;
+    let offsets = || values.iter().map(move |&v| v.sub(min).to_u64());
+    let positions: Vec<u64> = offsets()
+        .enumerate()
+        .filter(|&(_, u)| u >> b != 0)
+        .map(|(j, _)| j as u64)
+        .collect();
+    out.push(b as u8);
+    push_word(out, min.flip());
+    out.extend_from_slice(&(positions.len() as u16).to_le_bytes());
+    out.push(h as u8);
+    // `pack` keeps each value's low b bits.
+    pack(offsets(), b, out);
+    let highs: Vec<u64> = positions
+        .iter()
+        .map(|&j| values[j as usize].sub(min).to_u64() >> b)
+        .collect();
+    pack(positions, POSITION_BITS, out);
+    pack(highs, h, out);
 }

@@ -4,7 +4,7 @@
 //! The input is read as values of `W` bytes (1, 2, 4 or 8: the column's width) and cut
 //! into blocks of [`BLOCK_VALUES`] values that are analysed, encoded and decoded
 //! independently, one GPU thread block (or one rayon task's turn) per block. Each block
-//! is written in whichever of five schemes is shortest, computed exactly; every scheme
+//! is written in whichever of six schemes is shortest, computed exactly; every scheme
 //! ends in bit-packed fields that a GPU thread per value unpacks from its own bit offset.
 //!
 //! Stream (all integers little-endian; `docs/FORMAT.md`, section `intpack`, is the spec):
@@ -28,6 +28,7 @@
 //! | 2 | runs, frame values | `r: u16` · frame of run values · frame of run lengths (`w = 2`) |
 //! | 3 | runs, delta values | `r: u16` · delta frame of run values · frame of run lengths |
 //! | 4 | dictionary | `d: u16` · delta frame of the sorted distinct values · `pack(index, bits(d - 1))` |
+//! | 5 | frame with exceptions | `b` · `ref` · `e: u16` · `h: u8` · `pack(low, b)` · `pack(position, 10)` · `pack(high, h)` |
 //!
 //! Values are `W`-byte integers with wrapping arithmetic; the lowest scheme wins a tie.
 //! [`scheme_lengths`] and [`choose_scheme`] are the normative choice, for the GPU's tests.

@@ -1,7 +1,7 @@
 //! A block's analysis: the exact length of each scheme, and the choice (the shortest, the
 //! lowest scheme on a tie), which is normative for byte identity.
 //!
-//! [`scheme_lengths`] computes all five lengths straight from the definitions in
+//! [`scheme_lengths`] computes all six lengths straight from the definitions in
 //! `docs/FORMAT.md` (sorting, grouping, nothing skipped): the reference the GPU and the
 //! fast [`Analysis`] the encoder runs are tested against. The fast analysis skips a
 //! scheme's exact length only where that scheme cannot be the shortest.
@@ -14,7 +14,7 @@ use super::word::Word;
 use super::{BLOCK_VALUES, CodecError, IntpackParams, NAME, Result};
 
 /// The number of schemes.
-pub const SCHEMES: usize = 5;
+pub const SCHEMES: usize = 6;
 
 /// How a block is written (its first byte).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -30,6 +30,9 @@ pub enum Scheme {
     RunsDelta = 3,
     /// The sorted distinct values as a delta frame, and each value's index among them.
     Dictionary = 4,
+    /// A frame whose values keep their low `b` bits, with the few that need more bits
+    /// (exceptions) listed by position with their high bits.
+    FrameExceptions = 5,
 }
 
 impl Scheme {
@@ -40,21 +43,23 @@ impl Scheme {
         Scheme::RunsFrame,
         Scheme::RunsDelta,
         Scheme::Dictionary,
+        Scheme::FrameExceptions,
     ];
 
-    /// The scheme of a block's first byte, or `None` for a byte above 4.
+    /// The scheme of a block's first byte, or `None` for a byte above 5.
     pub fn from_u8(byte: u8) -> Option<Scheme> {
         Scheme::ALL.get(usize::from(byte)).copied()
     }
 }
 
-/// The scheme a block is written in, given the exact lengths of the five encodings: the
+/// The scheme a block is written in, given the exact lengths of the six encodings: the
 /// shortest, and on a tie the lowest scheme number.
 ///
 /// ```
 /// use colzip::codec::intpack::{Scheme, choose_scheme};
-/// assert_eq!(choose_scheme(&[30, 20, 20, 25, 20]), Scheme::Delta);
-/// assert_eq!(choose_scheme(&[30, 21, 20, 25, 20]), Scheme::RunsFrame);
+/// assert_eq!(choose_scheme(&[30, 20, 20, 25, 20, 20]), Scheme::Delta);
+/// assert_eq!(choose_scheme(&[30, 21, 20, 25, 20, 20]), Scheme::RunsFrame);
+/// assert_eq!(choose_scheme(&[30, 21, 21, 25, 21, 20]), Scheme::FrameExceptions);
 /// ```
 pub fn choose_scheme(lengths: &[usize; SCHEMES]) -> Scheme {
     let mut best = Scheme::Frame;
@@ -131,13 +136,55 @@ pub fn scheme_lengths(values: &[u8], width: u8) -> Result<[usize; SCHEMES]> {
         .collect();
     let d = dictionary.len();
     let lengths_frame = frame_len(r, 2, b(&run_lengths));
+    // Frame with exceptions: every width b below the frame's, the shortest.
+    let (lo, b_all) = (v.iter().min().copied().unwrap_or(0), b(&v));
+    let exceptions_len = (0..b_all)
+        .map(|b| {
+            let e = v.iter().filter(|&&x| (x - lo) >> b != 0).count();
+            exceptions_frame_len(n, w, b, e, b_all - b)
+        })
+        .min()
+        .unwrap_or(NOT_SHORTEST);
     Ok([
         1 + frame_len(n, w, b(&v)),
         1 + delta_frame_len(n, w, b(&deltas(&v))),
         1 + 2 + frame_len(r, w, b(&run_values)) + lengths_frame,
         1 + 2 + delta_frame_len(r, w, b(&deltas(&run_values))) + lengths_frame,
         1 + 2 + delta_frame_len(d, w, b(&deltas(&dictionary))) + packed_len(n, index_bits(d)),
+        exceptions_len,
     ])
+}
+
+/// Bits of an exception's position in a block (`n <= 1024`).
+pub(crate) const POSITION_BITS: u32 = 10;
+
+/// The length of scheme 5 for `n` values of `w` bytes with low width `b`, `e` exceptions
+/// and `h` high bits each: scheme byte, `b`, `ref`, `e`, `h`, then the three fields.
+pub(crate) const fn exceptions_frame_len(n: usize, w: usize, b: u32, e: usize, h: u32) -> usize {
+    1 + 1 + w + 2 + 1 + packed_len(n, b) + packed_len(e, POSITION_BITS) + packed_len(e, h)
+}
+
+/// Scheme 5's best low width for a block whose values, less their minimum, have
+/// `histogram[t]` values of `t` significant bits (`t <= b_all`, the frame's `b`): the
+/// shortest length over `b` in `0..b_all` and that `b` (the lowest on a tie), or `None`
+/// when `b_all` is 0.
+pub(crate) fn best_exceptions_width(
+    histogram: &[u16; 65],
+    n: usize,
+    w: usize,
+    b_all: u32,
+) -> Option<(usize, u32)> {
+    // e(b): the values with more than b bits, counted down from the widest.
+    let mut best: Option<(usize, u32)> = None;
+    let mut above = 0usize;
+    for b in (0..b_all).rev() {
+        above += usize::from(histogram[b as usize + 1]);
+        let length = exceptions_frame_len(n, w, b, above, b_all - b);
+        if best.is_none_or(|(shortest, _)| length <= shortest) {
+            best = Some((length, b));
+        }
+    }
+    best
 }
 
 /// Bits of a dictionary index among `d` values: `bits(d - 1)`.
@@ -215,6 +262,8 @@ pub(crate) struct Analysis<T: Word> {
     bitmap: Vec<u64>,
     ranks: Vec<u16>,
     bitmap_words: usize,
+    /// Scheme 5's low width `b` (when its length was measured).
+    pub exception_bits: u32,
     /// Each scheme's exact length, or [`NOT_SHORTEST`].
     pub lengths: [usize; SCHEMES],
     pub scheme: Scheme,
@@ -248,6 +297,7 @@ impl<T: Word> Analysis<T> {
             bitmap: vec![0; (BITMAP_RANGE / 64) as usize],
             ranks: vec![0; (BITMAP_RANGE / 64) as usize],
             bitmap_words: 0,
+            exception_bits: 0,
             lengths: [NOT_SHORTEST; SCHEMES],
             scheme: Scheme::Frame,
         }
@@ -312,6 +362,19 @@ impl<T: Word> Analysis<T> {
         let best = lengths[..4].iter().copied().min().unwrap_or(NOT_SHORTEST);
         if let Some(length) = self.dictionary_length(best) {
             lengths[4] = length;
+        }
+        // Scheme 5 is at least 8 + W bytes (one exception of one high bit).
+        let best = lengths[..5].iter().copied().min().unwrap_or(NOT_SHORTEST);
+        if b0 > 0 && best > 8 + w {
+            let mut histogram = [0u16; 65];
+            let min = self.min;
+            for &v in &self.values {
+                histogram[v.sub(min).bits() as usize] += 1;
+            }
+            if let Some((length, b)) = best_exceptions_width(&histogram, n, w, b0) {
+                lengths[5] = length;
+                self.exception_bits = b;
+            }
         }
         self.lengths = lengths;
         self.scheme = choose_scheme(&lengths);

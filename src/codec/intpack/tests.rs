@@ -72,6 +72,19 @@ fn shapes(values: usize, seed: u64) -> Vec<(&'static str, Vec<i64>)> {
         (0..values).map(|_| far[rng.below(6) as usize]).collect(),
     ));
     shapes.push((
+        "prices with a few large ones",
+        (0..values)
+            .map(|_| {
+                let price = 9_000 + rng.below(1_000) as i64;
+                if rng.below(32) == 0 {
+                    price * 40
+                } else {
+                    price
+                }
+            })
+            .collect(),
+    ));
+    shapes.push((
         "runs of random values",
         (0..values)
             .scan((0i64, 0u64), |(value, left), _| {
@@ -247,6 +260,25 @@ fn each_scheme_is_chosen_for_its_shape() {
             block.len(),
             1 + 2 + delta_frame_len(4, usize::from(width), block_gap_bits(&block, width)) + 256
         );
+
+        // Prices in 1000..2000 with every 32nd one 20_000 higher: 10-bit values (of 15)
+        // and 32 exceptions of 5 high bits at positions 0, 32, 64, ...
+        let prices: Vec<i64> = (0..1024)
+            .map(|j| 1_000 + rng.below(1_000) as i64 + if j % 32 == 0 { 20_000 } else { 0 })
+            .collect();
+        let (scheme, block) = only_scheme(&prices, width);
+        assert_eq!(scheme, Scheme::FrameExceptions);
+        let w = usize::from(width);
+        let min = *prices.iter().min().unwrap();
+        assert_eq!(block[1], 10, "b");
+        assert_eq!(&block[2..2 + w], &min.to_le_bytes()[..w], "ref");
+        assert_eq!(&block[2 + w..4 + w], &[32, 0], "e");
+        assert_eq!(block[4 + w], 15 - 10, "h");
+        assert_eq!(block.len(), 5 + w + 1280 + 40 + 20);
+        // The first position field (10 bits) is 0, the second 32.
+        let positions = 5 + w + 1280;
+        assert_eq!(block[positions], 0);
+        assert_eq!(block[positions + 1], 32 << 2);
     }
 }
 
@@ -257,11 +289,12 @@ fn block_gap_bits(block: &[u8], width: u8) -> u32 {
 
 #[test]
 fn ties_go_to_the_lowest_scheme() {
-    assert_eq!(choose_scheme(&[5, 5, 5, 5, 5]), Scheme::Frame);
-    assert_eq!(choose_scheme(&[6, 5, 5, 5, 5]), Scheme::Delta);
-    assert_eq!(choose_scheme(&[6, 6, 5, 5, 5]), Scheme::RunsFrame);
-    assert_eq!(choose_scheme(&[6, 6, 6, 5, 5]), Scheme::RunsDelta);
-    assert_eq!(choose_scheme(&[6, 6, 6, 6, 5]), Scheme::Dictionary);
+    assert_eq!(choose_scheme(&[5, 5, 5, 5, 5, 5]), Scheme::Frame);
+    assert_eq!(choose_scheme(&[6, 5, 5, 5, 5, 5]), Scheme::Delta);
+    assert_eq!(choose_scheme(&[6, 6, 5, 5, 5, 5]), Scheme::RunsFrame);
+    assert_eq!(choose_scheme(&[6, 6, 6, 5, 5, 5]), Scheme::RunsDelta);
+    assert_eq!(choose_scheme(&[6, 6, 6, 6, 5, 5]), Scheme::Dictionary);
+    assert_eq!(choose_scheme(&[6, 6, 6, 6, 6, 5]), Scheme::FrameExceptions);
     // Two 1-byte values one apart: frame 1 + 1 + 1 + 1 bytes, delta 1 + 1 + 1 + 1 (one
     // difference, so b = 0): equal, and the frame is written.
     let lengths = scheme_lengths(&[10, 11], 1).unwrap();
@@ -495,12 +528,50 @@ fn block_errors() {
         (vec![3, 2, 0, 5, 0, 2, 2, 1, 0, 0b1000], [5, 7, 7, 7]),
         // Dictionary 5, 14 (one gap of 9), 1-bit indices 0, 1, 1, 0.
         (vec![4, 2, 0, 5, 0, 9, 0b0110], [5, 14, 14, 5]),
+        // Frame with exceptions: ref 5, b = 2, low bits 0, 1, 3, 2; one exception at
+        // position 2 with high bits 48 (h = 6): 5 + 3 + 48 * 4 = 200.
+        (
+            vec![5, 2, 5, 1, 0, 6, 0b1011_0100, 2, 0, 48],
+            [5, 6, 200, 7],
+        ),
     ] {
         let stream = stream_of(1, n, std::slice::from_ref(&block));
         assert_eq!(decompress(&stream, n).unwrap(), want, "{block:?}");
     }
-    check(vec![5, 0, 0], "scheme byte greater than 4");
-    check(vec![255, 0, 0], "scheme byte greater than 4");
+    check(vec![6, 0, 0], "scheme byte greater than 5");
+    check(vec![255, 0, 0], "scheme byte greater than 5");
+    // Frames with exceptions: h = 0, b + h > 8w, e of 0 or above n, positions past the
+    // block or repeated, and encodings a byte too long or too short.
+    let exceptions = |b: u8, e: u16, h: u8, tail: &[u8]| {
+        let mut block = vec![5, b, 5];
+        block.extend_from_slice(&e.to_le_bytes());
+        block.push(h);
+        block.push(0b1011_0100);
+        block.extend_from_slice(tail);
+        block
+    };
+    check(exceptions(2, 1, 0, &[2, 0]), "h of 0");
+    check(exceptions(2, 1, 7, &[2, 0, 48]), "b + h larger than 8w");
+    check(exceptions(2, 0, 6, &[]), "exception count e of 0");
+    check(
+        exceptions(2, 5, 6, &[2, 0, 48]),
+        "exception count e of 0 or more than",
+    );
+    check(
+        exceptions(2, 1, 6, &[4, 0, 48]),
+        "not ascending or not below",
+    );
+    // Positions 2 and 2 (10 bits each), high bits 48 and 48 (6 bits each).
+    check(
+        exceptions(2, 2, 6, &[2, 8, 0, 0x30, 0x0c]),
+        "not ascending or not below",
+    );
+    check(exceptions(2, 1, 6, &[2, 0, 48, 0]), "bytes left after");
+    check(
+        exceptions(2, 1, 6, &[2, 0]),
+        "block ends inside a packed field",
+    );
+    check(vec![5, 2, 5, 1], "block ends inside a count");
     check(vec![0, 9, 5, 0, 0, 0, 0, 0], "b larger than 8w");
     check(vec![1, 5, 9, 1, 0, 0, 0, 0, 0, 0], "b larger than 8w");
     // Run lengths are 2-byte values: b = 17 is too large.
@@ -554,7 +625,7 @@ fn block_errors() {
     let stream = stream_of(1, 2048 + 1, &[good.clone(), good, vec![7, 0, 0]]);
     corrupt_with(&stream, 2049, "block 2: scheme byte");
     // The per-block entry point checks the same things.
-    assert!(decode_block(&[5, 0, 0], &mut [0; 4], 1).is_err());
+    assert!(decode_block(&[6, 0, 0], &mut [0; 4], 1).is_err());
     assert!(decode_block(&[0, 0, 1], &mut [0; 3], 2).is_err());
     let mut out = [0u8; 4];
     decode_block(&[0, 2, 5, 0b1110_0100], &mut out, 1).unwrap();
