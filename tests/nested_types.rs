@@ -688,6 +688,24 @@ fn degenerate_shapes_round_trip() {
     )
     .unwrap();
     assert_round_trip("fixed-size list of size 0", &zero_size, &CodecChoice::Auto);
+    for mode in [UnionMode::Sparse, UnionMode::Dense] {
+        let no_fields = UnionArray::try_new(
+            UnionFields::empty(),
+            ScalarBuffer::from(Vec::<i8>::new()),
+            (mode == UnionMode::Dense).then(|| ScalarBuffer::from(Vec::<i32>::new())),
+            vec![],
+        )
+        .unwrap();
+        assert_round_trip("union of no fields", &no_fields, &CodecChoice::Auto);
+    }
+    // One run of every row, and a run-end array of a single row.
+    let one_run = RunArray::<Int64Type>::try_new(
+        &vec![100_000i64].into(),
+        &Int32Array::from(vec![None::<i32>]),
+    )
+    .unwrap();
+    assert_round_trip("one run", &one_run, &CodecChoice::Auto);
+    assert_round_trip("one row", &one_run.slice(99_999, 1), &CodecChoice::Auto);
 }
 
 /// `depth` lists around an Int32.
