@@ -6,11 +6,14 @@ use std::sync::Arc;
 
 use arrow::array::{
     Array, ArrayData, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, DictionaryArray,
-    FixedSizeBinaryArray, Int64Array, LargeBinaryArray, LargeStringArray, StringArray,
-    StringViewArray, make_array, new_null_array,
+    FixedSizeBinaryArray, Int16Array, Int32Array, Int64Array, LargeBinaryArray, LargeStringArray,
+    RunArray, StringArray, StringViewArray, UnionArray, make_array, new_null_array,
 };
 use arrow::buffer::{Buffer, NullBuffer};
-use arrow::datatypes::{DataType, Field, Int8Type, Int32Type, IntervalUnit, TimeUnit, UInt16Type};
+use arrow::datatypes::{
+    DataType, Field, Int8Type, Int16Type, Int32Type, IntervalUnit, TimeUnit, UInt16Type,
+    UnionFields,
+};
 use colzip::column::{self, CodecChoice, CompressedColumn};
 
 const ROWS: usize = 3000;
@@ -214,6 +217,80 @@ fn all_arrays() -> Vec<(String, ArrayRef)> {
     let small: DictionaryArray<Int8Type> = vec!["a", "b", "a"].into_iter().collect();
     arrays.push(("Dictionary(Int8, Utf8)".into(), Arc::new(small)));
     arrays.push(("Null".into(), new_null_array(&DataType::Null, ROWS)));
+    // Run-end encoded and union arrays of flat values (nested ones, and these types
+    // inside others, are in tests/nested_types.rs).
+    let run_ends: Vec<i32> = (1..=ROWS as i32)
+        .filter(|i| i % 7 == 0 || *i == ROWS as i32)
+        .collect();
+    let run_values =
+        Int64Array::from_iter((0..run_ends.len() as i64).map(|i| (i % 5 != 1).then_some(i / 3)));
+    arrays.push((
+        "RunEndEncoded(Int32, Int64)".into(),
+        Arc::new(
+            RunArray::<Int32Type>::try_new(&Int32Array::from(run_ends.clone()), &run_values)
+                .unwrap(),
+        ),
+    ));
+    let short_ends: Vec<i16> = run_ends.iter().map(|&e| e as i16).collect();
+    let run_text: StringArray = (0..short_ends.len()).map(words).collect();
+    arrays.push((
+        "RunEndEncoded(Int16, Utf8)".into(),
+        Arc::new(RunArray::<Int16Type>::try_new(&Int16Array::from(short_ends), &run_text).unwrap()),
+    ));
+    let union_fields = UnionFields::try_new(
+        [5, 2, 9],
+        [
+            Field::new("i", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("b", DataType::Boolean, true),
+        ],
+    )
+    .unwrap();
+    let type_ids: Vec<i8> = (0..ROWS).map(|i| [5, 2, 9, 5][i % 4]).collect();
+    let numbers: ArrayRef = Arc::new(Int64Array::from_iter(
+        (0..ROWS as i64).map(|i| (i % 6 != 0).then_some(i * 3)),
+    ));
+    let strings: ArrayRef = Arc::new(StringArray::from_iter((0..ROWS).map(words)));
+    let flags: ArrayRef = Arc::new(BooleanArray::from_iter(
+        (0..ROWS).map(|i| (i % 10 != 4).then_some(i % 3 == 0)),
+    ));
+    arrays.push((
+        "Union(Sparse)".into(),
+        Arc::new(
+            UnionArray::try_new(
+                union_fields.clone(),
+                type_ids.clone().into(),
+                None,
+                vec![numbers.clone(), strings.clone(), flags.clone()],
+            )
+            .unwrap(),
+        ),
+    ));
+    // Dense: each type id's rows in order in its child.
+    let mut counts = [0i32; 10];
+    let offsets: Vec<i32> = type_ids
+        .iter()
+        .map(|&id| {
+            counts[id as usize] += 1;
+            counts[id as usize] - 1
+        })
+        .collect();
+    arrays.push((
+        "Union(Dense)".into(),
+        Arc::new(
+            UnionArray::try_new(
+                union_fields,
+                type_ids.into(),
+                Some(offsets.into()),
+                vec![
+                    numbers.slice(0, counts[5] as usize),
+                    strings.slice(0, counts[2] as usize),
+                    flags.slice(0, counts[9] as usize),
+                ],
+            )
+            .unwrap(),
+        ),
+    ));
     arrays
 }
 
@@ -301,21 +378,6 @@ fn decimals_are_stored_narrow() {
         .unwrap();
     assert_eq!(values.width, 4);
     assert_eq!(values.raw_len, ROWS * 4);
-}
-
-#[test]
-fn unsupported_types_are_clear_errors() {
-    // Run-end encoded arrays (and unions) are the types the column layer still refuses;
-    // nested types are covered by tests/nested_types.rs.
-    let runs = arrow::array::RunArray::<arrow::datatypes::Int32Type>::try_new(
-        &arrow::array::Int32Array::from(vec![2, 5]),
-        &arrow::array::Int64Array::from(vec![7, 8]),
-    )
-    .unwrap();
-    let err = column::compress(&runs, &CodecChoice::Auto)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("RunEndEncoded"), "{err}");
 }
 
 #[test]

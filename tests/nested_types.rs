@@ -1,6 +1,7 @@
 //! Nested Arrow types (List, LargeList, FixedSizeList, Struct, Map, ListView,
-//! LargeListView) round-trip through the column layer to equal arrays, with nulls and
-//! slices at every nesting level; corrupt nested containers are errors, never panics.
+//! LargeListView, sparse and dense Union, RunEndEncoded) round-trip through the column
+//! layer to equal arrays, with nulls and slices at every nesting level; corrupt nested
+//! containers are errors, never panics.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -8,10 +9,14 @@ use std::sync::Arc;
 use arrow::array::{
     Array, ArrayRef, BooleanArray, DictionaryArray, FixedSizeListArray, Float64Array,
     GenericListArray, GenericListViewArray, Int32Array, Int64Array, MapArray, OffsetSizeTrait,
-    StringArray, StringViewArray, StructArray, new_null_array,
+    PrimitiveArray, RunArray, StringArray, StringViewArray, StructArray, UnionArray, make_array,
+    new_null_array,
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow::datatypes::{DataType, Field, FieldRef, Fields, Int16Type};
+use arrow::datatypes::{
+    ArrowNativeType, DataType, Field, FieldRef, Fields, Int16Type, Int32Type, Int64Type,
+    RunEndIndexType, UnionFields, UnionMode,
+};
 use colzip::column::{self, CodecChoice, CompressedColumn, PartRole};
 
 /// Seeded xorshift: every run generates the same arrays.
@@ -152,8 +157,101 @@ fn random_unsliced(data_type: &DataType, len: usize, nullable: bool, rng: &mut R
                 MapArray::try_new(entries.clone(), offsets, entries_array, nulls, *sorted).unwrap(),
             )
         }
+        DataType::Union(fields, mode) => random_union(fields, *mode, len, nullable, rng),
+        DataType::RunEndEncoded(run_ends, values) => match run_ends.data_type() {
+            DataType::Int16 => random_runs::<Int16Type>(data_type, values, len, nullable, rng),
+            DataType::Int32 => random_runs::<Int32Type>(data_type, values, len, nullable, rng),
+            _ => random_runs::<Int64Type>(data_type, values, len, nullable, rng),
+        },
         other => panic!("no generator for {other}"),
     }
+}
+
+/// A union has no validity of its own: its nulls are its children's (none when the
+/// union may not be null). Dense offsets go in any order, repeat, and leave child rows
+/// unused.
+fn random_union(
+    fields: &UnionFields,
+    mode: UnionMode,
+    len: usize,
+    nullable: bool,
+    rng: &mut Rng,
+) -> ArrayRef {
+    let ids: Vec<i8> = fields.iter().map(|(id, _)| id).collect();
+    let child_nullable = |f: &Field| nullable && f.is_nullable();
+    let (type_ids, offsets, children): (Vec<i8>, _, Vec<ArrayRef>) = match mode {
+        UnionMode::Sparse => {
+            let type_ids = (0..len).map(|_| ids[rng.below(ids.len())]).collect();
+            let children = fields
+                .iter()
+                .map(|(_, f)| random_array(f.data_type(), len, child_nullable(f), rng))
+                .collect();
+            (type_ids, None, children)
+        }
+        UnionMode::Dense => {
+            // The first child is never empty, so every row has somewhere to point.
+            let lengths: Vec<usize> = (0..ids.len())
+                .map(|k| rng.below(len / 2 + 3) + usize::from(k == 0))
+                .collect();
+            let mut type_ids = Vec::new();
+            let mut offsets = Vec::new();
+            for _ in 0..len {
+                let mut k = rng.below(ids.len());
+                if lengths[k] == 0 {
+                    k = 0;
+                }
+                type_ids.push(ids[k]);
+                offsets.push(rng.below(lengths[k]) as i32);
+            }
+            let children = fields
+                .iter()
+                .zip(&lengths)
+                .map(|((_, f), &n)| random_array(f.data_type(), n, child_nullable(f), rng))
+                .collect();
+            (type_ids, Some(ScalarBuffer::from(offsets)), children)
+        }
+    };
+    Arc::new(
+        UnionArray::try_new(
+            fields.clone(),
+            ScalarBuffer::from(type_ids),
+            offsets,
+            children,
+        )
+        .unwrap(),
+    )
+}
+
+/// Runs of 1 to 4 rows, the last cut to `len`; the values have nulls when the array may.
+fn random_runs<R: RunEndIndexType>(
+    data_type: &DataType,
+    values: &FieldRef,
+    len: usize,
+    nullable: bool,
+    rng: &mut Rng,
+) -> ArrayRef {
+    let mut ends = Vec::new();
+    let mut end = 0;
+    while end < len {
+        end = (end + 1 + rng.below(4)).min(len);
+        ends.push(R::Native::usize_as(end));
+    }
+    let values = random_array(
+        values.data_type(),
+        ends.len(),
+        nullable && values.is_nullable(),
+        rng,
+    );
+    let runs =
+        RunArray::<R>::try_new(&PrimitiveArray::<R>::from_iter_values(ends), &values).unwrap();
+    // `try_new` names the fields itself; the test's fields carry metadata.
+    let data = runs
+        .into_data()
+        .into_builder()
+        .data_type(data_type.clone())
+        .build()
+        .unwrap();
+    make_array(data)
 }
 
 fn random_list<O: OffsetSizeTrait>(
@@ -225,6 +323,93 @@ fn nested_types() -> Vec<DataType> {
             list_field(DataType::LargeList(list_field(DataType::Int64))),
             2,
         ))),
+    ]
+    .into_iter()
+    .chain(union_and_run_types())
+    .collect()
+}
+
+/// Type ids that are not `0..n`, in no order.
+fn union_fields(fields: Vec<FieldRef>) -> UnionFields {
+    let ids = [5, 2, 9, 0, 127];
+    UnionFields::try_new(ids[..fields.len()].iter().copied(), fields).unwrap()
+}
+
+fn run_ends(data_type: DataType) -> FieldRef {
+    field("run_ends", data_type, false)
+}
+
+/// Unions (sparse and dense, their fields nested) and run-end encoded arrays (every run
+/// end type; strings, nested values), alone and inside other nested types.
+fn union_and_run_types() -> Vec<DataType> {
+    let point = Fields::from(vec![
+        field("a", DataType::Int32, true),
+        field("b", DataType::List(list_field(DataType::Utf8)), true),
+    ]);
+    let mixed = |mode| {
+        DataType::Union(
+            union_fields(vec![
+                field("n", DataType::Int64, true),
+                field("s", DataType::Utf8, true),
+                field("p", DataType::Struct(point.clone()), true),
+            ]),
+            mode,
+        )
+    };
+    let strings = DataType::RunEndEncoded(
+        run_ends(DataType::Int32),
+        field("values", DataType::Utf8, true),
+    );
+    vec![
+        mixed(UnionMode::Sparse),
+        mixed(UnionMode::Dense),
+        DataType::Union(
+            union_fields(vec![
+                field("l", DataType::List(list_field(DataType::Int32)), true),
+                field("f", DataType::Boolean, false),
+                field(
+                    "m",
+                    DataType::Map(map_entries(DataType::Int32), false),
+                    true,
+                ),
+                field("u", mixed(UnionMode::Sparse), true),
+            ]),
+            UnionMode::Dense,
+        ),
+        strings.clone(),
+        DataType::RunEndEncoded(
+            run_ends(DataType::Int16),
+            field("v", DataType::Float64, true),
+        ),
+        DataType::RunEndEncoded(
+            run_ends(DataType::Int64),
+            field("values", DataType::Struct(point.clone()), true),
+        ),
+        DataType::RunEndEncoded(
+            run_ends(DataType::Int32),
+            field("values", mixed(UnionMode::Dense), true),
+        ),
+        DataType::List(list_field(DataType::RunEndEncoded(
+            run_ends(DataType::Int16),
+            field("values", DataType::Int32, true),
+        ))),
+        DataType::Struct(Fields::from(vec![
+            field("id", DataType::Int32, false),
+            field("u", mixed(UnionMode::Dense), true),
+            field("su", mixed(UnionMode::Sparse), false),
+            field("r", strings.clone(), true),
+        ])),
+        DataType::Union(
+            union_fields(vec![
+                field("r", strings, true),
+                field(
+                    "d",
+                    DataType::Dictionary(Box::new(DataType::Int16), Box::new(DataType::Utf8)),
+                    true,
+                ),
+            ]),
+            UnionMode::Sparse,
+        ),
     ]
 }
 
@@ -331,6 +516,149 @@ fn offsets_and_validity_are_parts_of_their_own() {
     assert_eq!(child.parts.last().unwrap().role, PartRole::Values);
 }
 
+/// A dense union of ids 5 (Int32), 2 (Utf8) and 9 (a list of Int64), its offsets out of
+/// order and repeated, and rows of the children that no row refers to.
+fn dense_union() -> UnionArray {
+    let fields = union_fields(vec![
+        field("n", DataType::Int32, true),
+        field("s", DataType::Utf8, true),
+        field("l", DataType::List(list_field(DataType::Int64)), true),
+    ]);
+    let numbers: ArrayRef = Arc::new(Int32Array::from(vec![
+        Some(10),
+        None,
+        Some(12),
+        Some(13),
+        Some(14),
+        Some(15),
+    ]));
+    let strings: ArrayRef = Arc::new(StringArray::from(vec![
+        Some("a"),
+        Some("b"),
+        None,
+        Some("d"),
+    ]));
+    let lists: ArrayRef = Arc::new(GenericListArray::<i32>::from_iter_primitive::<
+        Int64Type,
+        _,
+        _,
+    >(vec![Some(vec![Some(1), None]), None, Some(vec![])]));
+    UnionArray::try_new(
+        fields,
+        ScalarBuffer::from(vec![5, 2, 5, 9, 2, 5, 5, 9, 2, 5]),
+        Some(ScalarBuffer::from(vec![4, 1, 2, 0, 1, 3, 2, 2, 3, 5])),
+        vec![numbers, strings, lists],
+    )
+    .unwrap()
+}
+
+#[test]
+fn union_parts_and_children() {
+    let union = dense_union();
+    let compressed = assert_round_trip("dense union", &union, &"stored".parse().unwrap());
+    let root = compressed.root();
+    // No validity: a union's nulls are its children's.
+    assert_eq!(root.null_count, 0);
+    let parts: Vec<_> = root
+        .parts
+        .iter()
+        .map(|p| (p.role, p.width, p.raw_len))
+        .collect();
+    assert_eq!(
+        parts,
+        [(PartRole::Values, 1, 10), (PartRole::Values, 4, 40)],
+        "type ids, then offsets"
+    );
+    let rows: Vec<usize> = root.children.iter().map(|c| c.rows).collect();
+    // Each child from its smallest offset to its largest.
+    assert_eq!(rows, [4, 3, 3]);
+
+    // Sliced: rows 3..7 reach numbers 2..=3, strings 1 and lists 0; the rest is not kept.
+    let sliced = union.slice(3, 4);
+    let compressed = assert_round_trip("sliced dense union", &sliced, &CodecChoice::Auto);
+    let rows: Vec<usize> = compressed.root().children.iter().map(|c| c.rows).collect();
+    assert_eq!(rows, [2, 1, 1]);
+    let back = column::decompress(&compressed).unwrap();
+    let back = back.as_any().downcast_ref::<UnionArray>().unwrap();
+    assert_eq!(back.type_ids(), &[9, 2, 5, 5]);
+    assert_eq!(back.value_offset(0), 0);
+    assert_eq!(back.value_offset(2), 1);
+
+    // Sliced to rows that use one type id: the other children are empty.
+    let compressed = assert_round_trip("one type", &union.slice(5, 2), &CodecChoice::Auto);
+    let rows: Vec<usize> = compressed.root().children.iter().map(|c| c.rows).collect();
+    assert_eq!(rows, [2, 0, 0]);
+
+    // Sparse: one part, every child of the union's (sliced) rows.
+    let sparse = random_array(&union_and_run_types()[0], 30, true, &mut Rng(4));
+    let compressed = assert_round_trip("sparse union", &sparse.slice(3, 20), &CodecChoice::Auto);
+    let root = compressed.root();
+    let parts: Vec<_> = root
+        .parts
+        .iter()
+        .map(|p| (p.role, p.width, p.raw_len))
+        .collect();
+    assert_eq!(parts, [(PartRole::Values, 1, 20)]);
+    assert!(root.children.iter().all(|c| c.rows == 20));
+}
+
+#[test]
+fn run_end_parts_keep_only_the_runs_of_a_slice() {
+    let values = StringArray::from(vec![Some("a"), None, Some("b"), Some("c")]);
+    for (run_ends, width) in [
+        (
+            Arc::new(RunArray::<Int16Type>::try_new(&vec![3i16, 5, 9, 10].into(), &values).unwrap())
+                as ArrayRef,
+            2,
+        ),
+        (
+            Arc::new(
+                RunArray::<Int32Type>::try_new(&vec![3i32, 5, 9, 10].into(), &values).unwrap(),
+            ),
+            4,
+        ),
+        (
+            Arc::new(
+                RunArray::<Int64Type>::try_new(&vec![3i64, 5, 9, 10].into(), &values).unwrap(),
+            ),
+            8,
+        ),
+    ] {
+        let compressed = assert_round_trip("runs", run_ends.as_ref(), &"stored".parse().unwrap());
+        let root = compressed.root();
+        assert_eq!((root.rows, root.null_count), (10, 0));
+        let parts: Vec<_> = root
+            .parts
+            .iter()
+            .map(|p| (p.role, p.width, p.raw_len))
+            .collect();
+        assert_eq!(parts, [(PartRole::Values, width, 4 * width as usize)]);
+        assert_eq!(root.children[0].rows, 4);
+        assert_eq!(root.children[0].null_count, 1);
+
+        // Rows 4..8: the end of run 1 (a null) and most of run 2.
+        let sliced = run_ends.slice(4, 4);
+        let compressed = assert_round_trip("sliced runs", &sliced, &"stored".parse().unwrap());
+        assert_eq!(compressed.root().children[0].rows, 2);
+        let ends: Vec<u8> = [1u64, 4]
+            .iter()
+            .flat_map(|e| e.to_le_bytes()[..width as usize].to_vec())
+            .collect();
+        assert_eq!(compressed.root().parts[0].bytes.as_slice(), &ends[..]);
+        assert_round_trip("sliced runs", &sliced, &CodecChoice::Auto);
+        let back = column::decompress(&compressed).unwrap();
+        let expected = RunArray::<Int32Type>::try_new(
+            &vec![1, 4].into(),
+            &StringArray::from(vec![None, Some("b")]),
+        )
+        .unwrap();
+        let as_strings = |a: &dyn Array| arrow::compute::cast(a, &DataType::Utf8).unwrap();
+        assert_eq!(&as_strings(back.as_ref()), &as_strings(&expected));
+        assert_eq!(back.logical_null_count(), 1);
+        assert_eq!(back.len(), 4);
+    }
+}
+
 #[test]
 fn structs_with_hundreds_of_fields_round_trip() {
     // More children than a one-byte varint holds.
@@ -360,6 +688,24 @@ fn degenerate_shapes_round_trip() {
     )
     .unwrap();
     assert_round_trip("fixed-size list of size 0", &zero_size, &CodecChoice::Auto);
+    for mode in [UnionMode::Sparse, UnionMode::Dense] {
+        let no_fields = UnionArray::try_new(
+            UnionFields::empty(),
+            ScalarBuffer::from(Vec::<i8>::new()),
+            (mode == UnionMode::Dense).then(|| ScalarBuffer::from(Vec::<i32>::new())),
+            vec![],
+        )
+        .unwrap();
+        assert_round_trip("union of no fields", &no_fields, &CodecChoice::Auto);
+    }
+    // One run of every row, and a run-end array of a single row.
+    let one_run = RunArray::<Int64Type>::try_new(
+        &vec![100_000i64].into(),
+        &Int32Array::from(vec![None::<i32>]),
+    )
+    .unwrap();
+    assert_round_trip("one run", &one_run, &CodecChoice::Auto);
+    assert_round_trip("one row", &one_run.slice(99_999, 1), &CodecChoice::Auto);
 }
 
 /// `depth` lists around an Int32.
@@ -523,6 +869,87 @@ fn rewritten_list_lengths_are_errors() {
     }
 }
 
+fn three_fields() -> Vec<FieldRef> {
+    vec![
+        field("n", DataType::Int32, true),
+        field("s", DataType::Utf8, true),
+        field("b", DataType::Boolean, true),
+    ]
+}
+
+fn sparse() -> UnionMode {
+    UnionMode::Sparse
+}
+
+fn dense() -> UnionMode {
+    UnionMode::Dense
+}
+
+fn union_of(mode: UnionMode, ids: [i8; 3]) -> DataType {
+    DataType::Union(UnionFields::try_new(ids, three_fields()).unwrap(), mode)
+}
+
+/// A change to a part's bytes.
+type Rewrite = dyn Fn(&mut [u8]);
+
+#[test]
+fn rewritten_union_ids_offsets_and_run_ends_are_errors() {
+    let stored: CodecChoice = "stored".parse().unwrap();
+    // Rows' type ids 5 2 5 9 2 5 5 9 2 5; offsets as stored (rebased to each child's
+    // first row referred to) 2 0 0 0 0 1 0 2 2 3 into children of 4, 3 and 3 rows.
+    let union = dense_union();
+    let compressed = column::compress(&union, &stored).unwrap();
+    let container = compressed.to_bytes().unwrap();
+    let (ids, offsets) = (&compressed.root().parts[0], &compressed.root().parts[1]);
+    fn set(b: &mut [u8], row: usize, value: i32) {
+        b[4 * row..4 * row + 4].copy_from_slice(&value.to_le_bytes())
+    }
+    let rewrites: [(&column::CompressedPart, &Rewrite); 7] = [
+        // Ids not declared: 3, 127, and a negative one.
+        (ids, &|b| b[0] = 3),
+        (ids, &|b| b[4] = 127),
+        (ids, &|b| b[1] = 0x80),
+        // An offset past its child, a negative one, the child's last row left out.
+        (offsets, &|b| set(b, 0, 4)),
+        (offsets, &|b| set(b, 1, -1)),
+        (offsets, &|b| set(b, 8, 1)),
+        (offsets, &|b| set(b, 3, i32::MAX)),
+    ];
+    for (i, (part, rewrite)) in rewrites.into_iter().enumerate() {
+        let bad = rewrite_part(&container, part, rewrite);
+        let error = decode(&bad).unwrap_err();
+        assert!(
+            matches!(error, colzip::Error::Format(_)),
+            "union rewrite {i}: {error:?}"
+        );
+    }
+
+    let values = StringArray::from(vec![Some("a"), None, Some("b"), Some("c")]);
+    let runs = RunArray::<Int32Type>::try_new(&vec![3, 5, 9, 10].into(), &values).unwrap();
+    let compressed = column::compress(&runs, &stored).unwrap();
+    let container = compressed.to_bytes().unwrap();
+    let ends = &compressed.root().parts[0];
+    let rewrites: [&Rewrite; 6] = [
+        // Not increasing, decreasing, zero, negative, past the rows, short of them.
+        &|b| set(b, 0, 5),
+        &|b| set(b, 2, 4),
+        &|b| set(b, 0, 0),
+        &|b| set(b, 0, -3),
+        &|b| set(b, 3, 11),
+        &|b| set(b, 3, 9),
+    ];
+    for (i, rewrite) in rewrites.into_iter().enumerate() {
+        let bad = rewrite_part(&container, ends, rewrite);
+        let error = decode(&bad).unwrap_err();
+        assert!(
+            matches!(error, colzip::Error::Format(_)),
+            "run-end rewrite {i}: {error:?}"
+        );
+    }
+    // The container as written still decodes.
+    assert_eq!(decode(&container).unwrap().as_ref(), &runs as &dyn Array);
+}
+
 #[test]
 fn rewritten_nested_types_are_errors() {
     let mut rng = Rng(17);
@@ -549,6 +976,30 @@ fn rewritten_nested_types_are_errors() {
         (
             DataType::Map(map_entries(DataType::Int32), false),
             DataType::List(list_field(DataType::Int32)),
+        ),
+        // A sparse union read as dense (no offsets part) and back (an extra part), with
+        // an id changed (9 not declared), as a struct (no validity), a struct with nulls
+        // read as a union (a validity part).
+        (union_of(sparse(), [5, 2, 9]), union_of(dense(), [5, 2, 9])),
+        (union_of(dense(), [5, 2, 9]), union_of(sparse(), [5, 2, 9])),
+        (union_of(sparse(), [5, 2, 9]), union_of(sparse(), [5, 2, 8])),
+        (union_of(dense(), [5, 2, 9]), union_of(dense(), [5, 8, 9])),
+        (
+            DataType::Struct(Fields::from(three_fields())),
+            union_of(sparse(), [5, 2, 9]),
+        ),
+        (
+            union_of(sparse(), [5, 2, 9]),
+            DataType::Struct(Fields::from(three_fields())),
+        ),
+        // Run ends of another width, and run-end encoded strings read as a list.
+        (
+            DataType::RunEndEncoded(run_ends(DataType::Int32), list_field(DataType::Utf8)),
+            DataType::RunEndEncoded(run_ends(DataType::Int64), list_field(DataType::Utf8)),
+        ),
+        (
+            DataType::RunEndEncoded(run_ends(DataType::Int16), list_field(DataType::Utf8)),
+            DataType::List(list_field(DataType::Utf8)),
         ),
     ];
     for (written, claimed) in pairs {

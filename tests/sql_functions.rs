@@ -473,8 +473,8 @@ async fn plan_error(ctx: &SessionContext, sql: &str) -> String {
 
 #[tokio::test]
 async fn bad_arguments_are_planning_errors() {
-    // Lists, structs and maps are compressible now (tests/nested_sql.rs); the types still
-    // refused (unions, run-end encoded) have no SQL expression that builds them here.
+    // Every Arrow type is compressible now, lists, structs, maps, unions and run-end
+    // encoded arrays included (tests/nested_sql.rs).
     let ctx = session(1);
     for (sql, expected) in [
         (

@@ -432,8 +432,10 @@ pub struct ColumnInfo {
     /// Whether the field allows nulls.
     pub nullable: bool,
     pub rows: u64,
-    /// Null values (of the column itself; a dictionary's values or a list's items are not
-    /// counted), from the containers' headers: nothing is decoded.
+    /// Null values of the column itself (its validity; a dictionary's values, a list's
+    /// items, a union's children and a run-end encoded array's values are not counted,
+    /// so unions and run-end encoded columns show none), from the containers' headers:
+    /// nothing is decoded.
     pub null_count: u64,
     pub plain_bytes: u64,
     pub compressed_bytes: u64,

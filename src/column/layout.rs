@@ -4,7 +4,7 @@
 //! length the decoders are later given is backed by the bytes that will produce it, and
 //! a bad container fails before any output is allocated.
 
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, UnionMode};
 
 use super::plain::PartRole;
 use super::{CompressedNode, CompressedPart};
@@ -108,6 +108,50 @@ pub(super) fn check_node(data_type: &DataType, node: &CompressedNode) -> Result<
                 check_node(field.data_type(), child)?;
             }
             fields.len()
+        }
+        DataType::Union(fields, mode) => {
+            if validity.is_some() {
+                return Err(Error::format(format!("{data_type}: a validity part")));
+            }
+            expect(take(PartRole::Values)?, &[1], Some(rows))?;
+            if *mode == UnionMode::Dense {
+                // Each offset is checked against its child's rows once decoded.
+                expect(take(PartRole::Values)?, &[4], rows.checked_mul(4))?;
+            }
+            check_children(data_type, node, fields.len())?;
+            for ((_, field), child) in fields.iter().zip(&node.children) {
+                if *mode == UnionMode::Sparse && child.rows != rows {
+                    return Err(Error::format(format!(
+                        "sparse union field '{}': {} rows, the union has {rows}",
+                        field.name(),
+                        child.rows
+                    )));
+                }
+                check_node(field.data_type(), child)?;
+            }
+            fields.len()
+        }
+        DataType::RunEndEncoded(run_ends, values) => {
+            if validity.is_some() {
+                return Err(Error::format(format!("{data_type}: a validity part")));
+            }
+            check_children(data_type, node, 1)?;
+            let child = &node.children[0];
+            // Runs are at least one row long, and rows come in runs.
+            if child.rows > rows || (child.rows == 0) != (rows == 0) {
+                return Err(Error::format(format!(
+                    "{data_type}: {} runs for {rows} rows",
+                    child.rows
+                )));
+            }
+            let width = run_ends.data_type().primitive_width().unwrap_or(0);
+            expect(
+                take(PartRole::Values)?,
+                &[width as u32],
+                child.rows.checked_mul(width),
+            )?;
+            check_node(values.data_type(), child)?;
+            1
         }
         other => {
             let width = match other {

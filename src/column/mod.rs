@@ -3,7 +3,9 @@
 //! An array is split into plain parts ([`plain`]): validity bitmap, fixed-width values,
 //! lengths and bytes of variable-width values, a dictionary's keys and values; nested
 //! arrays (lists, list views, fixed-size lists, structs, maps) keep their validity and
-//! list lengths as parts and their children as child nodes, split the same way. Each part
+//! list lengths as parts and their children as child nodes, split the same way, as do
+//! unions (type ids and dense offsets as parts) and run-end encoded arrays (run ends as
+//! a part, the values as a child). Each part
 //! is compressed on its own with the chosen codec (or the one [`CodecChoice::Auto`]
 //! judges best on a sample) and stored raw when that would not shrink it. The result,
 //! a [`CompressedColumn`], serializes to a self-checking container
@@ -58,7 +60,9 @@ mod layout;
 mod nested;
 mod parts;
 pub mod plain;
+mod run_end;
 mod types;
+mod union;
 
 use std::fmt;
 use std::str::FromStr;

@@ -2,7 +2,8 @@
 //!
 //! Every array becomes a [`PlainNode`]: its row count, its null count and a list of
 //! [`PlainPart`]s, plus child nodes (a dictionary's values, a list's items, a struct's
-//! fields: see the `nested` module). Parts are kept apart because
+//! fields: see the `nested` module; a union's children: the `union` module; a run-end
+//! encoded array's values: the `run_end` module). Parts are kept apart because
 //! they compress best apart: a validity bitmap, fixed-width values, the lengths of
 //! variable-width values and their concatenated bytes.
 //!
@@ -22,7 +23,7 @@ use arrow::array::{
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::DataType;
 
-use super::nested;
+use super::{nested, run_end, union};
 use crate::{Error, Result};
 
 /// What a part holds.
@@ -164,6 +165,8 @@ pub fn encode(array: &dyn Array) -> Result<PlainNode> {
             children.push(encode(dictionary.values().as_ref())?);
         }
         nested if nested::is_nested(nested) => nested::encode(array, &mut parts, &mut children)?,
+        DataType::Union(..) => union::encode(array, &mut parts, &mut children)?,
+        DataType::RunEndEncoded(..) => run_end::encode(array, &mut parts, &mut children)?,
         other => {
             let width = fixed_width(other).ok_or_else(|| {
                 Error::Unsupported(format!(
@@ -403,6 +406,10 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
         nested if nested::is_nested(nested) => {
             nested::decode(nested, rows, nulls, &mut parts, &mut children)?
         }
+        DataType::Union(..) => union::decode(data_type, rows, nulls, &mut parts, &mut children)?,
+        DataType::RunEndEncoded(..) => {
+            run_end::decode(data_type, rows, nulls, &mut parts, &mut children)?
+        }
         other => {
             let width = fixed_width(other).ok_or_else(|| {
                 Error::Unsupported(format!(
@@ -452,7 +459,7 @@ pub(super) fn expect_len(what: &str, actual: usize, expected: usize) -> Result<(
 
 /// `bytes` as a buffer aligned for `T` (a decoded `Vec<u8>`, an empty one especially,
 /// need not be; Arrow's typed buffers require it).
-fn aligned<T>(buffer: Buffer) -> Buffer {
+pub(super) fn aligned<T>(buffer: Buffer) -> Buffer {
     if buffer.as_ptr().align_offset(std::mem::align_of::<T>()) == 0 {
         buffer
     } else {

@@ -3,16 +3,17 @@
 //! Arrow IPC's flatbuffer schema would do, but its reader unwraps and panics on some
 //! malformed input; colzip promises an `Err` for every bad container, so it writes its own.
 //!
-//! Nested types (tags 32–38) carry their child fields in full (name, nullability,
-//! metadata, type), so a round trip keeps them; nesting is bounded by [`MAX_DEPTH`] on
-//! both sides, so whatever is written can be read back.
+//! Nested types (tags 32–38), unions (39) and run-end encoded types (40) carry their
+//! child fields in full (name, nullability, metadata, type), so a round trip keeps them;
+//! nesting is bounded by [`MAX_DEPTH`] on both sides, so whatever is written can be read
+//! back.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::datatypes::{
     DataType, Decimal32Type, Decimal64Type, Decimal128Type, Decimal256Type, Field, Fields,
-    IntervalUnit, TimeUnit, validate_decimal_precision_and_scale,
+    IntervalUnit, TimeUnit, UnionFields, UnionMode, validate_decimal_precision_and_scale,
 };
 
 use super::bytes::Reader;
@@ -207,6 +208,27 @@ fn write_type_at(out: &mut Vec<u8>, data_type: &DataType, depth: usize) -> Resul
             out.push(38);
             write_field_at(out, field, depth + 1)?;
         }
+        Union(fields, mode) => {
+            // Arrow 59's `UnionFields` constructors refuse negative or repeated ids; checked
+            // again so that nothing is written that the reader would refuse.
+            check_union_fields(fields).map_err(|e| Error::Unsupported(e.to_string()))?;
+            out.push(39);
+            out.push(match mode {
+                UnionMode::Sparse => 0,
+                UnionMode::Dense => 1,
+            });
+            varint::write_u64(out, fields.len() as u64);
+            for (type_id, field) in fields.iter() {
+                out.push(type_id as u8);
+                write_field_at(out, field, depth + 1)?;
+            }
+        }
+        RunEndEncoded(run_ends, values) => {
+            check_run_ends_field(run_ends).map_err(|e| Error::Unsupported(e.to_string()))?;
+            out.push(40);
+            write_field_at(out, run_ends, depth + 1)?;
+            write_field_at(out, values, depth + 1)?;
+        }
         other => {
             return Err(Error::Unsupported(format!(
                 "Arrow type {other} is not supported by the column layer"
@@ -339,8 +361,76 @@ pub fn read_type(reader: &mut Reader<'_>, depth: usize) -> Result<DataType> {
         }
         37 => ListView(Arc::new(read_field_at(reader, depth + 1)?)),
         38 => LargeListView(Arc::new(read_field_at(reader, depth + 1)?)),
+        39 => {
+            let mode = match reader.u8()? {
+                0 => UnionMode::Sparse,
+                1 => UnionMode::Dense,
+                other => return Err(Error::format(format!("bad union mode {other}"))),
+            };
+            let count = reader.varint()?;
+            if count > MAX_UNION_FIELDS {
+                return Err(Error::format(format!(
+                    "a union of {count} fields (at most {MAX_UNION_FIELDS}, one per type id)"
+                )));
+            }
+            let mut type_ids = Vec::new();
+            let mut fields = Vec::new();
+            for _ in 0..count {
+                let type_id = reader.u8()?;
+                let type_id = i8::try_from(type_id)
+                    .map_err(|_| Error::format(format!("bad union type id {type_id}")))?;
+                type_ids.push(type_id);
+                fields.push(read_field_at(reader, depth + 1)?);
+            }
+            // Checks the ids are non-negative and unique.
+            let fields = UnionFields::try_new(type_ids, fields)
+                .map_err(|e| Error::format(format!("bad union fields: {e}")))?;
+            Union(fields, mode)
+        }
+        40 => {
+            let run_ends = read_field_at(reader, depth + 1)?;
+            check_run_ends_field(&run_ends)?;
+            let values = read_field_at(reader, depth + 1)?;
+            RunEndEncoded(Arc::new(run_ends), Arc::new(values))
+        }
         other => return Err(Error::format(format!("unknown data type tag {other}"))),
     })
+}
+
+/// A union has at most one field per type id, and type ids are `0..=127`.
+const MAX_UNION_FIELDS: u64 = 128;
+
+/// Union type ids as Arrow requires them (`UnionFields::try_new`): non-negative, unique.
+fn check_union_fields(fields: &UnionFields) -> Result<()> {
+    let mut seen = 0u128;
+    for (type_id, _) in fields.iter() {
+        let bit = u32::try_from(type_id)
+            .ok()
+            .and_then(|id| 1u128.checked_shl(id))
+            .ok_or_else(|| Error::format(format!("union type id {type_id} is negative")))?;
+        if seen & bit != 0 {
+            return Err(Error::format(format!("union type id {type_id} repeated")));
+        }
+        seen |= bit;
+    }
+    Ok(())
+}
+
+/// Run ends as Arrow requires them (`ArrayData::validate`): a non-nullable Int16, Int32 or
+/// Int64 field.
+fn check_run_ends_field(run_ends: &Field) -> Result<()> {
+    if !DataType::is_run_ends_type(run_ends.data_type()) || run_ends.is_nullable() {
+        return Err(Error::format(format!(
+            "run ends must be a non-nullable Int16, Int32 or Int64 field, not {}{}",
+            if run_ends.is_nullable() {
+                "a nullable "
+            } else {
+                ""
+            },
+            run_ends.data_type()
+        )));
+    }
+    Ok(())
 }
 
 /// A map's entries as Arrow requires them (`MapArray::try_new`): a non-nullable struct
@@ -390,6 +480,28 @@ mod tests {
     }
 
     #[test]
+    fn run_ends_arrow_refuses_are_not_written() {
+        // (Arrow 59's `UnionFields` constructors all refuse negative or repeated ids.)
+        let refused = [
+            DataType::RunEndEncoded(
+                Arc::new(Field::new("run_ends", DataType::Int32, true)),
+                Arc::new(Field::new("values", DataType::Int32, true)),
+            ),
+            DataType::RunEndEncoded(
+                Arc::new(Field::new("run_ends", DataType::UInt32, false)),
+                Arc::new(Field::new("values", DataType::Int32, true)),
+            ),
+        ];
+        for data_type in refused {
+            let error = write_type(&mut Vec::new(), &data_type).unwrap_err();
+            assert!(
+                matches!(error, Error::Unsupported(_)),
+                "{data_type}: {error}"
+            );
+        }
+    }
+
+    #[test]
     fn fields_round_trip() {
         let types = [
             DataType::Int32,
@@ -424,6 +536,38 @@ mod tests {
                 )),
                 true,
             ),
+            DataType::Union(
+                UnionFields::try_new(
+                    [5, 2, 9],
+                    [
+                        Field::new("a", DataType::Int32, true),
+                        Field::new("b", DataType::Utf8, false),
+                        Field::new(
+                            "c",
+                            DataType::List(Arc::new(Field::new("i", DataType::Int8, true))),
+                            true,
+                        ),
+                    ],
+                )
+                .unwrap(),
+                UnionMode::Dense,
+            ),
+            DataType::Union(
+                UnionFields::try_new([0], [Field::new("x", DataType::Float64, true)]).unwrap(),
+                UnionMode::Sparse,
+            ),
+            DataType::Union(UnionFields::empty(), UnionMode::Sparse),
+            DataType::RunEndEncoded(
+                Arc::new(Field::new("run_ends", DataType::Int16, false)),
+                Arc::new(Field::new("values", DataType::Utf8, true)),
+            ),
+            DataType::RunEndEncoded(
+                Arc::new(Field::new("ends", DataType::Int64, false)),
+                Arc::new(
+                    Field::new("v", DataType::Int32, false)
+                        .with_metadata(HashMap::from([("m".to_string(), "n".to_string())])),
+                ),
+            ),
         ];
         for data_type in types {
             let field = Field::new("c", data_type, true)
@@ -447,6 +591,17 @@ mod tests {
             &[0, 0, 0, 32][..],
             &[0, 0, 0, 36, 0, 0, 0, 4, 0][..],
             &[0, 0, 0, 36, 0, 0, 0, 35, 2, 0, 0, 0, 4, 0, 1, 0, 4, 2][..],
+            // Unions: a bad mode, a negative (128) and a repeated type id, more fields than
+            // type ids, a field missing.
+            &[0, 0, 0, 39, 2, 1, 5, 0, 0, 0, 4][..],
+            &[0, 0, 0, 39, 0, 1, 128, 0, 0, 0, 4][..],
+            &[0, 0, 0, 39, 0, 2, 5, 0, 0, 0, 4, 5, 0, 0, 0, 4][..],
+            &[0, 0, 0, 39, 1, 129, 1][..],
+            &[0, 0, 0, 39, 1, 2, 5, 0, 0, 0, 4][..],
+            // Run ends: Int32 values as run ends, nullable run ends, no values field.
+            &[0, 0, 0, 40, 0, 0, 0, 12, 0, 1, 0, 4][..],
+            &[0, 0, 0, 40, 0, 1, 0, 4, 0, 1, 0, 4][..],
+            &[0, 0, 0, 40, 0, 0, 0, 4][..],
         ] {
             assert!(read_field(&mut Reader::new(bytes)).is_err());
         }

@@ -42,7 +42,7 @@ use std::fmt;
 use std::sync::{Arc, RwLock};
 
 use arrow::array::{Array, RecordBatch, RecordBatchOptions};
-use arrow::datatypes::{Field, SchemaRef};
+use arrow::datatypes::{DataType, Field, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
@@ -532,20 +532,43 @@ fn conform(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBatch> {
     )?)
 }
 
-/// Statistics of `blocks` for the columns in `projection`: exact row and null counts,
-/// byte sizes as decompressed (what the scan produces, which join planning compares).
+/// The nulls of `column` as queries count them (`IS NULL`, `count(column)`: Arrow's
+/// logical nulls), when its container tells them without decoding anything. The root
+/// node's null count is its validity's; a Null column has none but every row is null,
+/// and a union's or a run-end encoded array's nulls are in its children, a dictionary's
+/// also in its values: those are unknown (`None`) unless the values have no nulls.
+fn sql_null_count(column: &CompressedColumn) -> Option<usize> {
+    let root = column.root();
+    let own_nulls_only =
+        |t: &DataType| !matches!(t, DataType::Union(..) | DataType::RunEndEncoded(..));
+    match column.data_type() {
+        DataType::Null => Some(root.rows),
+        DataType::Dictionary(_, values) => {
+            let clean = root.children.first().is_some_and(|v| v.null_count == 0)
+                && own_nulls_only(values)
+                && !matches!(values.as_ref(), DataType::Null);
+            clean.then_some(root.null_count)
+        }
+        other => own_nulls_only(other).then_some(root.null_count),
+    }
+}
+
+/// Statistics of `blocks` for the columns in `projection`: exact row counts, exact null
+/// counts where the containers tell them ([`sql_null_count`]), byte sizes as
+/// decompressed (what the scan produces, which join planning compares).
 fn block_statistics<'a>(
     blocks: impl Iterator<Item = &'a Arc<Block>>,
     projection: &[usize],
     limit: Option<usize>,
 ) -> Statistics {
     let mut rows = 0;
-    let mut columns = vec![(0usize, 0usize); projection.len()];
+    let mut columns = vec![(Some(0usize), 0usize); projection.len()];
     for block in blocks {
         rows += block.rows;
         for (stat, &i) in columns.iter_mut().zip(projection) {
-            stat.0 += block.columns[i].root().null_count;
-            stat.1 += block.columns[i].plain_bytes();
+            let column = &block.columns[i];
+            stat.0 = stat.0.zip(sql_null_count(column)).map(|(a, b)| a + b);
+            stat.1 += column.plain_bytes();
         }
     }
     let total: usize = columns.iter().map(|c| c.1).sum();
@@ -556,7 +579,7 @@ fn block_statistics<'a>(
             .into_iter()
             .map(|(nulls, bytes)| {
                 let mut c = ColumnStatistics::new_unknown();
-                c.null_count = Precision::Exact(nulls);
+                c.null_count = nulls.map_or(Precision::Absent, Precision::Exact);
                 c.byte_size = Precision::Inexact(bytes);
                 c
             })
@@ -618,8 +641,9 @@ impl TableProvider for CompressedTable {
         Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
     }
 
-    /// Exact row and null counts; the total byte size is the compressed size (the memory
-    /// held), each column's byte size its compressed size.
+    /// Exact row counts and, where the containers tell them, null counts; the total byte
+    /// size is the compressed size (the memory held), each column's byte size its
+    /// compressed size.
     fn statistics(&self) -> Option<Statistics> {
         let partitions = self.read();
         let all: Vec<usize> = (0..self.schema.fields().len()).collect();

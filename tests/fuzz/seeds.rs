@@ -5,12 +5,16 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayData, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, DictionaryArray,
-    FixedSizeBinaryArray, Int32Array, Int64Array, LargeBinaryArray, LargeStringArray, NullArray,
-    RecordBatch, StringArray, StringViewArray, UInt8Array, make_array,
+    Array, ArrayData, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, DictionaryArray,
+    FixedSizeBinaryArray, Int32Array, Int64Array, LargeBinaryArray, LargeStringArray, ListArray,
+    NullArray, RecordBatch, RunArray, StringArray, StringViewArray, UInt8Array, UnionArray,
+    make_array,
 };
 use arrow::buffer::{Buffer, NullBuffer};
-use arrow::datatypes::{DataType, Field, Int8Type, IntervalUnit, Schema, TimeUnit, UInt16Type};
+use arrow::datatypes::{
+    DataType, Field, Int8Type, Int16Type, Int32Type, IntervalUnit, Schema, TimeUnit, UInt16Type,
+    UnionFields,
+};
 use colzip::archive::{ArchiveWriter, RawType, Source};
 use colzip::column::{self, CodecChoice};
 
@@ -101,7 +105,8 @@ fn words() -> Vec<Option<String>> {
         .collect()
 }
 
-/// One array of every type the column layer supports.
+/// One array of every flat type the column layer supports, and unions and run-end
+/// encoded arrays.
 pub fn arrays() -> Vec<ArrayRef> {
     use DataType::*;
     let words = words();
@@ -170,7 +175,90 @@ pub fn arrays() -> Vec<ArrayRef> {
     out.push(decimal(Decimal64(18, 3), 8));
     out.push(decimal(Decimal128(38, 4), 16));
     out.push(decimal(Decimal256(76, 5), 32));
+    out.extend(unions_and_runs());
     out
+}
+
+/// Dense and sparse unions (type ids 5, 2, 9; a list field) and run-end encoded arrays
+/// (Int16 and Int32 run ends, strings and integers with nulls), some sliced.
+fn unions_and_runs() -> Vec<ArrayRef> {
+    let fields = UnionFields::try_new(
+        [5, 2, 9],
+        [
+            Field::new("n", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new(
+                "l",
+                DataType::List(Arc::new(Field::new_list_field(DataType::Int32, true))),
+                true,
+            ),
+        ],
+    )
+    .expect("union fields");
+    let type_ids: Vec<i8> = (0..ROWS).map(|i| [5, 2, 9, 5][i * 7 % 4]).collect();
+    let numbers = |n: usize| -> ArrayRef {
+        Arc::new(Int64Array::from_iter(
+            (0..n as i64).map(|i| (i % 7 != 2).then_some(i / 3)),
+        ))
+    };
+    let strings = |n: usize| -> ArrayRef {
+        let words = words();
+        Arc::new(StringArray::from_iter(words.into_iter().cycle().take(n)))
+    };
+    let lists = |n: usize| -> ArrayRef {
+        Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(
+            (0..n).map(|i| {
+                (i % 5 != 3).then(|| {
+                    (0..i % 4)
+                        .map(|v| (v != 2).then_some(v as i32))
+                        .collect::<Vec<_>>()
+                })
+            }),
+        ))
+    };
+    let mut counts = [0i32; 10];
+    let offsets: Vec<i32> = type_ids
+        .iter()
+        .map(|&id| {
+            counts[id as usize] += 1;
+            counts[id as usize] - 1
+        })
+        .collect();
+    let dense = UnionArray::try_new(
+        fields.clone(),
+        type_ids.clone().into(),
+        Some(offsets.into()),
+        vec![
+            numbers(counts[5] as usize),
+            strings(counts[2] as usize),
+            lists(counts[9] as usize),
+        ],
+    )
+    .expect("dense union");
+    let sparse = UnionArray::try_new(
+        fields,
+        type_ids.into(),
+        None,
+        vec![numbers(ROWS), strings(ROWS), lists(ROWS)],
+    )
+    .expect("sparse union");
+    let ends: Vec<i32> = (1..=ROWS as i32)
+        .filter(|i| i % 6 == 0 || *i == ROWS as i32)
+        .collect();
+    let short: Vec<i16> = ends.iter().map(|&e| e as i16).collect();
+    let text = RunArray::<Int32Type>::try_new(&ends.clone().into(), &strings(ends.len()))
+        .expect("run-end strings");
+    let ints = RunArray::<Int16Type>::try_new(&short.into(), &numbers(ends.len()))
+        .expect("run-end integers");
+    let (dense, sparse, text): (ArrayRef, ArrayRef, ArrayRef) =
+        (Arc::new(dense), Arc::new(sparse), Arc::new(text));
+    vec![
+        dense.clone(),
+        dense.slice(11, 200),
+        sparse.slice(5, 250),
+        text.slice(7, 200),
+        Arc::new(ints),
+    ]
 }
 
 /// Column containers of every array under every codec.

@@ -17,7 +17,7 @@ use datafusion::common::pruning::PruningStatistics;
 use datafusion::common::{Column, ScalarValue};
 use datafusion::physical_optimizer::pruning::PruningPredicate;
 
-use super::Block;
+use super::{Block, sql_null_count};
 
 /// The smallest and largest non-null value of one column of a block.
 #[derive(Clone, Debug)]
@@ -116,13 +116,15 @@ impl PruningStatistics for BlockZones<'_> {
         self.blocks.len()
     }
 
+    /// Null counts as queries count them; a block whose container does not tell them
+    /// (a union's, say) has a null entry, which prunes nothing.
     fn null_counts(&self, column: &Column) -> Option<ArrayRef> {
         let index = self.schema.index_of(&column.name).ok()?;
         let counts = self
             .blocks
             .iter()
-            .map(|b| b.columns[index].root().null_count as u64);
-        Some(Arc::new(UInt64Array::from_iter_values(counts)))
+            .map(|b| sql_null_count(&b.columns[index]).map(|n| n as u64));
+        Some(Arc::new(UInt64Array::from_iter(counts)))
     }
 
     fn row_counts(&self) -> Option<ArrayRef> {
