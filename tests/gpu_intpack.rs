@@ -101,6 +101,18 @@ fn shaped_inputs(width: u8, rng: &mut Rng) -> Vec<(String, Vec<u8>)> {
                 .collect(),
         ),
         (
+            "small values with a few far above (every width)",
+            (0..n as i64)
+                .map(|i| {
+                    if i % 30 == 7 {
+                        100
+                    } else {
+                        -100 + (i * 7 % 16)
+                    }
+                })
+                .collect(),
+        ),
+        (
             "wandering walk",
             (0..n)
                 .scan(0i64, |v, _| {
@@ -183,7 +195,7 @@ fn gpu_bytes_equal_cpu_bytes_for_every_width_and_scheme() {
     };
     for (width, inputs) in WIDTHS.into_iter().zip(&inputs) {
         let params = IntpackParams::new(width).unwrap();
-        let mut seen = [0usize; 5];
+        let mut seen = [0usize; intpack::SCHEMES];
         for (_, input) in inputs {
             let stream = intpack::compress(input, &params);
             for scheme in schemes_of(&stream, input.len(), width) {
