@@ -1,7 +1,7 @@
 // The stages of bwt compression after the transform, on the device: move-to-front over
 // each block's own alphabet and zero-run coding (src/codec/bwt/mtf.rs and zrle.rs), many
 // blocks at once, in chunks of MTF_CHUNK bytes of the transformed text. The Huffman
-// stage runs on the host.
+// stage follows in bwt_huffman.cu.
 //
 // Whether a byte's MTF value is 0 does not depend on the list: it is 0 exactly when the
 // byte repeats the one before it (or, first in its block, is the block's smallest byte).

@@ -344,3 +344,67 @@ fn gpu_compression_across_steps_and_long_repeats() {
     let zeros = vec![0u8; cases(1 << 20, 70_000)];
     check_compresses(gpu, &[period, zeros], 1 << 20);
 }
+
+/// Symbol sequences for the Huffman stage alone: MTF-like (geometric), uniform, and
+/// Fibonacci counts (a code deeper than 16 bits before the weights are halved), at the
+/// sizes where the table count changes.
+fn huffman_blocks() -> Vec<(Vec<u16>, usize)> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut blocks = Vec::new();
+    for (i, n) in [
+        1usize, 2, 199, 200, 599, 1199, 2399, 4799, 39_999, 40_000, 250_000,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let n = cases(n, n.min(5_000));
+        let alphabet = [2usize, 3, 17, 257][i % 4];
+        // geometric: each further symbol half as likely
+        let geometric = (0..n)
+            .map(|_| (rng.next().trailing_zeros() as usize).min(alphabet - 1) as u16)
+            .collect();
+        blocks.push((geometric, alphabet));
+        let uniform = (0..n).map(|_| rng.below(alphabet as u64) as u16).collect();
+        blocks.push((uniform, alphabet));
+    }
+    let (mut a, mut b) = (1usize, 1usize);
+    let mut fibonacci = Vec::new();
+    for s in 0..cases(26, 18) as u16 {
+        fibonacci.extend(std::iter::repeat_n(s, a));
+        (a, b) = (b, a + b);
+    }
+    for i in (1..fibonacci.len()).rev() {
+        fibonacci.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    blocks.push((fibonacci, 30));
+    blocks
+}
+
+#[test]
+fn gpu_huffman_stage_equals_the_cpu_encoder() {
+    use colzip::codec::bwt::huffman::{Geometry, encode};
+    use colzip::codec::bwt::{SEG_LOG2, SUB_LOG2};
+    let Some(gpu) = gpu_or_skip("gpu_huffman_stage_equals_the_cpu_encoder") else {
+        return;
+    };
+    let blocks = huffman_blocks();
+    let refs: Vec<(&[u16], usize)> = blocks.iter().map(|(s, a)| (s.as_slice(), *a)).collect();
+    let on_gpu = colzip::codec::bwt::gpu::huffman_on_device(gpu, &refs).unwrap();
+    let geo = Geometry {
+        seg_log2: SEG_LOG2,
+        sub_log2: SUB_LOG2,
+    };
+    for (b, ((symbols, alphabet), g)) in blocks.iter().zip(&on_gpu).enumerate() {
+        let mut freq = vec![0u32; *alphabet];
+        for &s in symbols {
+            freq[s as usize] += 1;
+        }
+        let c = encode(symbols, &freq, geo);
+        let what = format!("block {b} ({} symbols, alphabet {alphabet})", symbols.len());
+        assert_eq!(g.lens, c.lens, "{what}: code lengths");
+        assert_eq!(g.total_bits, c.total_bits, "{what}: bitstream length");
+        assert_eq!(g.selectors, c.selectors, "{what}: selectors");
+        assert_eq!(g.gaps, c.gaps, "{what}: gap array");
+        assert!(g.bits == c.bits, "{what}: bitstream");
+    }
+}

@@ -209,8 +209,12 @@ pub(crate) fn encode_symbols(
         seg_log2: SEG_LOG2,
         sub_log2: SUB_LOG2,
     };
-    let enc = huffman::encode(symbols, freq, geo);
+    payload(alphabet, &huffman::encode(symbols, freq, geo), aux)
+}
 
+/// The BWT payload of a block from its alphabet, its Huffman coding and its auxiliary
+/// indices (the GPU encoder makes `enc` on the device).
+pub(crate) fn payload(alphabet: &[u8], enc: &huffman::Encoded, aux: &[u32]) -> Vec<u8> {
     let mut out = Vec::with_capacity(enc.bits.len() + 1024);
     for &a in aux {
         varint::write_u64(&mut out, u64::from(a));

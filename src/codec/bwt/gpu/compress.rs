@@ -1,7 +1,7 @@
-//! Compression of a batch with the transform on the GPU: steps of whole blocks go to the
-//! device, where every block of a step is suffix-sorted at once (`forward.rs`) and
-//! move-to-front and zero-run coded (`symbols.rs`); the symbols and auxiliary indices
-//! come back, and the Huffman stage and the CRCs run on all host cores, one step while
+//! Compression of a batch on the GPU: steps of whole blocks go to the device, where every
+//! block of a step is suffix-sorted at once (`forward.rs`), move-to-front and zero-run
+//! coded (`symbols.rs`) and Huffman coded (`huffman.rs`); the coded parts and auxiliary
+//! indices come back, and the host writes each block's payload and CRC, one step while
 //! the GPU works on the next. The streams are assembled as the CPU path assembles them
 //! ([`assemble`]), so the bytes are the CPU's.
 
@@ -11,11 +11,11 @@ use std::sync::mpsc;
 use rayon::prelude::*;
 
 use super::forward::{ForwardKernels, forward};
+use super::huffman::{HuffmanKernels, encode_on_device};
 use super::symbols::{SymbolKernels, enqueue_symbols, put_back};
 use crate::codec::batch::Sink;
-use crate::codec::bwt::{
-    AUX_LOG2, BwtParams, CodedBlock, NAME, assemble, block_size, encode_symbols,
-};
+use crate::codec::bwt::huffman::Encoded;
+use crate::codec::bwt::{AUX_LOG2, BwtParams, CodedBlock, NAME, assemble, block_size, payload};
 use crate::codec::error::{CodecError, Result};
 use crate::gpu::{Gpu, HostMemory, Lane, copy_to_host, on_host, upload_pieces};
 
@@ -28,10 +28,10 @@ struct Block {
     range: Range<usize>,
 }
 
-/// A step's blocks as the host codes them further: each block's zero-run symbols and
+/// A step's blocks as the host assembles them: each block's Huffman coding and
 /// alphabet, and the auxiliary indices with where each block's start.
 struct Transformed {
-    symbols: Vec<Vec<u16>>,
+    encoded: Vec<Encoded>,
     alphabets: Vec<Vec<u8>>,
     aux: Vec<u32>,
     aux_first: Vec<usize>,
@@ -66,6 +66,7 @@ pub(crate) fn compress(
     let kernels = Kernels {
         forward: ForwardKernels::new(gpu)?,
         symbols: SymbolKernels::new(gpu)?,
+        huffman: HuffmanKernels::new(gpu)?,
     };
     let mut lane = gpu.lane()?;
     // The host stages of a step run on another thread (and all cores) while the GPU
@@ -153,8 +154,8 @@ fn plan_steps(blocks: &[Block], step: usize) -> Vec<Range<usize>> {
     steps
 }
 
-/// The forward transform, move-to-front and zero runs of a step's blocks (`pieces`) on
-/// the GPU, the symbols brought back.
+/// Every stage of a step's blocks (`pieces`) but the CRCs on the GPU: the forward
+/// transform, move-to-front, zero runs and the Huffman stage; their coded parts come back.
 fn transform_step(
     gpu: &Gpu,
     lane: &mut crate::gpu::Lane,
@@ -169,45 +170,26 @@ fn transform_step(
     upload_pieces(gpu, lane, pieces, memory, "bwtf.text", &mut text)?;
     let t = forward(lane, &kernels.forward, &text, &lens, AUX_LOG2)?;
     let s = enqueue_symbols(lane, &kernels.symbols, &t.out, &lens)?;
+    let sym_at: Vec<usize> = lens
+        .iter()
+        .scan(0usize, |at, &len| {
+            let start = *at;
+            *at += len;
+            Some(start)
+        })
+        .collect();
+    let encoded = encode_on_device(gpu, lane, &kernels.huffman, &s, &sym_at, &lens)?;
     let aux_total = *t.aux_first.last().expect("a total");
     let mut aux_bytes = vec![0u8; 4 * aux_total];
-    let mut counts = vec![0u8; 8 * count];
     let mut sets = vec![0u8; 32 * count];
     let stream = lane.stream().clone();
     copy_to_host(&stream, &t.aux.slice(..4 * aux_total), &mut aux_bytes)?;
-    copy_to_host(&stream, &s.counts.slice(..8 * count), &mut counts)?;
     copy_to_host(&stream, &s.sets.slice(..32 * count), &mut sets)?;
-    lane.synchronize()?;
-    let counts: Vec<usize> = counts
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")) as usize)
-        .collect();
-    let mut symbol_bytes: Vec<Vec<u8>> = counts.iter().map(|&c| vec![0u8; 2 * c]).collect();
-    let mut at = 0;
-    for ((bytes, &len), &c) in symbol_bytes.iter_mut().zip(&lens).zip(&counts) {
-        if c > len {
-            return Err(CodecError::invalid(
-                NAME,
-                format!("the GPU wrote {c} symbols for a block of {len} bytes"),
-            ));
-        }
-        copy_to_host(&stream, &s.symbols.slice(2 * at..2 * (at + c)), bytes)?;
-        at += len;
-    }
     lane.synchronize()?;
     lane.put_device("bwtf.text", text);
     lane.put_device("bwtf.out", t.out);
     lane.put_device("bwtf.aux", t.aux);
     put_back(lane, s);
-    let symbols = symbol_bytes
-        .into_par_iter()
-        .map(|bytes| {
-            bytes
-                .chunks_exact(2)
-                .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                .collect()
-        })
-        .collect();
     let alphabets = sets
         .chunks_exact(32)
         .map(|set| {
@@ -221,26 +203,22 @@ fn transform_step(
         .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
         .collect();
     Ok(Transformed {
-        symbols,
+        encoded,
         alphabets,
         aux,
         aux_first: t.aux_first,
     })
 }
 
-/// The Huffman stage and the CRCs of a step's blocks on all cores.
+/// The payloads and CRCs of a step's blocks on all cores.
 fn encode_step(pieces: &[&[u8]], t: Transformed) -> Vec<CodedBlock> {
     pieces
         .par_iter()
-        .zip(t.symbols.par_iter().zip(&t.alphabets))
+        .zip(t.encoded.par_iter().zip(&t.alphabets))
         .enumerate()
-        .map(|(b, (piece, (symbols, alphabet)))| {
+        .map(|(b, (piece, (encoded, alphabet)))| {
             let aux = &t.aux[t.aux_first[b]..t.aux_first[b + 1]];
-            let mut freq = vec![0u32; alphabet.len() + 1];
-            for &s in symbols {
-                freq[s as usize] += 1;
-            }
-            CodedBlock::choose(piece, encode_symbols(alphabet, symbols, &freq, aux))
+            CodedBlock::choose(piece, payload(alphabet, encoded, aux))
         })
         .collect()
 }
@@ -249,4 +227,5 @@ fn encode_step(pieces: &[&[u8]], t: Transformed) -> Vec<CodedBlock> {
 struct Kernels {
     forward: ForwardKernels,
     symbols: SymbolKernels,
+    huffman: HuffmanKernels,
 }

@@ -40,6 +40,7 @@ pub(crate) fn kernel_builds() -> Vec<(KernelSource, Vec<Define>)> {
         (BWT_DECOMPRESS, BwtDecodeError::defines()),
         (super::forward::BWT_FORWARD, Vec::new()),
         (super::symbols::BWT_ENCODE, Vec::new()),
+        (super::huffman::BWT_HUFFMAN, Vec::new()),
     ]
 }
 
