@@ -6,6 +6,7 @@
 //! ([`assemble`]), so the bytes are the CPU's.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use rayon::prelude::*;
@@ -21,6 +22,36 @@ use crate::gpu::{Gpu, HostMemory, Lane, copy_to_host, on_host, upload_pieces};
 
 /// The largest step: the sort holds about 50 bytes of device memory per byte of a step.
 const MAX_STEP_BYTES: usize = 256 << 20;
+/// Blocks a step holds at least (within `MAX_STEP_BYTES`): the Huffman stage walks each
+/// block's segments with one warp, all blocks side by side, so its time is one block's
+/// walk however many run.
+const BLOCKS_PER_STEP: usize = 64;
+/// Device bytes a step holds per input byte (the sort's keys, suffixes, positions,
+/// ranks and flags; the text, its transform and symbols).
+const DEVICE_BYTES_PER_BYTE: usize = 56;
+
+/// The step size and how many steps run at once (two when the device holds both with a
+/// quarter to spare, one otherwise), within the memory limit if one is set.
+fn step_and_workers(gpu: &Gpu, bs: usize) -> (usize, usize) {
+    let memory = gpu
+        .memory_use()
+        .limit
+        .unwrap_or(gpu.info().memory_bytes as usize)
+        / 4
+        * 3;
+    let step = gpu
+        .step_bytes()
+        .max(BLOCKS_PER_STEP * bs)
+        .min(MAX_STEP_BYTES)
+        .min(memory / DEVICE_BYTES_PER_BYTE)
+        .max(bs);
+    let workers = if 2 * step * DEVICE_BYTES_PER_BYTE <= memory {
+        2
+    } else {
+        1
+    };
+    (step, workers)
+}
 
 /// One block of the batch: its input and its bytes there.
 struct Block {
@@ -56,28 +87,28 @@ pub(crate) fn compress(
             })
         })
         .collect();
-    // A step holds two blocks per host thread, so that the host stages (one block per
-    // thread) keep every core busy while the GPU sorts the next step.
-    let step = gpu
-        .step_bytes()
-        .max(2 * rayon::current_num_threads() * bs)
-        .min(MAX_STEP_BYTES);
+    let (step, workers) = step_and_workers(gpu, bs);
     let steps = plan_steps(&blocks, step);
+    let workers = workers.min(steps.len());
     let kernels = Kernels {
         forward: ForwardKernels::new(gpu)?,
         symbols: SymbolKernels::new(gpu)?,
         huffman: HuffmanKernels::new(gpu)?,
     };
-    let mut lane = gpu.lane()?;
-    // The host stages of a step run on another thread (and all cores) while the GPU
-    // sorts the next; one step waits at most, so memory stays bounded.
-    let (to_host, steps_done) = mpsc::sync_channel::<(Vec<&[u8]>, Transformed)>(1);
+    // `workers` threads take steps in turn, each on a lane (stream) of its own, so that
+    // one step's Huffman walk (a warp per block) runs beside the next step's sort; the
+    // host writes the payloads of the steps done meanwhile. At most `workers` steps wait
+    // for the host, so memory stays bounded.
+    let next_step = AtomicUsize::new(0);
+    let step_count = steps.len();
+    let (steps, blocks, kernels, next_step) = (&steps, &blocks, &kernels, &next_step);
+    let (to_host, steps_done) = mpsc::sync_channel::<(usize, Vec<&[u8]>, Transformed)>(workers);
     let coded_blocks = std::thread::scope(|scope| {
-        let encoder = scope.spawn(move || -> Result<Vec<CodedBlock>> {
-            let mut coded = Vec::new();
-            for (pieces, transformed) in steps_done {
+        let encoder = scope.spawn(move || -> Vec<Option<Vec<CodedBlock>>> {
+            let mut coded: Vec<Option<Vec<CodedBlock>>> = (0..step_count).map(|_| None).collect();
+            for (index, pieces, transformed) in steps_done {
                 let start = std::time::Instant::now();
-                coded.extend(on_host(|| encode_step(&pieces, transformed)));
+                coded[index] = Some(on_host(|| encode_step(&pieces, transformed)));
                 crate::trace::line(|| {
                     format!(
                         "bwt host stages of a step: {:.3} s",
@@ -85,44 +116,69 @@ pub(crate) fn compress(
                     )
                 });
             }
-            Ok(coded)
+            coded
         });
-        let mut gpu_result = Ok(());
-        for step in &steps {
-            let pieces: Vec<&[u8]> = blocks[step.clone()]
-                .iter()
-                .map(|b| &inputs[b.input][b.range.clone()])
-                .collect();
-            let start = std::time::Instant::now();
-            let lane: &mut Lane = &mut lane;
-            let transformed = on_host(|| transform_step(gpu, lane, &kernels, &pieces, memory));
-            crate::trace::line(|| {
-                format!(
-                    "bwt transform of a step on the GPU: {:.3} s",
-                    start.elapsed().as_secs_f64()
-                )
-            });
-            match transformed {
-                Ok(t) => {
-                    if to_host.send((pieces, t)).is_err() {
-                        break; // the encoder stopped: its error is reported below
+        let gpu_workers: Vec<_> = (0..workers)
+            .map(|_| {
+                let to_host = to_host.clone();
+                scope.spawn(move || -> Result<()> {
+                    let mut lane = gpu.lane()?;
+                    loop {
+                        let index = next_step.fetch_add(1, Ordering::Relaxed);
+                        let Some(step) = steps.get(index) else {
+                            return Ok(());
+                        };
+                        let pieces: Vec<&[u8]> = blocks[step.clone()]
+                            .iter()
+                            .map(|b| &inputs[b.input][b.range.clone()])
+                            .collect();
+                        let start = std::time::Instant::now();
+                        let lane: &mut Lane = &mut lane;
+                        let transformed =
+                            on_host(|| transform_step(gpu, lane, kernels, &pieces, memory));
+                        crate::trace::line(|| {
+                            format!(
+                                "bwt transform of a step on the GPU: {:.3} s",
+                                start.elapsed().as_secs_f64()
+                            )
+                        });
+                        match transformed {
+                            Ok(t) => {
+                                if to_host.send((index, pieces, t)).is_err() {
+                                    return Ok(()); // the encoder stopped
+                                }
+                            }
+                            Err(e) => {
+                                // the other workers stop at their next step
+                                next_step.store(steps.len(), Ordering::Relaxed);
+                                return Err(e);
+                            }
+                        }
                     }
-                }
-                Err(e) => {
-                    gpu_result = Err(e);
-                    break;
-                }
+                })
+            })
+            .collect();
+        drop(to_host);
+        let mut gpu_result = Ok(());
+        for worker in gpu_workers {
+            let result = worker
+                .join()
+                .map_err(|_| CodecError::invalid(NAME, "a GPU worker panicked"))?;
+            if gpu_result.is_ok() {
+                gpu_result = result;
             }
         }
-        drop(to_host);
         let coded = encoder
             .join()
             .map_err(|_| CodecError::invalid(NAME, "the host encoder panicked"))?;
         gpu_result?;
         coded
+            .into_iter()
+            .map(|step| step.ok_or_else(|| CodecError::invalid(NAME, "a step was not coded")))
+            .collect::<Result<Vec<_>>>()
+            .map(|steps| steps.into_iter().flatten().collect::<Vec<CodedBlock>>())
     })?;
-    // The rest is host work: the lane goes back first.
-    drop(lane);
+    // The rest is host work (the lanes went back with their workers).
     let mut sizes = Vec::with_capacity(inputs.len());
     let (mut at, mut first) = (0usize, 0usize);
     for (i, input) in inputs.iter().enumerate() {

@@ -22,19 +22,32 @@ pub const BWT_HUFFMAN: KernelSource = KernelSource {
     source: include_str!("../../../../kernels/bwt_huffman.cu"),
 };
 
-/// `HUF_THREADS`, `ROW` and the sizes of `struct Layout` and `struct Result` in the
-/// kernel file.
+/// Constants and struct sizes of the kernel file (`static_assert`ed there).
 const HUF_THREADS: u32 = 256;
 const ROW: usize = 260;
-const LAYOUT_BYTES: usize = 32;
+const TRAIN_GROUP: usize = 50;
+const SYM_TILE: usize = 8192;
+const SEG_CTA: usize = 256;
+const LAYOUT_WORDS: usize = 16;
 const RESULT_BYTES: usize = 32 + MAX_TABLES * ROW;
+const STATE_BYTES: usize = 15632;
+/// Training passes over fixed groups, then with the real segmentation
+/// (`huffman::choice`'s `TRAIN_PASSES` and `SEGMENT_PASSES`).
+const TRAIN_PASSES: usize = 4;
+const SEGMENT_PASSES: usize = 2;
 /// Threads per block of `hufe_encode` (a thread per segment).
 const ENCODE_THREADS: u32 = 256;
 /// The longest codeword, so a block of `n` symbols has at most `16 n` bits.
 const MAX_BITS_PER_SYMBOL: usize = 16;
 
 pub(crate) struct HuffmanKernels {
-    tables: CudaFunction,
+    histogram: CudaFunction,
+    start: CudaFunction,
+    groups: CudaFunction,
+    build: CudaFunction,
+    segment: CudaFunction,
+    count: CudaFunction,
+    finish: CudaFunction,
     encode: CudaFunction,
 }
 
@@ -42,7 +55,13 @@ impl HuffmanKernels {
     pub(crate) fn new(gpu: &Gpu) -> GpuResult<Self> {
         let f = |name: &str| gpu.function(&BWT_HUFFMAN, &[], name);
         Ok(HuffmanKernels {
-            tables: f("hufe_tables")?,
+            histogram: f("hufe_histogram")?,
+            start: f("hufe_start")?,
+            groups: f("hufe_groups")?,
+            build: f("hufe_build")?,
+            segment: f("hufe_segment")?,
+            count: f("hufe_count")?,
+            finish: f("hufe_finish")?,
             encode: f("hufe_encode")?,
         })
     }
@@ -54,8 +73,70 @@ fn segment_capacity(n: usize) -> usize {
     ((MAX_BITS_PER_SYMBOL * n) >> SEG_LOG2) + 2
 }
 
+/// Each block's first unit of every launch shape (`struct Layout`), and the totals.
+struct Plan {
+    /// Per block: sym_at, seg_at, tile_at, group_at, segcta_at.
+    blocks: Vec<[usize; 5]>,
+    records: usize,
+    tiles: usize,
+    group_ctas: usize,
+    seg_ctas: usize,
+}
+
+impl Plan {
+    fn new(sym_at: &[usize], max_symbols: &[usize]) -> Self {
+        let mut plan = Plan {
+            blocks: Vec::with_capacity(sym_at.len()),
+            records: 0,
+            tiles: 0,
+            group_ctas: 0,
+            seg_ctas: 0,
+        };
+        for (&at, &n) in sym_at.iter().zip(max_symbols) {
+            plan.blocks
+                .push([at, plan.records, plan.tiles, plan.group_ctas, plan.seg_ctas]);
+            let records = segment_capacity(n);
+            plan.records += records;
+            plan.tiles += n.div_ceil(SYM_TILE).max(1);
+            plan.group_ctas += n
+                .div_ceil(TRAIN_GROUP)
+                .div_ceil(HUF_THREADS as usize)
+                .max(1);
+            plan.seg_ctas += records.div_ceil(SEG_CTA);
+        }
+        plan
+    }
+
+    /// The `struct Layout` array, with the output places when known.
+    fn layout(&self, max_symbols: &[usize], placed: Option<&[Placed]>) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(4 * LAYOUT_WORDS * self.blocks.len());
+        for (b, &[sym_at, seg_at, tile_at, group_at, segcta_at]) in self.blocks.iter().enumerate() {
+            let p = placed.map_or(Placed::default(), |p| p[b]);
+            let words = [
+                sym_at,
+                seg_at,
+                p.bits,
+                p.sel,
+                p.gaps,
+                max_symbols[b],
+                tile_at,
+                group_at,
+                segcta_at,
+            ];
+            for v in words
+                .into_iter()
+                .chain(std::iter::repeat(0))
+                .take(LAYOUT_WORDS)
+            {
+                bytes.extend_from_slice(&(v as u32).to_le_bytes());
+            }
+        }
+        bytes
+    }
+}
+
 /// Device buffer names (kept by the lane between steps).
-const NAMES: [&str; 7] = [
+const NAMES: [&str; 8] = [
     "bwth.layout",
     "bwth.sel",
     "bwth.segsym",
@@ -63,6 +144,7 @@ const NAMES: [&str; 7] = [
     "bwth.codes",
     "bwth.results",
     "bwth.out",
+    "bwth.states",
 ];
 const PINNED_OUT: &str = "bwth.out.host";
 
@@ -112,7 +194,7 @@ fn parse_result(bytes: &[u8], max_symbols: usize, capacity: usize) -> GpuResult<
 }
 
 /// Where a block's parts lie in the packed output.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Placed {
     bits: usize,
     sel: usize,
@@ -141,83 +223,121 @@ pub(crate) fn encode_on_device(
         sets,
     } = on_device;
     let count = sym_at.len();
-    let mut seg_at = Vec::with_capacity(count + 1);
-    let mut records = 0usize;
-    for &n in max_symbols {
-        seg_at.push(records);
-        records += segment_capacity(n);
-    }
-    seg_at.push(records);
-    if records >= u32::MAX as usize
+    let plan = Plan::new(sym_at, max_symbols);
+    if plan.records >= u32::MAX as usize
         || sym_at
             .iter()
             .zip(max_symbols)
             .any(|(a, n)| a + n >= u32::MAX as usize)
     {
         return Err(GpuError::Limit(format!(
-            "bwt Huffman: {records} segment records in one run"
+            "bwt Huffman: {} segment records in one run",
+            plan.records
         )));
     }
-    let layout_bytes = |placed: Option<&[Placed]>| -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(LAYOUT_BYTES * count);
-        for b in 0..count {
-            let p = placed.map_or(
-                Placed {
-                    bits: 0,
-                    sel: 0,
-                    gaps: 0,
-                },
-                |p| p[b],
-            );
-            for v in [
-                sym_at[b],
-                seg_at[b],
-                p.bits,
-                p.sel,
-                p.gaps,
-                max_symbols[b],
-                0,
-                0,
-            ] {
-                bytes.extend_from_slice(&(v as u32).to_le_bytes());
-            }
-        }
-        bytes
-    };
 
     let stream: Arc<CudaStream> = lane.stream().clone();
-    let mut layout = lane.take_device(NAMES[0], LAYOUT_BYTES * count)?;
-    copy_to_device(&stream, &layout_bytes(None), &mut layout)?;
-    let mut sel = lane.take_device(NAMES[1], records)?;
-    let mut seg_sym = lane.take_device(NAMES[2], 4 * records)?;
-    let mut seg_pos = lane.take_device(NAMES[3], 4 * records)?;
+    let mut layout = lane.take_device(NAMES[0], 4 * LAYOUT_WORDS * count)?;
+    copy_to_device(&stream, &plan.layout(max_symbols, None), &mut layout)?;
+    let mut sel = lane.take_device(NAMES[1], plan.records)?;
+    let mut seg_sym = lane.take_device(NAMES[2], 4 * plan.records)?;
+    let mut seg_pos = lane.take_device(NAMES[3], 4 * plan.records)?;
     let mut codes = lane.take_device(NAMES[4], 2 * MAX_TABLES * ROW * count)?;
     let mut results = lane.take_device(NAMES[5], RESULT_BYTES * count)?;
+    let mut states = lane.take_device(NAMES[7], STATE_BYTES * count)?;
+    stream
+        .memset_zeros(&mut states.slice_mut(..STATE_BYTES * count))
+        .map_err(|e| GpuError::driver("memset", e))?;
     let (count32, seg_log2, sub_log2) = (count as u32, u32::from(SEG_LOG2), u32::from(SUB_LOG2));
+    let records32 = plan.records as u32;
+    let per_block = |threads: u32| LaunchConfig {
+        grid_dim: (count32.max(1), 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let ctas = |n: usize, threads: u32| -> GpuResult<LaunchConfig> {
+        let mut c = launch_for(n, 1, "thread blocks")?;
+        c.block_dim = (threads, 1, 1);
+        Ok(c)
+    };
 
-    // SAFETY: a thread block per block reads its symbols below sym_at + min(count,
-    // max_symbols) (within `symbols` by the caller's contract), and writes its segment
-    // records below its capacity (`segment_capacity` of at most max_symbols symbols), its
-    // codes and its result, all allocated above for `count` blocks.
-    let mut launch = stream.launch_builder(&k.tables);
+    // SAFETY (every launch): each thread block finds its block by the layout's unit
+    // offsets, reads that block's symbols below sym_at + min(count, max_sym) (within
+    // `symbols` by the caller's contract) and its state, and writes only its block's
+    // state, its segment records (below its capacity, checked), codes and result, all
+    // allocated above from the same plan.
+    let mut launch = stream.launch_builder(&k.histogram);
     launch
         .arg(symbols)
+        .arg(counts)
+        .arg(&layout)
+        .arg(&count32)
+        .arg(&mut states);
+    unsafe { launch.launch(ctas(plan.tiles, HUF_THREADS)?) }.map_err(launch_error)?;
+    let mut launch = stream.launch_builder(&k.start);
+    launch
         .arg(counts)
         .arg(sets)
         .arg(&layout)
         .arg(&count32)
+        .arg(&mut states);
+    unsafe { launch.launch(per_block(HUF_THREADS)) }.map_err(launch_error)?;
+    let build = |drop: u32, states: &mut CudaSlice<u8>| -> GpuResult<()> {
+        let mut launch = stream.launch_builder(&k.build);
+        launch.arg(&count32).arg(&drop).arg(states);
+        unsafe { launch.launch(per_block(HUF_THREADS)) }.map_err(launch_error)?;
+        Ok(())
+    };
+    for _ in 0..TRAIN_PASSES {
+        let mut launch = stream.launch_builder(&k.groups);
+        launch
+            .arg(symbols)
+            .arg(&layout)
+            .arg(&count32)
+            .arg(&mut states);
+        unsafe { launch.launch(ctas(plan.group_ctas, HUF_THREADS)?) }.map_err(launch_error)?;
+        build(0, &mut states)?;
+    }
+    for pass in 0..=SEGMENT_PASSES {
+        // the passes that train, then the last one, for every block, recorded
+        let all = u32::from(pass == SEGMENT_PASSES);
+        let mut launch = stream.launch_builder(&k.segment);
+        launch
+            .arg(symbols)
+            .arg(&layout)
+            .arg(&count32)
+            .arg(&records32)
+            .arg(&mut states)
+            .arg(&seg_log2)
+            .arg(&all)
+            .arg(&mut sel)
+            .arg(&mut seg_sym)
+            .arg(&mut seg_pos);
+        unsafe { launch.launch(per_block(32)) }.map_err(launch_error)?;
+        if all == 0 {
+            let mut launch = stream.launch_builder(&k.count);
+            launch
+                .arg(symbols)
+                .arg(&layout)
+                .arg(&count32)
+                .arg(&mut states)
+                .arg(&sel)
+                .arg(&seg_sym);
+            unsafe { launch.launch(ctas(plan.seg_ctas, SEG_CTA as u32)?) }.map_err(launch_error)?;
+            build(1, &mut states)?;
+        }
+    }
+    let mut launch = stream.launch_builder(&k.finish);
+    launch
+        .arg(&layout)
+        .arg(&count32)
+        .arg(&records32)
+        .arg(&states)
         .arg(&seg_log2)
         .arg(&mut sel)
-        .arg(&mut seg_sym)
-        .arg(&mut seg_pos)
         .arg(&mut codes)
         .arg(&mut results);
-    let config = LaunchConfig {
-        grid_dim: (count32.max(1), 1, 1),
-        block_dim: (HUF_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    unsafe { launch.launch(config) }.map_err(launch_error)?;
+    unsafe { launch.launch(per_block(HUF_THREADS)) }.map_err(launch_error)?;
     let mut result_bytes = vec![0u8; RESULT_BYTES * count];
     copy_to_host(
         &stream,
@@ -228,8 +348,15 @@ pub(crate) fn encode_on_device(
     let blocks: Vec<BlockResult> = result_bytes
         .chunks_exact(RESULT_BYTES)
         .enumerate()
-        .map(|(b, bytes)| parse_result(bytes, max_symbols[b], seg_at[b + 1] - seg_at[b]))
+        .map(|(b, bytes)| {
+            let next = plan.blocks.get(b + 1).map_or(plan.records, |n| n[1]);
+            parse_result(bytes, max_symbols[b], next - plan.blocks[b][1])
+        })
         .collect::<GpuResult<_>>()?;
+    crate::trace::line(|| {
+        let segments: usize = blocks.iter().map(|r| r.nseg).sum();
+        format!("bwt Huffman on the GPU: {count} blocks, {segments} segments")
+    });
 
     // The packed output: per block its bitstream (whole words), selectors and gaps.
     let mut placed = Vec::with_capacity(count);
@@ -242,12 +369,16 @@ pub(crate) fn encode_on_device(
         placed.push(Placed { bits, sel, gaps });
     }
     let out_len = at;
-    copy_to_device(&stream, &layout_bytes(Some(&placed)), &mut layout)?;
+    copy_to_device(
+        &stream,
+        &plan.layout(max_symbols, Some(&placed)),
+        &mut layout,
+    )?;
     let mut out = lane.take_device(NAMES[6], out_len)?;
     stream
         .memset_zeros(&mut out.slice_mut(..out_len))
         .map_err(|e| GpuError::driver("memset", e))?;
-    let records64 = records as u64;
+    let records64 = plan.records as u64;
     // SAFETY: a thread per segment record finds its block by `seg_at`, stops past the
     // block's segment count, and writes its selector, its gaps (boundaries below the
     // block's bitstream length) and its bits (words below it) inside the block's parts
@@ -265,7 +396,7 @@ pub(crate) fn encode_on_device(
         .arg(&seg_pos)
         .arg(&codes)
         .arg(&mut out);
-    unsafe { launch.launch(launch_for(records, ENCODE_THREADS, "segments")?) }
+    unsafe { launch.launch(launch_for(plan.records, ENCODE_THREADS, "segments")?) }
         .map_err(launch_error)?;
     let mut host = lane.take_pinned(gpu, PINNED_OUT, out_len.max(1))?;
     copy_to_host(
@@ -294,7 +425,7 @@ pub(crate) fn encode_on_device(
     lane.put_pinned(PINNED_OUT, host);
     for (name, buffer) in NAMES
         .into_iter()
-        .zip([layout, sel, seg_sym, seg_pos, codes, results, out])
+        .zip([layout, sel, seg_sym, seg_pos, codes, results, out, states])
     {
         lane.put_device(name, buffer);
     }
