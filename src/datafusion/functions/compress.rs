@@ -52,6 +52,11 @@ pub(super) struct Compress {
 }
 
 impl Compress {
+    /// The backend the codecs run on.
+    pub(super) fn backend(&self) -> Backend {
+        self.backend
+    }
+
     pub(super) fn new(backend: Backend) -> Self {
         Compress {
             signature: Signature::user_defined(Volatility::Immutable),
@@ -128,6 +133,11 @@ pub(super) struct Decompress {
 }
 
 impl Decompress {
+    /// The backend the codecs run on.
+    pub(super) fn backend(&self) -> Backend {
+        self.backend
+    }
+
     pub(super) fn new(backend: Backend) -> Self {
         Decompress {
             signature: Signature::user_defined(Volatility::Immutable),
