@@ -66,7 +66,7 @@ async fn rows(ctx: &SessionContext, sql: &str) -> String {
 
 const QUERIES: &[&str] = &[
     // Scalar functions.
-    "SELECT id, octet_length(colzip_compress(note, 'lzss')) AS n, \
+    "SELECT id, encode(colzip_compress(note, 'lzss'), 'hex') AS c, \
             colzip_decompress(colzip_compress(note, 'bwt')) = note AS same \
      FROM t WHERE id % 100 = 7 ORDER BY id",
     // Aggregates, per group.

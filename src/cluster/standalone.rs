@@ -23,7 +23,11 @@ use crate::{Error, Result};
 /// ```
 pub async fn context(config: SessionConfig) -> Result<SessionContext> {
     let state = super::session_state(config)?;
-    SessionContext::standalone_with_state(state)
+    let ctx = SessionContext::standalone_with_state(state)
         .await
-        .map_err(|e| Error::format(format!("starting a standalone Ballista cluster: {e}")))
+        .map_err(|e| Error::format(format!("starting a standalone Ballista cluster: {e}")))?;
+    // The client session Ballista builds keeps the configuration (with the codecs) but
+    // not the state's functions: the planner needs colzip's names too.
+    crate::datafusion::register(&ctx)?;
+    Ok(ctx)
 }
