@@ -12,8 +12,8 @@
 //   exceptions: thread b measures low width b); the exact length of all six
 //   schemes by the format's formulas, the shortest (lowest on a tie) written with every
 //   packed field OR-ed into shared words by its own thread (deterministic: OR commutes).
-// Then scan.cu's scan_sizes_u16 gives every encoding's offset, and intpack_compact copies
-// the encodings after the launch's size table. Headers and tails are the host's.
+// Then size_table_scan.cu gives every encoding's offset, and intpack_compact copies the
+// encodings after the launch's size table. Headers and tails are the host's.
 
 // Bits of an exception's position in scheme 5 (blocks hold at most 1024 values).
 #define POSITION_BITS 10u

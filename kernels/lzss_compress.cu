@@ -15,8 +15,8 @@
 //      on one thread);
 //   3. encode: a block-wide prefix sum over (tokens, matches) gives every token's place.
 //   A chunk whose encoding is not smaller is left in the input (size == its length).
-// Kernel II is scan.cu. Kernel III (lzss_compact): one warp per chunk copies its payload
-// to its offset after the size table, and writes the table entry.
+// Kernel II is size_table_scan.cu. Kernel III (lzss_compact): one warp per chunk copies its
+// payload to its offset after the size table, and writes the table entry.
 
 // Shared-memory layout of kernel I for a chunk of C bytes and m = C / S symbols, each
 // region rounded up to 8 bytes; the launcher computes the same total

@@ -45,7 +45,7 @@ for r in json.load(open(sys.argv[3])):
     key = (r["column"], r["peer"])
     if r.get("roundtrip") and r["ratio"] > best.get(key, {}).get("ratio", 0):
         best[key] = r
-rows += [dict(column=r["column"], who=r["peer"] + " " + ",".join(f"{k}={v}" for k, v in r["options"].items()),
+rows += [dict(column=r["column"], who=" ".join([r["peer"], "typed"] + [f"{k}={v}" for k, v in r["options"].items()]),
               ratio=r["ratio"], c=r["compress_gbps"], d=r["decompress_gbps"]) for r in best.values()]
 print(f'{"column":<18}{"codec":<46}{"ratio":>8}{"comp GB/s":>11}{"decomp GB/s":>13}')
 for r in sorted(rows, key=lambda r: (r["column"], -r["ratio"])):

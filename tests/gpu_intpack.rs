@@ -21,6 +21,20 @@ fn pack_values(values: impl IntoIterator<Item = i64>, width: u8) -> Vec<u8> {
         .collect()
 }
 
+/// `n` values of sixteen small ones (-100..-85) with every 30th one far above them (100):
+/// scheme 5, frame with exceptions, wins at every width (W = 1 included).
+fn small_values_far_outliers(n: usize) -> Vec<i64> {
+    (0..n as i64)
+        .map(|i| {
+            if i % 30 == 7 {
+                100
+            } else {
+                -100 + (i * 7 % 16)
+            }
+        })
+        .collect()
+}
+
 /// The largest value of a `width`-byte signed integer.
 fn signed_max(width: u8) -> i64 {
     (1i64 << (8 * u32::from(width) - 1)).wrapping_sub(1)
@@ -99,6 +113,10 @@ fn shaped_inputs(width: u8, rng: &mut Rng) -> Vec<(String, Vec<u8>)> {
                     }
                 })
                 .collect(),
+        ),
+        (
+            "small values with a few far above (every width)",
+            small_values_far_outliers(n),
         ),
         (
             "wandering walk",
@@ -183,7 +201,7 @@ fn gpu_bytes_equal_cpu_bytes_for_every_width_and_scheme() {
     };
     for (width, inputs) in WIDTHS.into_iter().zip(&inputs) {
         let params = IntpackParams::new(width).unwrap();
-        let mut seen = [0usize; 5];
+        let mut seen = [0usize; intpack::SCHEMES];
         for (_, input) in inputs {
             let stream = intpack::compress(input, &params);
             for scheme in schemes_of(&stream, input.len(), width) {
@@ -436,17 +454,7 @@ fn blocks_of_every_scheme(width: u8) -> Vec<(Scheme, usize, Vec<u8>)> {
             .collect(),
         vec![5],
         (0..BLOCK_VALUES as i64).map(|i| i / 3).collect(),
-        // Sixteen small values and every 30th one far above them: frame with exceptions
-        // (for W = 1 too: -100..-85 and 100).
-        (0..300)
-            .map(|i| {
-                if i % 30 == 7 {
-                    100
-                } else {
-                    -100 + (i * 7 % 16)
-                }
-            })
-            .collect(),
+        small_values_far_outliers(300),
     ];
     shapes
         .into_iter()

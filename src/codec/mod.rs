@@ -11,11 +11,13 @@
 //! Every codec is driven through one batched interface ([`batch`]): [`Codec`] (a codec
 //! with settled parameters) compresses many buffers in one call and [`CodecId`] decodes
 //! them, on the CPU's cores or on the GPU as a [`Placement`] decides, writing the same
-//! bytes either way. [`CodecSpec`] names a codec and its parameters as text
-//! (`lzss:s=2,w=128,c=2048`, `gmatch:framed`, `bwt:block=4m`, `intpack:w=4`), the form
-//! the CLI and SQL take. The byte-level formats are specified in `docs/FORMAT.md`.
+//! bytes either way. On the GPU, `lzss` and `intpack`, whose streams are both blocks with
+//! a u16 size table, share their pipelines (`blocks_gpu`). [`CodecSpec`] names a codec
+//! and its parameters as text (`lzss:s=2,w=128,c=2048`, `gmatch:framed`, `bwt:block=4m`,
+//! `intpack:w=4`), the form the CLI and SQL take. The byte-level formats are specified in `docs/FORMAT.md`.
 
 pub mod batch;
+mod blocks_gpu;
 pub mod bwt;
 mod error;
 pub mod gmatch;
@@ -42,6 +44,7 @@ pub use spec::{CodecSpec, SnappyFormat};
 pub fn kernel_builds() -> Vec<(crate::gpu::KernelSource, Vec<crate::gpu::Define>)> {
     let mut builds = gmatch::gpu::launch::kernel_builds();
     builds.extend(lzss::gpu::launch::kernel_builds());
+    builds.extend(blocks_gpu::launch::kernel_builds());
     builds.extend(bwt::gpu::launch::kernel_builds());
     builds.extend(intpack::gpu::launch::kernel_builds());
     builds

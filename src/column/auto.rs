@@ -10,7 +10,7 @@
 use std::fmt;
 
 use super::plain::{PartRole, PlainPart};
-use crate::codec::CodecSpec;
+use crate::codec::{CodecSpec, bwt, gmatch, intpack, lzss};
 
 /// Bytes per sample slice; three slices are taken.
 const SLICE: usize = 64 * 1024;
@@ -21,45 +21,55 @@ pub struct AutoCodecs {
     bits: u8,
 }
 
-/// Each codec `auto` knows, with its bit in [`AutoCodecs`], in the order it is written.
-const NAMES: [(&str, u8); 4] = [("lzss", 1), ("gmatch", 2), ("bwt", 4), ("intpack", 8)];
+/// Each codec `auto` knows, in the order it is written; its bit in [`AutoCodecs`] is
+/// `1 << index`.
+const NAMES: [&str; 4] = [lzss::NAME, gmatch::NAME, bwt::NAME, intpack::NAME];
+
+/// The bits of the codecs named in `names`.
+fn bits_of(names: &[&str]) -> u8 {
+    names.iter().map(|name| bit(name)).fold(0, |a, b| a | b)
+}
+
+/// The bit of a codec family (0 for one `auto` never chooses).
+fn bit(family: &str) -> u8 {
+    NAMES
+        .iter()
+        .position(|n| n.eq_ignore_ascii_case(family))
+        .map_or(0, |i| 1 << i)
+}
 
 impl AutoCodecs {
     /// Every codec: what plain `auto` chooses among.
-    pub const ALL: AutoCodecs = AutoCodecs { bits: 15 };
+    pub const ALL: AutoCodecs = AutoCodecs {
+        bits: (1 << NAMES.len()) - 1,
+    };
 
     /// Parses `lzss+gmatch+bwt`; the set must serve string bytes (bwt or gmatch) and
     /// fixed-width values (lzss, gmatch or intpack), so every part has a candidate.
     pub fn parse(list: &str) -> std::result::Result<Self, String> {
         let mut bits = 0;
         for name in list.split('+').map(str::trim) {
-            let Some((_, bit)) = NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) else {
-                return Err(format!(
-                    "among names codecs joined by '+' (lzss, gmatch, bwt, intpack), got '{name}'"
-                ));
-            };
-            bits |= bit;
+            match bit(name) {
+                0 => {
+                    return Err(format!(
+                        "among names codecs joined by '+' (lzss, gmatch, bwt, intpack), got '{name}'"
+                    ));
+                }
+                b => bits |= b,
+            }
         }
-        let set = AutoCodecs { bits };
-        if bits & (2 | 4) == 0 {
+        if bits & bits_of(&["bwt", "gmatch"]) == 0 {
             return Err("among needs bwt or gmatch for string bytes".into());
         }
-        if bits & (1 | 2 | 8) == 0 {
+        if bits & bits_of(&["lzss", "gmatch", "intpack"]) == 0 {
             return Err("among needs lzss, gmatch or intpack for fixed-width values".into());
         }
-        Ok(set)
+        Ok(AutoCodecs { bits })
     }
 
     /// Whether `spec`'s codec is in the set.
     pub fn allows(self, spec: &CodecSpec) -> bool {
-        let bit = match spec {
-            CodecSpec::Lzss { .. } => 1,
-            CodecSpec::Gmatch(_) => 2,
-            CodecSpec::Bwt(_) => 4,
-            CodecSpec::Intpack { .. } => 8,
-            _ => 0,
-        };
-        self.bits & bit != 0
+        self.bits & bit(spec.family()) != 0
     }
 }
 
@@ -67,8 +77,8 @@ impl fmt::Display for AutoCodecs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = NAMES
             .iter()
-            .filter(|(_, bit)| self.bits & bit != 0)
-            .map(|(name, _)| *name)
+            .copied()
+            .filter(|name| self.bits & bit(name) != 0)
             .collect();
         f.write_str(&names.join("+"))
     }

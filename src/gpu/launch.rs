@@ -1,8 +1,11 @@
-//! What every codec's launchers share: the error a failed launch becomes, and the
-//! one-dimensional launch shape that covers a number of items.
+//! What every codec's launchers share: the error a failed launch becomes, the
+//! one-dimensional launch shape that covers a number of items, and the opt-in to dynamic
+//! shared memory beyond the default 48 KiB.
 
-use cudarc::driver::LaunchConfig;
+use cudarc::driver::sys::CUfunction_attribute;
+use cudarc::driver::{CudaFunction, LaunchConfig};
 
+use super::device::Gpu;
 use super::error::{GpuError, GpuResult};
 
 /// A failed kernel launch as a [`GpuError`].
@@ -24,4 +27,49 @@ pub fn launch_for(items: usize, threads: u32, what: &str) -> GpuResult<LaunchCon
         block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     })
+}
+
+/// How much dynamic shared memory [`allow_shared`] lets a function use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SharedOptIn {
+    /// Everything the device allows beyond the function's static shared memory: the same
+    /// value whatever the caller needs, for a function that launches with different
+    /// amounts (the attribute belongs to the function, which callers share); each launch
+    /// asks for what it needs.
+    DeviceLimit,
+    /// Exactly the bytes asked for, for a function that always launches with them.
+    Needed,
+}
+
+/// Lets `function` use `bytes` of dynamic shared memory, when the device has them (with
+/// its static shared memory); `what` names the work in the error when it has not.
+pub(crate) fn allow_shared(
+    gpu: &Gpu,
+    function: &CudaFunction,
+    bytes: usize,
+    what: &str,
+    opt_in: SharedOptIn,
+) -> GpuResult<()> {
+    let limit = gpu.info().shared_memory_per_block;
+    let static_bytes = function
+        .get_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+        .map_err(|e| GpuError::driver("shared memory attribute", e))?
+        as usize;
+    if bytes + static_bytes > limit {
+        return Err(GpuError::Limit(format!(
+            "{what} needs {} bytes of shared memory per block, the device has {limit}",
+            bytes + static_bytes
+        )));
+    }
+    let allowed = match opt_in {
+        SharedOptIn::DeviceLimit => limit - static_bytes,
+        SharedOptIn::Needed => bytes,
+    };
+    function
+        .set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            allowed as i32,
+        )
+        .map_err(|e| GpuError::driver("shared memory attribute", e))?;
+    Ok(())
 }

@@ -2,7 +2,8 @@
 //! cached on disk), lanes (a stream with reusable device and pinned buffers per concurrent
 //! caller), the host pool lane holders' host work runs on, pinned staging, copies, the step pipeline that overlaps copies with kernels,
 //! and the backend choice. It knows nothing of codecs: each codec's launchers and
-//! pipelines live in its own folder (`codec::<name>::gpu`). One build runs everywhere:
+//! pipelines live in its own folder (`codec::<name>::gpu`; lzss and intpack share their
+//! pipelines in `codec::blocks_gpu`). One build runs everywhere:
 //! without libcuda, libnvrtc or a device, [`Gpu::get`] is an error saying why and
 //! [`Backend::Auto`] uses the CPU codecs, which write the same bytes.
 //!
@@ -40,6 +41,7 @@ pub use error::{GpuError, GpuResult};
 pub use host::on_host;
 pub use kernel_cache::KERNEL_CACHE_ENV;
 pub use lane::{Lane, LaneGuard, MAX_LANES};
+pub(crate) use launch::{SharedOptIn, allow_shared};
 pub use launch::{launch_error, launch_for};
 pub use pinned::PinnedBuffer;
 pub use pipeline::{PIPELINE_LANES, Stages, run_pipeline};

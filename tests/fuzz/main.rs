@@ -1,9 +1,10 @@
 //! Fuzzing on the stable toolchain: a structure-aware mutation harness per decoder
-//! (lzss, gmatch raw and framed, Snappy streams of other writers, bwt, column containers,
+//! (lzss, gmatch raw and framed, Snappy streams of other writers, bwt, intpack, column containers,
 //! archives, Parquet pages), seeded with valid streams of every codec and type.
 //!
 //! Every input must end in `Ok` equal to the original (or, where the format has no
-//! checksum, equal to a reference decoder's output; for forged checksums, a valid
+//! checksum, equal to a reference decoder's output, or for intpack, which has neither, of
+//! the length asked for and stable under re-encoding; for forged checksums, a valid
 //! decode), or in `Err`: no panic, no abort, no allocation above the input's bound
 //! (counted by the global allocator below), no hang (a watchdog ends the run).
 //!
@@ -57,6 +58,7 @@ fn all_targets() -> Vec<Box<dyn Target>> {
         Box::new(targets::Snappy::gmatch(true)),
         Box::new(targets::Snappy::other_writers()),
         Box::new(targets::Bwt::new()),
+        Box::new(targets::Intpack::new()),
         Box::new(targets::Container::new()),
         Box::new(targets::Archives::new()),
     ];

@@ -7,7 +7,7 @@ use std::io::Read;
 
 use arrow::array::{Array, ArrayRef, RecordBatch};
 use colzip::archive::{ArchiveReader, RawType, Source};
-use colzip::codec::{bwt, gmatch, lzss};
+use colzip::codec::{bwt, gmatch, intpack, lzss};
 use colzip::column::{self, CompressedColumn, CompressedNode};
 
 use crate::alloc;
@@ -172,6 +172,100 @@ impl Target for Lzss {
         let limit = self.limit(i);
         let ours = meter.measure(|| lzss::decompress_with_limit(input, limit))?;
         agree(&ours, reference::lzss(input, limit))
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// intpack: no checksum and no second decoder, so the oracle is the stream's contract: a
+// decode gives exactly the length asked for (or refuses), the unchanged seed gives its
+// original, and decoded values re-encode to a stream that decodes to them again.
+
+pub struct Intpack {
+    seeds: Vec<Vec<u8>>,
+    originals: Vec<Vec<u8>>,
+    widths: Vec<u8>,
+}
+
+impl Intpack {
+    pub fn new() -> Self {
+        let mut samples = seeds::samples();
+        // Every scheme: sorted keys in runs, prices with a few large ones (frame with
+        // exceptions), a handful of far-apart values (dictionary), a rising walk (delta).
+        samples.push(
+            (0..3000u64)
+                .flat_map(|i| (9_000 + i / 4).to_le_bytes())
+                .collect(),
+        );
+        samples.push(
+            (0..3000u64)
+                .flat_map(|i| {
+                    (1_000 + i * 7 % 900 + if i % 29 == 3 { 70_000 } else { 0 }).to_le_bytes()
+                })
+                .collect(),
+        );
+        samples.push(
+            (0..2500u64)
+                .flat_map(|i| [3u64, 1 << 40, 77, u64::MAX][(i * 5 % 4) as usize].to_le_bytes())
+                .collect(),
+        );
+        samples.push(
+            (0..2100u32)
+                .flat_map(|i| (i * 3 + i % 5).to_le_bytes())
+                .collect(),
+        );
+        let (mut seeds, mut originals, mut widths) = (Vec::new(), Vec::new(), Vec::new());
+        for sample in samples {
+            for width in [1u8, 2, 4, 8] {
+                let params = intpack::IntpackParams::new(width).expect("width");
+                seeds.push(intpack::compress(&sample, &params));
+                originals.push(sample.clone());
+                widths.push(width);
+            }
+        }
+        Intpack {
+            seeds,
+            originals,
+            widths,
+        }
+    }
+}
+
+impl Target for Intpack {
+    fn name(&self) -> &'static str {
+        "intpack"
+    }
+    fn seeds(&self) -> usize {
+        self.seeds.len()
+    }
+    fn input(&self, rng: &mut Rng, i: usize) -> Case {
+        Case::plain(byte_input(&self.seeds, rng, i))
+    }
+    fn limit(&self, i: usize) -> usize {
+        limit_for(self.originals[i].len())
+    }
+    fn run(&self, case: &Case, i: usize, meter: &mut Meter) -> Result<Verdict, String> {
+        let input = case.bytes.as_slice();
+        let original = &self.originals[i];
+        let out = match meter.measure(|| intpack::decompress(input, original.len()))? {
+            Err(_) => return Ok(Verdict::Refused),
+            Ok(out) => out,
+        };
+        if out.len() != original.len() {
+            return Err(format!(
+                "decoded {} bytes, {} asked for",
+                out.len(),
+                original.len()
+            ));
+        }
+        if input == self.seeds[i].as_slice() && out != *original {
+            return Err("the unchanged seed decoded to other bytes".into());
+        }
+        let params = intpack::IntpackParams::new(self.widths[i]).expect("width");
+        let again = intpack::decompress(&intpack::compress(&out, &params), out.len());
+        if !matches!(&again, Ok(back) if *back == out) {
+            return Err("decoded values do not survive a re-encoding".into());
+        }
+        Ok(Verdict::Decoded)
     }
 }
 

@@ -115,12 +115,22 @@ fn compress_impl<T: Word>(input: &[u8]) -> Vec<u8> {
 /// Per-task scratch of the encoder.
 struct BlockEncoder<T: Word> {
     analysis: Analysis<T>,
+    /// Positions and high bits of a frame's exceptions (scheme 5).
+    exceptions: Exceptions,
+}
+
+/// Scratch for scheme 5's exception fields.
+#[derive(Default)]
+struct Exceptions {
+    positions: Vec<u64>,
+    highs: Vec<u64>,
 }
 
 impl<T: Word> BlockEncoder<T> {
     fn new() -> Self {
         BlockEncoder {
             analysis: Analysis::new(),
+            exceptions: Exceptions::default(),
         }
     }
 
@@ -168,7 +178,8 @@ impl<T: Word> BlockEncoder<T> {
             }
             Scheme::FrameExceptions => {
                 let a = &self.analysis;
-                write_exceptions_frame(out, &a.values, a.min, a.max, a.exception_bits);
+                let b = a.exception_bits;
+                write_exceptions_frame(out, &a.values, a.min, a.max, b, &mut self.exceptions);
             }
         }
         scheme
@@ -190,24 +201,31 @@ fn write_delta_frame<T: Word>(out: &mut Vec<u8>, values: &[T], delta_min: T, del
 /// Appends scheme 5's fields for `values` (ordered form) in `min..=max` with low width
 /// `b` (below the frame's): `b`, `ref`, `e`, `h`, the low bits of every value, then the
 /// positions and high bits of the values that need more than `b` bits.
-fn write_exceptions_frame<T: Word>(out: &mut Vec<u8>, values: &[T], min: T, max: T, b: u32) {
+fn write_exceptions_frame<T: Word>(
+    out: &mut Vec<u8>,
+    values: &[T],
+    min: T,
+    max: T,
+    b: u32,
+    scratch: &mut Exceptions,
+) {
     let h = frame_bits(min, max) - b;
     let offsets = || values.iter().map(move |&v| v.sub(min).to_u64());
-    let positions: Vec<u64> = offsets()
-        .enumerate()
-        .filter(|&(_, u)| u >> b != 0)
-        .map(|(j, _)| j as u64)
-        .collect();
+    let Exceptions { positions, highs } = scratch;
+    positions.clear();
+    highs.clear();
+    for (j, u) in offsets().enumerate() {
+        if u >> b != 0 {
+            positions.push(j as u64);
+            highs.push(u >> b);
+        }
+    }
     out.push(b as u8);
     push_word(out, min.flip());
     out.extend_from_slice(&(positions.len() as u16).to_le_bytes());
     out.push(h as u8);
     // `pack` keeps each value's low b bits.
     pack(offsets(), b, out);
-    let highs: Vec<u64> = positions
-        .iter()
-        .map(|&j| values[j as usize].sub(min).to_u64() >> b)
-        .collect();
-    pack(positions, POSITION_BITS, out);
-    pack(highs, h, out);
+    pack(positions.iter().copied(), POSITION_BITS, out);
+    pack(highs.iter().copied(), h, out);
 }

@@ -1,23 +1,23 @@
-//! Launchers of the `intpack` kernels: the encoder, the prefix sum of the encodings'
-//! sizes (lzss's `scan.cu`) and the compaction (`kernels/intpack_compress.cu`), and the
-//! decoder (`kernels/intpack_decompress.cu`), with the launch shapes and shared memory
-//! each kernel's source assumes and the decoder's reason codes (a Rust enum, passed to
-//! the kernel file as `-D` defines). A launch covers the blocks of one or more streams of
-//! the same width `W`, each block given by its place (a multiple of 8) and its value
-//! count; the size table and offsets are the launch's, across its streams. They queue
-//! work on a stream for data already on the device; the pipelines around them are
-//! `compress.rs` and `decompress.rs`.
+//! Launchers of the `intpack` kernels: the encoder and the compaction
+//! (`kernels/intpack_compress.cu`) and the decoder (`kernels/intpack_decompress.cu`),
+//! with the launch shapes and shared memory each kernel's source assumes and the
+//! decoder's reason codes (a Rust enum, passed to the kernel file as `-D` defines); and
+//! intpack as a [`BlockCodec`]. The prefix sum of the encodings' sizes and the launch
+//! sequences around these kernels are shared with lzss
+//! ([`crate::codec::blocks_gpu::launch`]): a launch covers the blocks of one or more
+//! streams of the same width `W`, each block given by its place (a multiple of 8) and its
+//! value count.
 
-use std::sync::Arc;
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
-use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::{
-    CudaFunction, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg,
+use crate::codec::blocks_gpu::launch::{
+    BlockDecoder, BlockEncoder, CompressLaunch, DecodeLaunch, ReasonCode, reason_codes,
+    scan_function,
 };
-
-use crate::codec::intpack::BLOCK_VALUES;
-use crate::codec::lzss::gpu::launch::SCAN;
-use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, launch_error};
+use crate::codec::blocks_gpu::{BlockCodec, Buffers, Table, Words};
+use crate::codec::intpack::{self, BLOCK_VALUES, IntpackParams, StreamLayout};
+use crate::codec::varint;
+use crate::gpu::{Define, Gpu, GpuResult, KernelSource, SharedOptIn, allow_shared, launch_error};
 
 /// The encoder and the compaction (after the shared arithmetic of both kernel files).
 pub const INTPACK_COMPRESS: KernelSource = KernelSource {
@@ -41,8 +41,6 @@ pub const INTPACK_DECOMPRESS: KernelSource = KernelSource {
 const THREADS: u32 = 256;
 /// Threads of a compaction block (one per encoding).
 const COMPACT_THREADS: u32 = 128;
-/// Threads of the scan kernel's single block.
-const SCAN_THREADS: u32 = 1024;
 
 /// The block shape both kernel files are compiled with.
 fn shape_defines() -> Vec<Define> {
@@ -53,7 +51,7 @@ fn shape_defines() -> Vec<Define> {
 }
 
 /// Every kernel file of intpack with the defines its launchers compile it with (the scan
-/// is lzss's, listed there).
+/// is shared, listed in [`crate::codec::blocks_gpu::launch`]).
 pub(crate) fn kernel_builds() -> Vec<(KernelSource, Vec<Define>)> {
     let mut decode = shape_defines();
     decode.extend(IntpackDecodeError::defines());
@@ -63,74 +61,118 @@ pub(crate) fn kernel_builds() -> Vec<(KernelSource, Vec<Define>)> {
     ]
 }
 
-/// Why the decoder rejected a block (`E_*` in `kernels/intpack_decompress.cu`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum IntpackDecodeError {
-    Total = 1,
-    Size = 2,
-    Scheme = 3,
-    Width = 4,
-    Count = 5,
-    Length = 6,
-    Runs = 7,
-    Index = 8,
-    Exceptions = 9,
+reason_codes! {
+    /// Why the decoder rejected a block (`E_*` in `kernels/intpack_decompress.cu`), in the
+    /// CPU decoder's words where it has them.
+    pub enum IntpackDecodeError {
+        Total = 1, "E_TOTAL", "the block sizes do not add up to the encodings";
+        Size = 2, "E_SIZE",
+            "a block size is 0, longer than any encoding of its values, or past the stream";
+        Scheme = 3, "E_SCHEME", "scheme byte greater than 5";
+        Width = 4, "E_WIDTH",
+            "frame's b larger than 8w, b > 0 in a frame of no values, or an exception \
+             frame's h of 0 or b + h larger than 8w";
+        Count = 5, "E_COUNT",
+            "run count r, dictionary size d or exception count e of 0 or more than the \
+             block's values";
+        Length = 6, "E_LENGTH", "the block's encoding does not fill exactly its size";
+        Runs = 7, "E_RUNS",
+            "run of length 0, or run lengths that do not add up to the block's values";
+        Index = 8, "E_INDEX", "dictionary index not below d";
+        Exceptions = 9, "E_EXCEPTIONS",
+            "exception positions not ascending or not below the block's values";
+    }
 }
 
-impl IntpackDecodeError {
-    const ALL: [(IntpackDecodeError, &'static str); 9] = [
-        (IntpackDecodeError::Total, "E_TOTAL"),
-        (IntpackDecodeError::Size, "E_SIZE"),
-        (IntpackDecodeError::Scheme, "E_SCHEME"),
-        (IntpackDecodeError::Width, "E_WIDTH"),
-        (IntpackDecodeError::Count, "E_COUNT"),
-        (IntpackDecodeError::Length, "E_LENGTH"),
-        (IntpackDecodeError::Runs, "E_RUNS"),
-        (IntpackDecodeError::Index, "E_INDEX"),
-        (IntpackDecodeError::Exceptions, "E_EXCEPTIONS"),
-    ];
+/// What the launchers need of a stream's parameters: its width `W` (1, 2, 4 or 8, the
+/// caller has validated it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct IntpackShape {
+    /// Value width `W` in bytes.
+    pub width: u8,
+}
 
-    /// The error a status word holds, `None` for 0 or an unknown code.
-    pub fn from_code(code: u32) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .map(|(e, _)| e)
-            .find(|e| *e as u32 == code)
-    }
+/// intpack as the shared pipelines see it: blocks are 1024 values of `W` bytes, each
+/// given to the kernels by its value count, with a scratch slot of its longest encoding.
+impl BlockCodec for IntpackShape {
+    type Reason = IntpackDecodeError;
+    type Encoder = CompressKernels;
+    type Decoder = DecodeKernels;
+    type Layout = StreamLayout;
 
-    /// What the defect is, in the CPU decoder's words where it has them.
-    pub fn reason(self) -> &'static str {
-        match self {
-            IntpackDecodeError::Total => "the block sizes do not add up to the encodings",
-            IntpackDecodeError::Size => {
-                "a block size is 0, longer than any encoding of its values, or past the stream"
-            }
-            IntpackDecodeError::Scheme => "scheme byte greater than 5",
-            IntpackDecodeError::Width => {
-                "frame's b larger than 8w, b > 0 in a frame of no values, or an exception \
-                 frame's h of 0 or b + h larger than 8w"
-            }
-            IntpackDecodeError::Count => {
-                "run count r, dictionary size d or exception count e of 0 or more than the \
-                 block's values"
-            }
-            IntpackDecodeError::Length => "the block's encoding does not fill exactly its size",
-            IntpackDecodeError::Runs => {
-                "run of length 0, or run lengths that do not add up to the block's values"
-            }
-            IntpackDecodeError::Index => "dictionary index not below d",
-            IntpackDecodeError::Exceptions => {
-                "exception positions not ascending or not below the block's values"
-            }
+    const WORDS: Words = Words {
+        codec: intpack::NAME,
+        block: "block",
+        places: "block places",
+        lens: "block value counts",
+        payload: "bytes of encodings",
+        too_many: "too many intpack blocks",
+        one_set: "one width",
+        decode_checks_blocks: true,
+    };
+    const BUFFERS: Buffers = Buffers {
+        input: "intpack.in",
+        meta: "intpack.meta",
+        scratch: "intpack.scratch",
+        sizes: "intpack.sizes",
+        offsets: "intpack.offsets",
+        out: "intpack.out",
+        staged: "intpack.staged",
+        error: "intpack.error",
+    };
+
+    fn of_layout(layout: &StreamLayout) -> Self {
+        IntpackShape {
+            width: layout.width as u8,
         }
     }
 
-    fn defines() -> Vec<Define> {
-        Self::ALL
-            .into_iter()
-            .map(|(e, name)| Define::new(name, e as u32))
-            .collect()
+    fn table(layout: &StreamLayout) -> Table<'_> {
+        let blocks = layout.offsets.len() - 1;
+        Table {
+            len: layout.len,
+            body: layout.body,
+            table_at: layout.blocks_at - 2 * blocks,
+            payload_at: layout.blocks_at,
+            offsets: &layout.offsets,
+        }
+    }
+
+    fn value_width(&self) -> usize {
+        usize::from(self.width)
+    }
+
+    fn block_bytes(&self) -> usize {
+        BLOCK_VALUES * usize::from(self.width)
+    }
+
+    fn block_len(&self, body: usize, k: usize) -> u16 {
+        block_values(body, usize::from(self.width), k)
+    }
+
+    fn slot_bytes(&self) -> usize {
+        slot_bytes(self.width)
+    }
+
+    /// The table and every block's longest encoding.
+    fn out_bytes(&self, blocks: usize, _input: usize) -> usize {
+        blocks * (2 + slot_bytes(self.width))
+    }
+
+    fn header(&self, len: usize) -> Vec<u8> {
+        header(self.width, len)
+    }
+
+    fn max_compressed_len(&self, len: usize) -> usize {
+        intpack::max_compressed_len(len, &IntpackParams { width: self.width })
+    }
+
+    fn encoder(&self, gpu: &Gpu) -> GpuResult<CompressKernels> {
+        CompressKernels::new(gpu, self.width)
+    }
+
+    fn decoder(&self, gpu: &Gpu) -> GpuResult<DecodeKernels> {
+        DecodeKernels::new(gpu, self.width)
     }
 }
 
@@ -140,7 +182,7 @@ fn round8(x: usize) -> usize {
 
 /// Bytes of a block's slot in the encoder's scratch: its longest encoding (scheme 0 with
 /// `b = 8W`, `2 + W + 1024 W`) rounded up to 8 (`slot_bytes` in intpack_compress.cu).
-pub(crate) fn slot_bytes(width: u8) -> usize {
+fn slot_bytes(width: u8) -> usize {
     let w = usize::from(width);
     round8(2 + w + BLOCK_VALUES * w)
 }
@@ -160,40 +202,9 @@ fn decode_shared_bytes(width: u8) -> usize {
     round8(7 + w + BLOCK_VALUES * (w + 2)) + BLOCK_VALUES * w + 4 * BLOCK_VALUES
 }
 
-/// Lets `function` use `bytes` of dynamic shared memory, when the device has them.
-fn allow_shared(gpu: &Gpu, function: &CudaFunction, bytes: usize, what: &str) -> GpuResult<()> {
-    let limit = gpu.info().shared_memory_per_block;
-    let static_bytes = function
-        .get_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-        .map_err(|e| GpuError::driver("shared memory attribute", e))?
-        as usize;
-    if bytes + static_bytes > limit {
-        return Err(GpuError::Limit(format!(
-            "{what} needs {} bytes of shared memory per block, the device has {limit}",
-            bytes + static_bytes
-        )));
-    }
-    function
-        .set_attribute(
-            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            bytes as i32,
-        )
-        .map_err(|e| GpuError::driver("shared memory attribute", e))?;
-    Ok(())
-}
-
-fn check_len(what: &str, have: usize, need: usize) -> GpuResult<()> {
-    if have < need {
-        return Err(GpuError::Limit(format!(
-            "intpack {what}: {have} bytes on the device, {need} needed"
-        )));
-    }
-    Ok(())
-}
-
-fn grid(blocks: usize) -> GpuResult<u32> {
-    u32::try_from(blocks).map_err(|_| GpuError::Limit("too many intpack blocks".into()))
-}
+/// The opt-in to shared memory of the encoder and the decoder: exactly what they need (a
+/// function per width, always launched with the same amount).
+const SHARED_OPT_IN: SharedOptIn = SharedOptIn::Needed;
 
 /// The compression kernels for one width.
 pub(crate) struct CompressKernels {
@@ -213,10 +224,16 @@ impl CompressKernels {
             &format!("intpack_encode_w{width}"),
         )?;
         let shared_bytes = compress_shared_bytes(width);
-        allow_shared(gpu, &encode, shared_bytes, "intpack compression")?;
+        allow_shared(
+            gpu,
+            &encode,
+            shared_bytes,
+            "intpack compression",
+            SHARED_OPT_IN,
+        )?;
         Ok(CompressKernels {
             encode,
-            scan: gpu.function(&SCAN, &[], "scan_sizes_u16")?,
+            scan: scan_function(gpu)?,
             compact: gpu.function(&INTPACK_COMPRESS, &defines, "intpack_compact")?,
             width,
             shared_bytes,
@@ -224,84 +241,54 @@ impl CompressKernels {
     }
 }
 
-/// The device arrays of a compression launch of `blocks` blocks: the input, each
-/// block's place in it (u64, a multiple of 8) and value count (u16, 1..=1024), a slot of
-/// [`slot_bytes`] per block in `scratch`, the sizes (u16), the offsets (u64, `blocks +
-/// 1`: the last is the total) and `out`, which receives the size table (2 bytes per
-/// block) then the encodings.
-pub(crate) struct CompressLaunch<'a> {
-    pub blocks: usize,
-    pub input: CudaView<'a, u8>,
-    pub block_in: CudaView<'a, u8>,
-    pub block_values: CudaView<'a, u8>,
-    pub scratch: CudaViewMut<'a, u8>,
-    pub sizes: CudaViewMut<'a, u8>,
-    pub offsets: CudaViewMut<'a, u8>,
-    pub out: CudaViewMut<'a, u8>,
-}
-
-/// Queues the encoder, the scan and the compaction on `stream`.
-pub(crate) fn enqueue_compress(
-    stream: &Arc<CudaStream>,
-    kernels: &CompressKernels,
-    mut l: CompressLaunch<'_>,
-) -> GpuResult<()> {
-    if l.blocks == 0 {
-        return Ok(());
+impl BlockEncoder for CompressKernels {
+    fn scan(&self) -> &CudaFunction {
+        &self.scan
     }
-    let slot = slot_bytes(kernels.width);
-    check_len("scratch", l.scratch.len(), l.blocks * slot)?;
-    check_len("sizes", l.sizes.len(), 2 * l.blocks)?;
-    check_len("offsets", l.offsets.len(), 8 * (l.blocks + 1))?;
-    check_len("block places", l.block_in.len(), 8 * l.blocks)?;
-    check_len("block value counts", l.block_values.len(), 2 * l.blocks)?;
-    let blocks = l.blocks as u64;
-    let mut launch = stream.launch_builder(&kernels.encode);
-    launch
-        .arg(&l.input)
-        .arg(&l.block_in)
-        .arg(&l.block_values)
-        .arg(&blocks)
-        .arg(&mut l.scratch)
-        .arg(&mut l.sizes);
-    let config = LaunchConfig {
-        grid_dim: (grid(l.blocks)?, 1, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: kernels.shared_bytes as u32,
-    };
-    // SAFETY: block i reads its values (within `input`, as the caller placed them) and
-    // writes its encoding within scratch[i * slot .. (i + 1) * slot] and sizes[i].
-    unsafe { launch.launch(config) }.map_err(launch_error)?;
 
-    let mut launch = stream.launch_builder(&kernels.scan);
-    launch.arg(&mut l.sizes).arg(&blocks).arg(&mut l.offsets);
-    let config = LaunchConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (SCAN_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: reads `blocks` u16 sizes, writes `blocks + 1` u64 offsets.
-    unsafe { launch.launch(config) }.map_err(launch_error)?;
+    fn encode(&self, stream: &CudaStream, l: &mut CompressLaunch<'_>, grid: u32) -> GpuResult<()> {
+        let blocks = l.blocks as u64;
+        let mut launch = stream.launch_builder(&self.encode);
+        launch
+            .arg(&l.input)
+            .arg(&l.block_in)
+            .arg(&l.block_lens)
+            .arg(&blocks)
+            .arg(&mut l.scratch)
+            .arg(&mut l.sizes);
+        let config = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: self.shared_bytes as u32,
+        };
+        // SAFETY: block i reads its values (within `input`, as the caller placed them) and
+        // writes its encoding within scratch[i * slot .. (i + 1) * slot] and sizes[i].
+        unsafe { launch.launch(config) }.map_err(launch_error)?;
+        Ok(())
+    }
 
-    let slot_stride = slot as u32;
-    let mut launch = stream.launch_builder(&kernels.compact);
-    launch
-        .arg(&mut l.scratch)
-        .arg(&slot_stride)
-        .arg(&mut l.sizes)
-        .arg(&mut l.offsets)
-        .arg(&blocks)
-        .arg(&mut l.out);
-    let config = LaunchConfig {
-        grid_dim: (grid(l.blocks)?, 1, 1),
-        block_dim: (COMPACT_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: writes the table (2 * blocks bytes) and encodings of at most a slot each;
-    // the caller sized `out` for the table and every block's longest encoding.
-    unsafe { launch.launch(config) }
-        .map(|_| ())
-        .map_err(launch_error)
+    fn compact(&self, stream: &CudaStream, l: &mut CompressLaunch<'_>, grid: u32) -> GpuResult<()> {
+        let blocks = l.blocks as u64;
+        let slot_stride = slot_bytes(self.width) as u32;
+        let mut launch = stream.launch_builder(&self.compact);
+        launch
+            .arg(&mut l.scratch)
+            .arg(&slot_stride)
+            .arg(&mut l.sizes)
+            .arg(&mut l.offsets)
+            .arg(&blocks)
+            .arg(&mut l.out);
+        let config = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (COMPACT_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: writes the table (2 * blocks bytes) and encodings of at most a slot each;
+        // the caller sized `out` for the table and every block's longest encoding.
+        unsafe { launch.launch(config) }
+            .map(|_| ())
+            .map_err(launch_error)
+    }
 }
 
 /// The decoder's kernels for one width.
@@ -321,104 +308,63 @@ impl DecodeKernels {
             &format!("intpack_decode_w{width}"),
         )?;
         let shared_bytes = decode_shared_bytes(width);
-        allow_shared(gpu, &decode, shared_bytes, "intpack decompression")?;
+        allow_shared(
+            gpu,
+            &decode,
+            shared_bytes,
+            "intpack decompression",
+            SHARED_OPT_IN,
+        )?;
         Ok(DecodeKernels {
             decode,
-            scan: gpu.function(&SCAN, &[], "scan_sizes_u16")?,
+            scan: scan_function(gpu)?,
             shared_bytes,
         })
     }
 }
 
-/// The device arrays of a decode launch of `blocks` blocks: the size table (u16 per
-/// block) then `payload_len` bytes of encodings, the offsets the scan writes (u64,
-/// `blocks + 1`), each block's place in `out` (u64, a multiple of 8) and value count
-/// (u16), and `error` (8 bytes, zeroed here: a reason code and `u32::MAX -` the lowest
-/// failing block).
-pub(crate) struct DecodeLaunch<'a> {
-    pub blocks: usize,
-    pub table_and_payload: CudaView<'a, u8>,
-    pub payload_len: usize,
-    pub offsets: CudaViewMut<'a, u8>,
-    pub block_out: CudaView<'a, u8>,
-    pub block_values: CudaView<'a, u8>,
-    pub out: CudaViewMut<'a, u8>,
-    pub error: CudaViewMut<'a, u8>,
-}
-
-/// Queues the scan of the size table and the decoder.
-pub(crate) fn enqueue_decompress(
-    stream: &Arc<CudaStream>,
-    kernels: &DecodeKernels,
-    mut l: DecodeLaunch<'_>,
-) -> GpuResult<()> {
-    if l.blocks == 0 {
-        return Ok(());
+impl BlockDecoder for DecodeKernels {
+    fn scan(&self) -> &CudaFunction {
+        &self.scan
     }
-    check_len("offsets", l.offsets.len(), 8 * (l.blocks + 1))?;
-    check_len("error", l.error.len(), 8)?;
-    check_len(
-        "input",
-        l.table_and_payload.len(),
-        2 * l.blocks + l.payload_len,
-    )?;
-    check_len("block places", l.block_out.len(), 8 * l.blocks)?;
-    check_len("block value counts", l.block_values.len(), 2 * l.blocks)?;
-    stream
-        .memset_zeros(&mut l.error)
-        .map_err(|e| GpuError::driver("memset", e))?;
-    let blocks = l.blocks as u64;
-    let mut launch = stream.launch_builder(&kernels.scan);
-    launch
-        .arg(&l.table_and_payload)
-        .arg(&blocks)
-        .arg(&mut l.offsets);
-    let config = LaunchConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (SCAN_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: reads `blocks` u16 sizes, writes `blocks + 1` u64 offsets.
-    unsafe { launch.launch(config) }.map_err(launch_error)?;
 
-    let payload_len = l.payload_len as u64;
-    let mut launch = stream.launch_builder(&kernels.decode);
-    launch
-        .arg(&l.table_and_payload)
-        .arg(&mut l.offsets)
-        .arg(&blocks)
-        .arg(&payload_len)
-        .arg(&l.block_out)
-        .arg(&l.block_values)
-        .arg(&mut l.out)
-        .arg(&mut l.error);
-    let config = LaunchConfig {
-        grid_dim: (grid(l.blocks)?, 1, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: kernels.shared_bytes as u32,
-    };
-    // SAFETY: the decoder checks every size and field against the lengths passed here
-    // before reading; block i writes only its values at out[block_out[i] ..], which the
-    // caller placed within `out`.
-    unsafe { launch.launch(config) }
-        .map(|_| ())
-        .map_err(launch_error)
-}
-
-/// The decoder's outcome from the 8 bytes it leaves in `error`: `None` when every block
-/// decoded, else the reason and the lowest failing block of the launch.
-pub(crate) fn decode_failure(status: &[u8]) -> Option<(u32, u32)> {
-    let code = u32::from_le_bytes(status[..4].try_into().expect("4 bytes"));
-    if code == 0 {
-        return None;
+    fn decode(&self, stream: &CudaStream, l: &mut DecodeLaunch<'_>, grid: u32) -> GpuResult<()> {
+        let blocks = l.blocks as u64;
+        let payload_len = l.payload_len as u64;
+        let mut launch = stream.launch_builder(&self.decode);
+        launch
+            .arg(&l.table_and_payload)
+            .arg(&mut l.offsets)
+            .arg(&blocks)
+            .arg(&payload_len)
+            .arg(&l.block_out)
+            .arg(&l.block_lens)
+            .arg(&mut l.out)
+            .arg(&mut l.error);
+        let config = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: self.shared_bytes as u32,
+        };
+        // SAFETY: the decoder checks every size and field against the lengths passed here
+        // before reading; block i writes only its values at out[block_out[i] ..], which the
+        // caller placed within `out`.
+        unsafe { launch.launch(config) }
+            .map(|_| ())
+            .map_err(launch_error)
     }
-    let block = u32::MAX - u32::from_le_bytes(status[4..8].try_into().expect("4 bytes"));
-    Some((code, block))
 }
 
-/// The reason for a decoder error code.
-pub fn decode_error_reason(code: u32) -> &'static str {
-    IntpackDecodeError::from_code(code).map_or("unknown decoder error", IntpackDecodeError::reason)
+/// The stream header: version, `W` and the input's length as a varint.
+fn header(width: u8, len: usize) -> Vec<u8> {
+    let mut header = vec![intpack::VERSION, width];
+    varint::write_u64(&mut header, len as u64);
+    header
+}
+
+/// Values in block `k` of a body of `body` bytes of `width`-byte values.
+fn block_values(body: usize, width: usize, k: usize) -> u16 {
+    (body / width - k * BLOCK_VALUES).min(BLOCK_VALUES) as u16
 }
 
 #[cfg(test)]
@@ -437,8 +383,14 @@ mod tests {
     }
 
     #[test]
+    fn header_and_block_values() {
+        assert_eq!(block_values(4 * 2500, 4, 2), 2500 - 2048);
+        assert_eq!(header(4, 300), [1, 4, 0xac, 0x02]);
+    }
+
+    #[test]
     fn reason_codes_round_trip() {
-        for (e, _) in IntpackDecodeError::ALL {
+        for &(e, _) in IntpackDecodeError::ALL {
             assert_eq!(IntpackDecodeError::from_code(e as u32), Some(e));
         }
         assert_eq!(IntpackDecodeError::from_code(0), None);

@@ -1,21 +1,21 @@
-//! Launchers of the `lzss` kernels: kernels I–III (`kernels/lzss_compress.cu`,
-//! `kernels/scan.cu`) and the decoder (`kernels/lzss_decompress.cu`), with the launch
-//! shapes (threads, warps, shared memory) each kernel's source assumes and the decoder's
-//! reason codes (a Rust enum, passed to the kernel file as `-D` defines). A launch covers
-//! the chunks of one or more streams of the same parameters, each chunk given by its
-//! place in the device input (a multiple of 8) and its length; the size table and
-//! offsets are the launch's, across its streams. They queue work on a stream for data
-//! already on the device; the pipelines around them are `compress.rs` and
-//! `decompress.rs`.
+//! Launchers of the `lzss` kernels: kernels I and III (`kernels/lzss_compress.cu`) and
+//! the decoder (`kernels/lzss_decompress.cu`), with the launch shapes (threads, warps,
+//! shared memory) each kernel's source assumes and the decoder's reason codes (a Rust
+//! enum, passed to the kernel file as `-D` defines); and lzss as a [`BlockCodec`]. Kernel
+//! II, the scan of the chunk sizes, and the launch sequences around these kernels are
+//! shared with intpack ([`crate::codec::blocks_gpu::launch`]): a launch covers the chunks
+//! of one or more streams of the same parameters, each chunk given by its place in the
+//! device input (a multiple of 8) and its length.
 
-use std::sync::Arc;
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
-use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::{
-    CudaFunction, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg,
+use crate::codec::blocks_gpu::launch::{
+    BlockDecoder, BlockEncoder, CompressLaunch, DecodeLaunch, ReasonCode, reason_codes,
+    scan_function,
 };
-
-use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, launch_error};
+use crate::codec::blocks_gpu::{BlockCodec, Buffers, Table, Words};
+use crate::codec::lzss::{self, LzssParams, StreamLayout};
+use crate::gpu::{Define, Gpu, GpuResult, KernelSource, SharedOptIn, allow_shared, launch_error};
 
 /// Kernels I and III.
 pub const LZSS_COMPRESS: KernelSource = KernelSource {
@@ -27,86 +27,37 @@ pub const LZSS_DECOMPRESS: KernelSource = KernelSource {
     name: "lzss_decompress.cu",
     source: include_str!("../../../../kernels/lzss_decompress.cu"),
 };
-/// Kernel II: the prefix sum of chunk sizes.
-pub const SCAN: KernelSource = KernelSource {
-    name: "scan.cu",
-    source: include_str!("../../../../kernels/scan.cu"),
-};
 
-/// Every kernel file of lzss with the defines its launchers compile it with.
+/// Every kernel file of lzss with the defines its launchers compile it with (kernel II is
+/// the shared scan, listed in [`crate::codec::blocks_gpu::launch`]).
 pub(crate) fn kernel_builds() -> Vec<(KernelSource, Vec<Define>)> {
     vec![
         (LZSS_COMPRESS, Vec::new()),
         (LZSS_DECOMPRESS, LzssDecodeError::defines()),
-        (SCAN, Vec::new()),
     ]
 }
 
-/// Why the decoder rejected a chunk (`E_*` in `kernels/lzss_decompress.cu`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum LzssDecodeError {
-    Total = 1,
-    Size = 2,
-    TokenCount = 3,
-    Flags = 4,
-    Sections = 5,
-    Literal = 6,
-    Distance = 7,
-    MatchEnd = 8,
-    Unfilled = 9,
-}
-
-impl LzssDecodeError {
-    const ALL: [(LzssDecodeError, &'static str); 9] = [
-        (LzssDecodeError::Total, "E_TOTAL"),
-        (LzssDecodeError::Size, "E_SIZE"),
-        (LzssDecodeError::TokenCount, "E_TOKEN_COUNT"),
-        (LzssDecodeError::Flags, "E_FLAGS"),
-        (LzssDecodeError::Sections, "E_SECTIONS"),
-        (LzssDecodeError::Literal, "E_LITERAL"),
-        (LzssDecodeError::Distance, "E_DISTANCE"),
-        (LzssDecodeError::MatchEnd, "E_MATCH_END"),
-        (LzssDecodeError::Unfilled, "E_UNFILLED"),
-    ];
-
-    /// The error a status word holds, `None` for 0 or an unknown code.
-    pub fn from_code(code: u32) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .map(|(e, _)| e)
-            .find(|e| *e as u32 == code)
-    }
-
-    /// What the CPU decoder says of the same defect.
-    pub fn reason(self) -> &'static str {
-        match self {
-            LzssDecodeError::Total => "the chunk sizes do not add up to the payload",
-            LzssDecodeError::Size => "a chunk size is not in 1..=the chunk's length",
-            LzssDecodeError::TokenCount => "truncated or out-of-range token count",
-            LzssDecodeError::Flags => "truncated flags or flag padding bits set",
-            LzssDecodeError::Sections => "section sizes do not add up to the payload",
-            LzssDecodeError::Literal => "literals pass the chunk end",
-            LzssDecodeError::Distance => {
-                "match distance not in 1..=window or reaches before the chunk start"
-            }
-            LzssDecodeError::MatchEnd => "match passes the chunk end",
-            LzssDecodeError::Unfilled => "tokens do not fill the chunk",
-        }
-    }
-
-    fn defines() -> Vec<Define> {
-        Self::ALL
-            .into_iter()
-            .map(|(e, name)| Define::new(name, e as u32))
-            .collect()
+reason_codes! {
+    /// Why the decoder rejected a chunk (`E_*` in `kernels/lzss_decompress.cu`), in the
+    /// words the CPU decoder says of the same defect.
+    pub enum LzssDecodeError {
+        Total = 1, "E_TOTAL", "the chunk sizes do not add up to the payload";
+        Size = 2, "E_SIZE", "a chunk size is not in 1..=the chunk's length";
+        TokenCount = 3, "E_TOKEN_COUNT", "truncated or out-of-range token count";
+        Flags = 4, "E_FLAGS", "truncated flags or flag padding bits set";
+        Sections = 5, "E_SECTIONS", "section sizes do not add up to the payload";
+        Literal = 6, "E_LITERAL", "literals pass the chunk end";
+        Distance = 7, "E_DISTANCE",
+            "match distance not in 1..=window or reaches before the chunk start";
+        MatchEnd = 8, "E_MATCH_END", "match passes the chunk end";
+        Unfilled = 9, "E_UNFILLED", "tokens do not fill the chunk";
     }
 }
 
 /// What the launchers need of a stream's parameters (`S`, `W`, `C`), as plain numbers.
 /// The caller has validated them: `symbol_width` 1, 2, 4 or 8, `window` 1..=255,
 /// `chunk_size` a multiple of 8 in 2048..=16384.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LzssShape {
     /// Symbol width `S` in bytes.
     pub symbol_width: u8,
@@ -116,8 +67,109 @@ pub struct LzssShape {
     pub chunk_size: u32,
 }
 
-/// Threads of the scan kernel's single block.
-const SCAN_THREADS: u32 = 1024;
+/// What the launchers need of `params`.
+pub(crate) fn shape(params: &LzssParams) -> LzssShape {
+    LzssShape {
+        symbol_width: params.symbol_width,
+        window: params.window,
+        chunk_size: params.chunk_size,
+    }
+}
+
+/// The parameters `shape` holds (all of them).
+fn params(shape: &LzssShape) -> LzssParams {
+    LzssParams {
+        symbol_width: shape.symbol_width,
+        window: shape.window,
+        chunk_size: shape.chunk_size,
+    }
+}
+
+/// lzss as the shared pipelines see it: blocks are chunks of `C` bytes, each given to
+/// the kernels by its length in bytes, with a scratch slot of `C` bytes (a chunk that
+/// does not shrink is stored).
+impl BlockCodec for LzssShape {
+    type Reason = LzssDecodeError;
+    type Encoder = CompressKernels;
+    type Decoder = DecodeKernels;
+    type Layout = StreamLayout;
+
+    const WORDS: Words = Words {
+        codec: lzss::NAME,
+        block: "chunk",
+        places: "chunk places",
+        lens: "chunk lengths",
+        payload: "payload bytes",
+        too_many: "too many chunks",
+        one_set: "one parameter set",
+        decode_checks_blocks: false,
+    };
+    const BUFFERS: Buffers = Buffers {
+        input: "lzss.in",
+        meta: "lzss.meta",
+        scratch: "lzss.scratch",
+        sizes: "lzss.sizes",
+        offsets: "lzss.offsets",
+        out: "lzss.out",
+        staged: "lzss.staged",
+        error: "lzss.error",
+    };
+
+    fn of_layout(layout: &StreamLayout) -> Self {
+        shape(&layout.params)
+    }
+
+    fn table(layout: &StreamLayout) -> Table<'_> {
+        Table {
+            len: layout.len,
+            body: layout.body,
+            table_at: layout.table_at,
+            payload_at: layout.payload_at,
+            offsets: &layout.offsets,
+        }
+    }
+
+    fn value_width(&self) -> usize {
+        usize::from(self.symbol_width)
+    }
+
+    fn block_bytes(&self) -> usize {
+        self.chunk_size as usize
+    }
+
+    fn block_len(&self, body: usize, k: usize) -> u16 {
+        let c = self.chunk_size as usize;
+        (body - k * c).min(c) as u16
+    }
+
+    fn slot_bytes(&self) -> usize {
+        self.chunk_size as usize
+    }
+
+    /// The table and at most every chunk's bytes (and the gaps between pieces).
+    fn out_bytes(&self, blocks: usize, input: usize) -> usize {
+        2 * blocks + input
+    }
+
+    fn header(&self, len: usize) -> Vec<u8> {
+        let mut header = Vec::with_capacity(16);
+        lzss::write_header(&mut header, &params(self), len as u64);
+        header
+    }
+
+    fn max_compressed_len(&self, len: usize) -> usize {
+        lzss::max_compressed_len(len, &params(self))
+    }
+
+    fn encoder(&self, gpu: &Gpu) -> GpuResult<CompressKernels> {
+        CompressKernels::new(gpu, self)
+    }
+
+    fn decoder(&self, gpu: &Gpu) -> GpuResult<DecodeKernels> {
+        DecodeKernels::new(gpu, self)
+    }
+}
+
 /// Warps per block of the compaction kernel (one chunk each).
 const COMPACT_WARPS: u32 = 8;
 
@@ -154,33 +206,14 @@ fn decode_shared_bytes(params: &LzssShape) -> usize {
     round8(c) + round8(2 * (c / usize::from(params.symbol_width)))
 }
 
-/// Lets `function` use `bytes` of dynamic shared memory, when the device has them.
-fn allow_shared(gpu: &Gpu, function: &CudaFunction, bytes: usize, what: &str) -> GpuResult<()> {
-    let limit = gpu.info().shared_memory_per_block;
-    // Opt in to everything the device allows beyond the kernel's static shared memory,
-    // the same value for every caller (the attribute belongs to the function, which
-    // threads with different chunk sizes share); each launch asks for what it needs.
-    let static_bytes = function
-        .get_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-        .map_err(|e| GpuError::driver("shared memory attribute", e))?
-        as usize;
-    if bytes + static_bytes > limit {
-        return Err(GpuError::Limit(format!(
-            "{what} needs {} bytes of shared memory per block, the device has {limit}",
-            bytes + static_bytes
-        )));
-    }
-    function
-        .set_attribute(
-            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            (limit - static_bytes) as i32,
-        )
-        .map_err(|e| GpuError::driver("shared memory attribute", e))?;
-    Ok(())
-}
+/// The opt-in to shared memory of kernel I and the decoder: everything the device allows,
+/// the same value for every caller (the attribute belongs to the function, which threads
+/// with different chunk sizes share); each launch asks for what it needs.
+const SHARED_OPT_IN: SharedOptIn = SharedOptIn::DeviceLimit;
 
-/// The compression kernels for one symbol width.
+/// The compression kernels for one parameter set.
 pub(crate) struct CompressKernels {
+    params: LzssShape,
     chunks: CudaFunction,
     scan: CudaFunction,
     compact: CudaFunction,
@@ -237,112 +270,85 @@ impl CompressKernels {
             &format!("{name}{}", params.symbol_width),
         )?;
         let shared_bytes = compress_shared_bytes(params) + extra;
-        allow_shared(gpu, &chunks, shared_bytes, "lzss compression")?;
+        allow_shared(
+            gpu,
+            &chunks,
+            shared_bytes,
+            "lzss compression",
+            SHARED_OPT_IN,
+        )?;
         Ok(CompressKernels {
+            params: *params,
             chunks,
-            scan: gpu.function(&SCAN, &[], "scan_sizes_u16")?,
+            scan: scan_function(gpu)?,
             compact: gpu.function(&LZSS_COMPRESS, &[], "lzss_compact")?,
             shared_bytes,
         })
     }
 }
 
-/// The device arrays of a compression launch of `chunks` chunks: the input, each
-/// chunk's place in it (u64, a multiple of 8) and length (u16), C bytes of `scratch` per
-/// chunk, the sizes (u16), the offsets (u64, `chunks + 1`: the last is the payload
-/// total) and `out`, which receives the size table (2 bytes per chunk) then the payloads.
-pub(crate) struct CompressLaunch<'a> {
-    pub chunks: usize,
-    pub input: CudaView<'a, u8>,
-    pub chunk_in: CudaView<'a, u8>,
-    pub chunk_lens: CudaView<'a, u8>,
-    pub scratch: CudaViewMut<'a, u8>,
-    pub sizes: CudaViewMut<'a, u8>,
-    pub offsets: CudaViewMut<'a, u8>,
-    pub out: CudaViewMut<'a, u8>,
-}
-
-fn check_len(what: &str, have: usize, need: usize) -> GpuResult<()> {
-    if have < need {
-        return Err(GpuError::Limit(format!(
-            "lzss {what}: {have} bytes on the device, {need} needed"
-        )));
+impl BlockEncoder for CompressKernels {
+    fn scan(&self) -> &CudaFunction {
+        &self.scan
     }
-    Ok(())
-}
 
-/// Queues kernels I–III on `stream`.
-pub(crate) fn enqueue_compress(
-    stream: &Arc<CudaStream>,
-    kernels: &CompressKernels,
-    params: &LzssShape,
-    mut l: CompressLaunch<'_>,
-) -> GpuResult<()> {
-    let c = params.chunk_size;
-    let chunks = l.chunks as u64;
-    if chunks == 0 {
-        return Ok(());
+    /// Kernel I.
+    fn encode(&self, stream: &CudaStream, l: &mut CompressLaunch<'_>, grid: u32) -> GpuResult<()> {
+        let c = self.params.chunk_size;
+        let window = u32::from(self.params.window);
+        let mut launch = stream.launch_builder(&self.chunks);
+        launch
+            .arg(&l.input)
+            .arg(&l.block_in)
+            .arg(&l.block_lens)
+            .arg(&c)
+            .arg(&window)
+            .arg(&mut l.scratch)
+            .arg(&mut l.sizes);
+        let config = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (chunk_threads(&self.params), 1, 1),
+            shared_mem_bytes: self.shared_bytes as u32,
+        };
+        // SAFETY: kernel I reads chunk i's bytes (within `input`, as the caller placed
+        // them) and writes its payload within scratch[i*C..(i+1)*C] and sizes[i], i <
+        // chunks.
+        unsafe { launch.launch(config) }.map_err(launch_error)?;
+        Ok(())
     }
-    check_len("scratch", l.scratch.len(), l.chunks * c as usize)?;
-    check_len("sizes", l.sizes.len(), 2 * l.chunks)?;
-    check_len("offsets", l.offsets.len(), 8 * (l.chunks + 1))?;
-    check_len("chunk places", l.chunk_in.len(), 8 * l.chunks)?;
-    check_len("chunk lengths", l.chunk_lens.len(), 2 * l.chunks)?;
-    let grid = u32::try_from(chunks).map_err(|_| GpuError::Limit("too many chunks".into()))?;
-    let window = u32::from(params.window);
-    let mut launch = stream.launch_builder(&kernels.chunks);
-    launch
-        .arg(&l.input)
-        .arg(&l.chunk_in)
-        .arg(&l.chunk_lens)
-        .arg(&c)
-        .arg(&window)
-        .arg(&mut l.scratch)
-        .arg(&mut l.sizes);
-    let config = LaunchConfig {
-        grid_dim: (grid, 1, 1),
-        block_dim: (chunk_threads(params), 1, 1),
-        shared_mem_bytes: kernels.shared_bytes as u32,
-    };
-    // SAFETY: kernel I reads chunk i's bytes (within `input`, as the caller placed them)
-    // and writes its payload within scratch[i*C..(i+1)*C] and sizes[i], i < chunks.
-    unsafe { launch.launch(config) }.map_err(launch_error)?;
 
-    let mut launch = stream.launch_builder(&kernels.scan);
-    launch.arg(&mut l.sizes).arg(&chunks).arg(&mut l.offsets);
-    let config = LaunchConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (SCAN_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: reads `chunks` u16 sizes, writes `chunks + 1` u64 offsets.
-    unsafe { launch.launch(config) }.map_err(launch_error)?;
-
-    let mut launch = stream.launch_builder(&kernels.compact);
-    launch
-        .arg(&l.input)
-        .arg(&l.chunk_in)
-        .arg(&l.chunk_lens)
-        .arg(&c)
-        .arg(&mut l.scratch)
-        .arg(&mut l.sizes)
-        .arg(&mut l.offsets)
-        .arg(&chunks)
-        .arg(&mut l.out);
-    let config = LaunchConfig {
-        grid_dim: (grid.div_ceil(COMPACT_WARPS), 1, 1),
-        block_dim: (32 * COMPACT_WARPS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: writes the table (2 * chunks bytes) and payloads whose sizes are at most
-    // their chunks' lengths; the caller sized `out` for the table and every chunk stored.
-    unsafe { launch.launch(config) }
-        .map(|_| ())
-        .map_err(launch_error)
+    /// Kernel III.
+    fn compact(&self, stream: &CudaStream, l: &mut CompressLaunch<'_>, grid: u32) -> GpuResult<()> {
+        let c = self.params.chunk_size;
+        let chunks = l.blocks as u64;
+        let mut launch = stream.launch_builder(&self.compact);
+        launch
+            .arg(&l.input)
+            .arg(&l.block_in)
+            .arg(&l.block_lens)
+            .arg(&c)
+            .arg(&mut l.scratch)
+            .arg(&mut l.sizes)
+            .arg(&mut l.offsets)
+            .arg(&chunks)
+            .arg(&mut l.out);
+        let config = LaunchConfig {
+            grid_dim: (grid.div_ceil(COMPACT_WARPS), 1, 1),
+            block_dim: (32 * COMPACT_WARPS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: writes the table (2 * chunks bytes) and payloads whose sizes are at most
+        // their chunks' lengths; the caller sized `out` for the table and every chunk
+        // stored.
+        unsafe { launch.launch(config) }
+            .map(|_| ())
+            .map_err(launch_error)
+    }
 }
 
-/// The decoder's kernels for one symbol width.
+/// The decoder's kernels for one parameter set.
 pub(crate) struct DecodeKernels {
+    params: LzssShape,
     decode: CudaFunction,
     scan: CudaFunction,
     warps: u32,
@@ -358,106 +364,55 @@ impl DecodeKernels {
         )?;
         let warps = decode_warps(params);
         let shared_bytes = decode_shared_bytes(params);
-        allow_shared(gpu, &decode, shared_bytes, "lzss decompression")?;
+        allow_shared(
+            gpu,
+            &decode,
+            shared_bytes,
+            "lzss decompression",
+            SHARED_OPT_IN,
+        )?;
         Ok(DecodeKernels {
+            params: *params,
             decode,
-            scan: gpu.function(&SCAN, &[], "scan_sizes_u16")?,
+            scan: scan_function(gpu)?,
             warps,
             shared_bytes,
         })
     }
 }
 
-/// The device arrays of a decode launch of `chunks` chunks: the size table (u16 per
-/// chunk) then `payload_len` payload bytes, the offsets the scan writes (u64, `chunks +
-/// 1`), each chunk's place in `out` (u64, a multiple of 8) and length (u16), and `error`
-/// (8 bytes, zeroed here: a reason code and `u32::MAX -` the lowest failing chunk).
-pub(crate) struct DecodeLaunch<'a> {
-    pub chunks: usize,
-    pub table_and_payload: CudaView<'a, u8>,
-    pub payload_len: usize,
-    pub offsets: CudaViewMut<'a, u8>,
-    pub chunk_out: CudaView<'a, u8>,
-    pub chunk_lens: CudaView<'a, u8>,
-    pub out: CudaViewMut<'a, u8>,
-    pub error: CudaViewMut<'a, u8>,
-}
-
-/// Queues the decoder.
-pub(crate) fn enqueue_decompress(
-    stream: &Arc<CudaStream>,
-    kernels: &DecodeKernels,
-    params: &LzssShape,
-    mut l: DecodeLaunch<'_>,
-) -> GpuResult<()> {
-    let c = params.chunk_size;
-    let chunks = l.chunks as u64;
-    if chunks == 0 {
-        return Ok(());
+impl BlockDecoder for DecodeKernels {
+    fn scan(&self) -> &CudaFunction {
+        &self.scan
     }
-    check_len("offsets", l.offsets.len(), 8 * (l.chunks + 1))?;
-    check_len("error", l.error.len(), 8)?;
-    check_len(
-        "input",
-        l.table_and_payload.len(),
-        2 * l.chunks + l.payload_len,
-    )?;
-    stream
-        .memset_zeros(&mut l.error)
-        .map_err(|e| GpuError::driver("memset", e))?;
-    let mut launch = stream.launch_builder(&kernels.scan);
-    launch
-        .arg(&l.table_and_payload)
-        .arg(&chunks)
-        .arg(&mut l.offsets);
-    let config = LaunchConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (SCAN_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: reads `chunks` u16 sizes, writes `chunks + 1` u64 offsets.
-    unsafe { launch.launch(config) }.map_err(launch_error)?;
 
-    let payload_len = l.payload_len as u64;
-    let window = u32::from(params.window);
-    let mut launch = stream.launch_builder(&kernels.decode);
-    launch
-        .arg(&l.table_and_payload)
-        .arg(&mut l.offsets)
-        .arg(&chunks)
-        .arg(&payload_len)
-        .arg(&l.chunk_out)
-        .arg(&l.chunk_lens)
-        .arg(&c)
-        .arg(&window)
-        .arg(&mut l.out)
-        .arg(&mut l.error);
-    let grid = u32::try_from(chunks).map_err(|_| GpuError::Limit("too many chunks".into()))?;
-    let config = LaunchConfig {
-        grid_dim: (grid, 1, 1),
-        block_dim: (32 * kernels.warps, 1, 1),
-        shared_mem_bytes: kernels.shared_bytes as u32,
-    };
-    // SAFETY: the decoder checks every size, offset, length and distance against the
-    // lengths passed here before reading or writing; chunk i writes only
-    // out[chunk_out[i] .. + chunk_lens[i]], which the caller placed within `out`.
-    unsafe { launch.launch(config) }
-        .map(|_| ())
-        .map_err(launch_error)
-}
-
-/// The decoder's outcome from the 8 bytes it leaves in `error`: `None` when every chunk
-/// decoded, else the reason and the lowest failing chunk of the launch.
-pub(crate) fn decode_failure(status: &[u8]) -> Option<(u32, u32)> {
-    let code = u32::from_le_bytes(status[..4].try_into().expect("4 bytes"));
-    if code == 0 {
-        return None;
+    fn decode(&self, stream: &CudaStream, l: &mut DecodeLaunch<'_>, grid: u32) -> GpuResult<()> {
+        let c = self.params.chunk_size;
+        let chunks = l.blocks as u64;
+        let payload_len = l.payload_len as u64;
+        let window = u32::from(self.params.window);
+        let mut launch = stream.launch_builder(&self.decode);
+        launch
+            .arg(&l.table_and_payload)
+            .arg(&mut l.offsets)
+            .arg(&chunks)
+            .arg(&payload_len)
+            .arg(&l.block_out)
+            .arg(&l.block_lens)
+            .arg(&c)
+            .arg(&window)
+            .arg(&mut l.out)
+            .arg(&mut l.error);
+        let config = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (32 * self.warps, 1, 1),
+            shared_mem_bytes: self.shared_bytes as u32,
+        };
+        // SAFETY: the decoder checks every size, offset, length and distance against the
+        // lengths passed here before reading or writing; chunk i writes only
+        // out[chunk_out[i] .. + chunk_lens[i]], which the caller placed within `out`.
+        unsafe { launch.launch(config) }
+            .map(|_| ())
+            .map_err(launch_error)
     }
-    let chunk = u32::MAX - u32::from_le_bytes(status[4..8].try_into().expect("4 bytes"));
-    Some((code, chunk))
-}
-
-/// The reason for a decoder error code.
-pub fn decode_error_reason(code: u32) -> &'static str {
-    LzssDecodeError::from_code(code).map_or("unknown decoder error", LzssDecodeError::reason)
 }

@@ -1,7 +1,9 @@
-// Kernel II of the LZSS pipeline (and the first step of its decoder): the exclusive prefix
-// sum of the u16 chunk sizes, giving each chunk's payload offset; offsets[n] is the total.
-// One block walks the array in tiles of 4 * blockDim.x sizes. The array holds one entry
-// per 2 KiB or more of data, so a single block is a few microseconds per 100 MB.
+// The scan of a stream's u16 size table, shared by the codecs whose streams are blocks
+// with such a table (lzss: kernel II and the first step of its decoder; intpack: between
+// the encoder and the compaction, and before the decoder): the exclusive prefix sum of the
+// u16 block sizes, giving each block's offset; offsets[n] is the total. One block walks
+// the array in tiles of 4 * blockDim.x sizes. The array holds one entry per 1 KiB or more
+// of data, so a single block is a few microseconds per 100 MB.
 
 #define ITEMS 4
 

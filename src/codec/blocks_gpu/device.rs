@@ -1,0 +1,224 @@
+//! The device-resident form: buffers uploaded once and kept on the GPU, compressed or
+//! decoded there by the kernels alone, for callers that keep their data in GPU memory
+//! and for `colzip bench`'s kernel figures. Every block of every buffer is in one launch.
+
+use std::ops::Range;
+
+use cudarc::driver::CudaSlice;
+
+use super::BlockCodec;
+use super::launch::ReasonCode;
+use super::launch::{
+    CompressLaunch, DecodeLaunch, decode_failure, enqueue_compress, enqueue_decompress,
+};
+use crate::codec::batch::DeviceJob;
+use crate::codec::error::{CodecError, Result};
+use crate::gpu::{ArrayPack, Gpu, Lane, copy_to_device, copy_to_host};
+
+/// Compression of resident buffers.
+pub(crate) struct DeviceCompress<C: BlockCodec> {
+    kernels: C::Encoder,
+    codec: C,
+    blocks: usize,
+    input: CudaSlice<u8>,
+    meta: CudaSlice<u8>,
+    spans: [Range<usize>; 2],
+    scratch: CudaSlice<u8>,
+    sizes: CudaSlice<u8>,
+    offsets: CudaSlice<u8>,
+    out: CudaSlice<u8>,
+}
+
+/// Every buffer's whole values at a multiple of 8 of one device buffer, with its blocks'
+/// places and [`BlockCodec::block_len`]s.
+fn place_blocks<C: BlockCodec>(codec: &C, inputs: &[&[u8]]) -> (Vec<u8>, Vec<u64>, Vec<u16>) {
+    let (w, block_bytes) = (codec.value_width(), codec.block_bytes());
+    let mut joined = Vec::new();
+    let (mut block_in, mut block_lens) = (Vec::new(), Vec::new());
+    for input in inputs {
+        joined.resize(joined.len().div_ceil(8) * 8, 0);
+        let body = input.len() - input.len() % w;
+        for k in 0..body.div_ceil(block_bytes) {
+            block_in.push((joined.len() + k * block_bytes) as u64);
+            block_lens.push(codec.block_len(body, k));
+        }
+        joined.extend_from_slice(&input[..body]);
+    }
+    (joined, block_in, block_lens)
+}
+
+/// Uploads `inputs` for compression with `codec` (its parameters validated).
+pub(crate) fn device_compress<C: BlockCodec>(
+    gpu: &Gpu,
+    lane: &mut Lane,
+    codec: C,
+    inputs: &[&[u8]],
+) -> Result<DeviceCompress<C>> {
+    let (joined, block_in, block_lens) = place_blocks(&codec, inputs);
+    let blocks = block_in.len();
+    let mut meta = ArrayPack::new();
+    let spans = [meta.push_u64(&block_in), meta.push_u16(&block_lens)].map(|id| meta.span(id));
+    let mut input = lane.take_device("resident.in", joined.len() + 8)?;
+    copy_to_device(lane.stream(), &joined, &mut input)?;
+    let meta = meta.upload(gpu, lane, "resident.meta", "resident.meta")?;
+    let slot = codec.slot_bytes();
+    let job = DeviceCompress {
+        kernels: codec.encoder(gpu)?,
+        codec,
+        blocks,
+        input,
+        meta,
+        spans,
+        scratch: lane.take_device("resident.scratch", blocks * slot)?,
+        sizes: lane.take_device("resident.sizes", 2 * blocks)?,
+        offsets: lane.take_device("resident.offsets", 8 * (blocks + 1))?,
+        out: lane.take_device("resident.out", codec.out_bytes(blocks, joined.len()))?,
+    };
+    lane.synchronize()?;
+    Ok(job)
+}
+
+impl<C: BlockCodec> DeviceJob for DeviceCompress<C> {
+    fn enqueue(&mut self, lane: &mut Lane) -> Result<()> {
+        enqueue_compress(
+            lane.stream(),
+            &self.codec,
+            &self.kernels,
+            CompressLaunch {
+                blocks: self.blocks,
+                input: self.input.slice(..),
+                block_in: self.meta.slice(self.spans[0].clone()),
+                block_lens: self.meta.slice(self.spans[1].clone()),
+                scratch: self.scratch.slice_mut(..),
+                sizes: self.sizes.slice_mut(..),
+                offsets: self.offsets.slice_mut(..),
+                out: self.out.slice_mut(..),
+            },
+        )?;
+        Ok(())
+    }
+
+    fn output_bytes(&mut self, _gpu: &Gpu, lane: &mut Lane) -> Result<usize> {
+        let mut total = [0u8; 8];
+        let at = 8 * self.blocks;
+        copy_to_host(lane.stream(), &self.offsets.slice(at..at + 8), &mut total)?;
+        lane.synchronize()?;
+        Ok(2 * self.blocks + u64::from_le_bytes(total) as usize)
+    }
+}
+
+/// Decoding of resident streams (all of one parameter set).
+pub(crate) struct DeviceDecompress<C: BlockCodec> {
+    kernels: C::Decoder,
+    blocks: usize,
+    payload_len: usize,
+    input: CudaSlice<u8>,
+    meta: CudaSlice<u8>,
+    spans: [Range<usize>; 2],
+    offsets: CudaSlice<u8>,
+    out: CudaSlice<u8>,
+    error: CudaSlice<u8>,
+    out_len: usize,
+}
+
+/// Uploads `streams` (each of `lens[i]` bytes once decoded) for decoding; `read` gives a
+/// stream's validated layout from the stream and its length.
+pub(crate) fn device_decompress<C: BlockCodec>(
+    gpu: &Gpu,
+    lane: &mut Lane,
+    streams: &[&[u8]],
+    lens: &[usize],
+    read: impl Fn(&[u8], usize) -> Result<C::Layout>,
+) -> Result<DeviceDecompress<C>> {
+    let words = &C::WORDS;
+    let (mut tables, mut payloads) = (Vec::new(), Vec::new());
+    let (mut block_out, mut block_lens) = (Vec::new(), Vec::new());
+    let mut codec = None;
+    let mut at = 0usize;
+    for (stream, &len) in streams.iter().zip(lens) {
+        let layout = read(stream, len)?;
+        let set = C::of_layout(&layout);
+        if *codec.get_or_insert(set) != set {
+            return Err(CodecError::invalid(
+                words.codec,
+                format!(
+                    "the device-resident form decodes streams of {}",
+                    words.one_set
+                ),
+            ));
+        }
+        let table = C::table(&layout);
+        let (blocks, block_bytes) = (table.blocks(), set.block_bytes());
+        let (table_at, payload_at) = (table.table_at, table.payload_at);
+        tables.extend_from_slice(&stream[table_at..table_at + 2 * blocks]);
+        payloads.extend_from_slice(&stream[payload_at..payload_at + table.offsets[blocks]]);
+        at = at.div_ceil(8) * 8;
+        for k in 0..blocks {
+            block_out.push((at + k * block_bytes) as u64);
+            block_lens.push(set.block_len(table.body, k));
+        }
+        at += table.body;
+    }
+    let Some(codec) = codec else {
+        return Err(CodecError::invalid(words.codec, "no stream to decode"));
+    };
+    let blocks = block_out.len();
+    let payload_len = payloads.len();
+    tables.extend_from_slice(&payloads);
+    let mut meta = ArrayPack::new();
+    let spans = [meta.push_u64(&block_out), meta.push_u16(&block_lens)].map(|id| meta.span(id));
+    let mut input = lane.take_device("resident.in", tables.len())?;
+    copy_to_device(lane.stream(), &tables, &mut input)?;
+    let meta = meta.upload(gpu, lane, "resident.meta", "resident.meta")?;
+    let job = DeviceDecompress {
+        kernels: codec.decoder(gpu)?,
+        blocks,
+        payload_len,
+        input,
+        meta,
+        spans,
+        offsets: lane.take_device("resident.offsets", 8 * (blocks + 1))?,
+        out: lane.take_device("resident.out", at.max(1))?,
+        error: lane.take_device("resident.error", 8)?,
+        out_len: at,
+    };
+    lane.synchronize()?;
+    Ok(job)
+}
+
+impl<C: BlockCodec> DeviceJob for DeviceDecompress<C> {
+    fn enqueue(&mut self, lane: &mut Lane) -> Result<()> {
+        enqueue_decompress::<C>(
+            lane.stream(),
+            &self.kernels,
+            DecodeLaunch {
+                blocks: self.blocks,
+                table_and_payload: self.input.slice(..),
+                payload_len: self.payload_len,
+                offsets: self.offsets.slice_mut(..),
+                block_out: self.meta.slice(self.spans[0].clone()),
+                block_lens: self.meta.slice(self.spans[1].clone()),
+                out: self.out.slice_mut(..),
+                error: self.error.slice_mut(..8),
+            },
+        )?;
+        Ok(())
+    }
+
+    fn output_bytes(&mut self, _gpu: &Gpu, lane: &mut Lane) -> Result<usize> {
+        let mut status = [0u8; 8];
+        copy_to_host(lane.stream(), &self.error.slice(..8), &mut status)?;
+        lane.synchronize()?;
+        if let Some((code, block)) = decode_failure(&status) {
+            return Err(CodecError::corrupt(
+                C::WORDS.codec,
+                format!(
+                    "{} {block}: {} (GPU)",
+                    C::WORDS.block,
+                    C::Reason::reason_of(code)
+                ),
+            ));
+        }
+        Ok(self.out_len)
+    }
+}
