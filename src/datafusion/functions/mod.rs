@@ -76,7 +76,10 @@
 //! tables made from them. Blobs that come without it (read back from a file, say) take the
 //! type as a second argument in Arrow's notation, `colzip_decompress(blob, 'Utf8')`; it
 //! also overrides the metadata, and a value of another type is cast to it (an error when
-//! the cast fails). NULL gives NULL both ways.
+//! the cast fails). NULL gives NULL both ways. Blobs record string and binary views in
+//! their classic form ([`blob_type`]: `Utf8View` as `Utf8`), so a value gives the same
+//! blob in a local session (which reads Parquet strings as `Utf8View`) and on a Ballista
+//! cluster (which reads them as `Utf8`).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -158,7 +161,7 @@ use datafusion::prelude::SessionContext;
 use crate::codec::Placement;
 use crate::gpu::Backend;
 use crate::{Error, Result};
-pub use compress::TYPE_METADATA_KEY;
+pub use compress::{TYPE_METADATA_KEY, blob_type};
 use ratio::{CodecLiteralPlanner, CompressionAggregate, Measure};
 pub use stats::StatsTableParts;
 
