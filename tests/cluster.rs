@@ -1,10 +1,13 @@
 //! colzip on a Ballista cluster (feature `ballista`): a standalone scheduler and executor
-//! in this process run SQL with colzip's scalar functions, aggregates, table function and
-//! `COLZIP_PARQUET` writer, with the results of a local session; and colzip's extension
-//! codecs carry plans with colzip's functions into a session that lacks them.
+//! in this process run SQL with colzip's scalar functions, aggregates and
+//! `COLZIP_PARQUET` writer, and TPC-H queries, with the results (and files) of a local
+//! session; and colzip's extension codecs carry plans with colzip's functions into a
+//! session that lacks them. Every test is bounded in time.
 #![cfg(feature = "ballista")]
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow::util::pretty::pretty_format_batches;
@@ -79,8 +82,19 @@ const QUERIES: &[&str] = &[
 const STATS: &str = "SELECT \"table\", \"column\", arrow_type, rows, raw_bytes, codec, compressed_bytes \
      FROM colzip_stats('t', 'lzss,snap') ORDER BY \"column\", codec";
 
+/// Runs `test`, failing it when it takes longer than `seconds`.
+async fn bounded(seconds: u64, test: impl std::future::Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(seconds), test)
+        .await
+        .unwrap_or_else(|_| panic!("the test took longer than {seconds} s"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_queries_equal_local_queries() {
+    bounded(120, cluster_queries()).await;
+}
+
+async fn cluster_queries() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_table(dir.path());
     let local = local_context();
@@ -128,6 +142,10 @@ async fn cluster_queries_equal_local_queries() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codecs_carry_plans_into_a_session_without_colzip() {
+    bounded(120, codecs_carry_plans()).await;
+}
+
+async fn codecs_carry_plans() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_table(dir.path());
     let local = local_context();
@@ -201,5 +219,174 @@ async fn codecs_carry_plans_into_a_session_without_colzip() {
     assert_eq!(
         pretty_format_batches(&got).unwrap().to_string(),
         rows(&local, STATS).await
+    );
+}
+
+/// TPC-H at this scale factor: lineitem has about 60,000 rows.
+const SF: f64 = 0.01;
+const TPCH_TABLES: [colzip::tpch::Table; 4] = [
+    colzip::tpch::Table::Lineitem,
+    colzip::tpch::Table::Orders,
+    colzip::tpch::Table::Customer,
+    colzip::tpch::Table::Part,
+];
+
+/// The TPC-H tables generated in-process as Parquet files `<table>.parquet` in `dir`, in
+/// row groups of 16,384 rows, without an embedded Arrow schema (as other writers make
+/// them): each reader picks its own string form (a local session `Utf8View`, Ballista
+/// `Utf8`).
+fn write_tpch(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    TPCH_TABLES
+        .iter()
+        .map(|&table| {
+            let data = colzip::tpch::generate(table, SF).unwrap();
+            let batch = RecordBatch::try_new(data.schema, data.columns).unwrap();
+            let path = dir.join(format!("{}.parquet", table.name()));
+            let props = parquet::file::properties::WriterProperties::builder()
+                .set_max_row_group_row_count(Some(16_384))
+                .build();
+            let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
+                .with_properties(props)
+                .with_skip_arrow_metadata(true);
+            let file = std::fs::File::create(&path).unwrap();
+            let mut writer =
+                parquet::arrow::ArrowWriter::try_new_with_options(file, batch.schema(), options)
+                    .unwrap();
+            writer.write(&batch).unwrap();
+            writer.close().unwrap();
+            (table.name(), path)
+        })
+        .collect()
+}
+
+async fn register_all(ctx: &SessionContext, tables: &[(&str, PathBuf)]) {
+    for (name, path) in tables {
+        ctx.register_parquet(*name, path.to_str().unwrap(), ParquetReadOptions::default())
+            .await
+            .unwrap();
+    }
+}
+
+/// Q1 with colzip's aggregates per group (one partition: the values reach them in file
+/// order on both sides, so the ratios are exact).
+const Q1_COLZIP: &str = "select l_returnflag, l_linestatus, count(*) as count_order, sum(l_quantity) as sum_qty, \
+       colzip_ratio(l_comment, 'gmatch') as comment_ratio, \
+       colzip_compressed_size(l_shipdate, 'intpack') as shipdate_bytes, \
+       colzip_ratio(l_extendedprice, 'lzss') as price_ratio \
+     from lineitem where l_shipdate <= date '1998-12-01' - interval '90' day \
+     group by l_returnflag, l_linestatus order by l_returnflag, l_linestatus";
+
+/// Per ship mode, over a join's output (sizes of `stored` do not depend on row order).
+const JOIN_COLZIP: &str = "select l_shipmode, count(*) as n, colzip_compressed_size(o_comment, 'stored') as comments, \
+       colzip_ratio(l_shipmode, 'stored') as one \
+     from orders join lineitem on o_orderkey = l_orderkey \
+     where o_orderpriority = '1-URGENT' group by l_shipmode order by l_shipmode";
+
+/// The TPC-H tables on the standalone cluster: Q1, Q3, Q6, Q12 and Q14 (Q1, Q3 and Q12
+/// over two partitions too) and colzip's aggregates give a local session's results, and `COPY … TO 'dir/' STORED AS
+/// COLZIP_PARQUET` writes the files a local session writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tpch_on_the_cluster_equals_local() {
+    bounded(300, tpch_queries()).await;
+}
+
+async fn tpch_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = write_tpch(dir.path());
+    let local = local_context();
+    register_all(&local, &tables).await;
+    let cluster = colzip::cluster::standalone::context(config())
+        .await
+        .unwrap();
+    register_all(&cluster, &tables).await;
+
+    let mut queries: Vec<&str> = [1, 3, 6, 12, 14]
+        .iter()
+        .map(|&n| colzip::tpch::queries::query(n).unwrap())
+        .collect();
+    queries.extend([Q1_COLZIP, JOIN_COLZIP]);
+    for sql in queries {
+        let expected = rows(&local, sql).await;
+        assert!(expected.lines().count() > 4, "{sql}: {expected}");
+        assert_eq!(rows(&cluster, sql).await, expected, "{sql}");
+    }
+
+    // The TPC-H queries again over two partitions (shuffles between the stages).
+    let two = || config().with_target_partitions(2);
+    let local2 = SessionContext::new_with_config(two());
+    register_all(&local2, &tables).await;
+    let cluster2 = colzip::cluster::standalone::context(two()).await.unwrap();
+    register_all(&cluster2, &tables).await;
+    for n in [1, 3, 12] {
+        let sql = colzip::tpch::queries::query(n).unwrap();
+        assert_eq!(
+            rows(&cluster2, sql).await,
+            rows(&local2, sql).await,
+            "{sql}"
+        );
+    }
+
+    // COPY to a directory (three files: DataFusion's demuxer spreads the rows), on the
+    // executor and locally; the local writer in a session that reads strings as Ballista
+    // does (Utf8, not Utf8View), since a file's footer records its Arrow schema.
+    let copy = |to: &Path| {
+        format!(
+            "COPY (SELECT l_orderkey, l_linenumber, l_shipdate, l_extendedprice, l_shipmode, l_comment \
+                   FROM lineitem WHERE l_orderkey % 3 = 0 ORDER BY l_orderkey, l_linenumber) \
+             TO '{}/' STORED AS COLZIP_PARQUET",
+            to.display()
+        )
+    };
+    let like_ballista = SessionContext::new_with_config(config().set_bool(
+        "datafusion.execution.parquet.schema_force_view_types",
+        false,
+    ));
+    colzip::datafusion::register(&like_ballista).unwrap();
+    register_all(&like_ballista, &tables).await;
+    let (on_cluster, on_local) = (dir.path().join("cluster"), dir.path().join("local"));
+    let written = rows(&cluster, &copy(&on_cluster)).await;
+    assert_eq!(written, rows(&like_ballista, &copy(&on_local)).await);
+    let files = |dir: &Path| {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let path = e.unwrap().path();
+                // <write id>_<part>.parquet: the write id is random.
+                let name = path.file_name().unwrap().to_str().unwrap();
+                let part = name.rsplit('_').next().unwrap().to_string();
+                (part, std::fs::read(&path).unwrap())
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let (a, b) = (files(&on_cluster), files(&on_local));
+    assert!(!a.is_empty());
+    assert_eq!(
+        a.iter().map(|(n, f)| (n, f.len())).collect::<Vec<_>>(),
+        b.iter().map(|(n, f)| (n, f.len())).collect::<Vec<_>>()
+    );
+    assert!(a == b, "the cluster's files differ from the local ones");
+    // And they read back as the rows they were made of.
+    local
+        .register_parquet(
+            "copied",
+            &format!("{}/", on_cluster.display()),
+            ParquetReadOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rows(
+            &local,
+            "SELECT * FROM copied ORDER BY l_orderkey, l_linenumber"
+        )
+        .await,
+        rows(
+            &local,
+            "SELECT l_orderkey, l_linenumber, l_shipdate, l_extendedprice, l_shipmode, l_comment \
+             FROM lineitem WHERE l_orderkey % 3 = 0 ORDER BY l_orderkey, l_linenumber"
+        )
+        .await
     );
 }
