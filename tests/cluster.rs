@@ -2,7 +2,9 @@
 //! in this process run SQL with colzip's scalar functions, aggregates and
 //! `COLZIP_PARQUET` writer, and TPC-H queries, with the results (and files) of a local
 //! session; and colzip's extension codecs carry plans with colzip's functions into a
-//! session that lacks them. Every test is bounded in time.
+//! session that lacks them. Then the same with a scheduler and two executors started as
+//! `colzip cluster` processes (on 127.0.0.1, ports chosen at run time), and an executor
+//! killed in the middle of a query. Every test is bounded in time.
 #![cfg(feature = "ballista")]
 
 use std::path::{Path, PathBuf};
@@ -236,10 +238,18 @@ const TPCH_TABLES: [colzip::tpch::Table; 4] = [
 /// them): each reader picks its own string form (a local session `Utf8View`, Ballista
 /// `Utf8`).
 fn write_tpch(dir: &Path) -> Vec<(&'static str, PathBuf)> {
-    TPCH_TABLES
+    write_tables(dir, &TPCH_TABLES, SF)
+}
+
+fn write_tables(
+    dir: &Path,
+    tables: &[colzip::tpch::Table],
+    sf: f64,
+) -> Vec<(&'static str, PathBuf)> {
+    tables
         .iter()
         .map(|&table| {
-            let data = colzip::tpch::generate(table, SF).unwrap();
+            let data = colzip::tpch::generate(table, sf).unwrap();
             let batch = RecordBatch::try_new(data.schema, data.columns).unwrap();
             let path = dir.join(format!("{}.parquet", table.name()));
             let props = parquet::file::properties::WriterProperties::builder()
@@ -389,4 +399,262 @@ async fn tpch_queries() {
         )
         .await
     );
+}
+
+/// A `colzip` process of the test, killed when dropped.
+struct Process {
+    child: std::process::Child,
+}
+
+impl Process {
+    fn start(args: &[&str]) -> Process {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_colzip"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("colzip {args:?}: {e}"));
+        Process { child }
+    }
+
+    /// Kills the process (SIGKILL: no chance to say goodbye) and waits for it.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// An address of 127.0.0.1 with a port free now, chosen at random below the ephemeral
+/// range: a port the OS hands out for `bind(0)` could also become the local port of a
+/// process's outgoing connection (an executor connects to the scheduler before it binds
+/// its own port) before the process binds it.
+fn free_address() -> std::net::SocketAddr {
+    use std::hash::{BuildHasher, RandomState};
+    let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let (first, count) = (10_000u16, low.saturating_sub(10_000).max(1000));
+    for _ in 0..1000 {
+        let port = first + (RandomState::new().hash_one(0u8) % u64::from(count)) as u16;
+        if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            return listener.local_addr().unwrap();
+        }
+    }
+    panic!("no free port of 127.0.0.1 found");
+}
+
+/// Waits until something listens on `address` (at most 60 s).
+async fn listening(address: std::net::SocketAddr, process: &mut Process) {
+    for _ in 0..600 {
+        if tokio::net::TcpStream::connect(address).await.is_ok() {
+            return;
+        }
+        if let Some(status) = process.child.try_wait().unwrap() {
+            panic!("the process for {address} exited: {status}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("nothing listens on {address} after 60 s");
+}
+
+/// A scheduler and two executors as `colzip cluster` processes; the scheduler counts an
+/// executor lost after `executor_timeout` seconds of silence.
+struct Cluster {
+    scheduler: std::net::SocketAddr,
+    processes: Vec<Process>,
+}
+
+impl Cluster {
+    async fn start(executor_timeout: u64, concurrency: u32) -> Cluster {
+        let scheduler = free_address();
+        let mut processes = vec![Process::start(&[
+            "cluster",
+            "scheduler",
+            "--bind",
+            &scheduler.to_string(),
+            "--executor-timeout",
+            &executor_timeout.to_string(),
+        ])];
+        listening(scheduler, &mut processes[0]).await;
+        for _ in 0..2 {
+            let bind = free_address();
+            let mut executor = Process::start(&[
+                "cluster",
+                "executor",
+                "--scheduler",
+                &scheduler.to_string(),
+                "--bind",
+                &bind.to_string(),
+                "--concurrency",
+                &concurrency.to_string(),
+            ]);
+            // The executor serves its output once it has reached the scheduler.
+            listening(bind, &mut executor).await;
+            processes.push(executor);
+        }
+        Cluster {
+            scheduler,
+            processes,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("df://{}", self.scheduler)
+    }
+}
+
+/// `colzip sql` with `args`, its standard output (it must succeed).
+async fn colzip_sql(args: Vec<String>) -> String {
+    let run = {
+        let args = args.clone();
+        move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_colzip"))
+                .arg("sql")
+                .args(&args)
+                .stdin(std::process::Stdio::null())
+                .output()
+        }
+    };
+    let out = tokio::task::spawn_blocking(run).await.unwrap().unwrap();
+    assert!(
+        out.status.success(),
+        "colzip sql {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// One scheduler and two executors as `colzip cluster` processes run TPC-H and colzip's
+/// functions with a local session's results, from this process's client and from
+/// `colzip sql --remote`, whose output equals a local `colzip sql` run's; then they are
+/// stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colzip_cluster_processes_equal_local() {
+    bounded(300, cluster_processes()).await;
+}
+
+async fn cluster_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = write_tpch(dir.path());
+    let mut cluster = Cluster::start(180, 2).await;
+    let remote = colzip::cluster::server::remote_context(&cluster.url(), config())
+        .await
+        .unwrap();
+    register_all(&remote, &tables).await;
+    let local = local_context();
+    register_all(&local, &tables).await;
+    for sql in [
+        colzip::tpch::queries::query(1).unwrap(),
+        colzip::tpch::queries::query(12).unwrap(),
+        Q1_COLZIP,
+        JOIN_COLZIP,
+    ] {
+        assert_eq!(rows(&remote, sql).await, rows(&local, sql).await, "{sql}");
+    }
+
+    // The CLI: the same statements with and without --remote print the same CSV.
+    let mut statements = String::from("SET datafusion.execution.target_partitions = 1;\n");
+    for (name, path) in &tables {
+        statements += &format!(
+            "CREATE EXTERNAL TABLE {name} STORED AS PARQUET LOCATION '{}';\n",
+            path.display()
+        );
+    }
+    statements += Q1_COLZIP;
+    statements += ";\nSELECT encode(colzip_compress(l_comment, 'gmatch'), 'hex') AS blob \
+                   FROM lineitem WHERE l_orderkey < 40 ORDER BY l_orderkey, l_linenumber;\n";
+    let args = |remote: Option<String>| {
+        let mut args = vec![
+            "--format".to_string(),
+            "csv".into(),
+            "-c".into(),
+            statements.clone(),
+        ];
+        args.extend(
+            remote
+                .into_iter()
+                .flat_map(|url| ["--remote".to_string(), url]),
+        );
+        args
+    };
+    let on_cluster = colzip_sql(args(Some(cluster.url()))).await;
+    let on_local = colzip_sql(args(None)).await;
+    assert!(on_cluster.lines().count() > 20, "{on_cluster}");
+    assert_eq!(on_cluster, on_local);
+
+    for process in &mut cluster.processes {
+        process.kill();
+    }
+    // Stopped: the scheduler no longer answers.
+    assert!(
+        tokio::net::TcpStream::connect(cluster.scheduler)
+            .await
+            .is_err()
+    );
+}
+
+/// An executor killed in the middle of a query: the query fails with an error or
+/// Ballista runs the lost tasks again on the other executor (then its result is right);
+/// it never hangs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_executor_fails_or_retries_the_query() {
+    bounded(240, killed_executor()).await;
+}
+
+async fn killed_executor() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = write_tables(dir.path(), &[colzip::tpch::Table::Lineitem], 0.05);
+    // The scheduler gives up on a silent executor after 5 s.
+    let mut cluster = Cluster::start(5, 1).await;
+    let partitions = config().with_target_partitions(4);
+    let remote = colzip::cluster::server::remote_context(&cluster.url(), partitions.clone())
+        .await
+        .unwrap();
+    register_all(&remote, &tables).await;
+    let local = SessionContext::new_with_config(partitions);
+    colzip::datafusion::register(&local).unwrap();
+    register_all(&local, &tables).await;
+    // Slow on purpose (bwt over every comment), with an answer that does not depend on
+    // the order of the values.
+    let sql = "SELECT l_linenumber, count(*) AS n, colzip_compressed_size(l_comment, 'stored') AS plain, \
+                      sum(CAST(colzip_decompress(colzip_compress(l_comment, 'bwt')) = l_comment AS INT)) AS same \
+               FROM lineitem GROUP BY l_linenumber ORDER BY l_linenumber";
+    let local_started = std::time::Instant::now();
+    let expected = rows(&local, sql).await;
+    eprintln!("locally: {:.1} s", local_started.elapsed().as_secs_f64());
+
+    let started = std::time::Instant::now();
+    let query = tokio::spawn(async move { remote.sql(sql).await?.collect().await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !query.is_finished(),
+        "the query ended before the kill: make it slower"
+    );
+    cluster.processes[1].kill();
+    let killed_at = started.elapsed();
+    let outcome = query.await.unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    match outcome {
+        Ok(batches) => {
+            assert_eq!(
+                pretty_format_batches(&batches).unwrap().to_string(),
+                expected
+            );
+            eprintln!(
+                "retried: the right result in {seconds:.1} s (executor killed at {killed_at:?})"
+            );
+        }
+        Err(e) => {
+            let message = e.to_string();
+            assert!(!message.is_empty());
+            eprintln!("failed in {seconds:.1} s (executor killed at {killed_at:?}): {message}");
+        }
+    }
 }

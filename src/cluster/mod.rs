@@ -5,13 +5,18 @@
 //!
 //! - [`codec`]: the logical and physical extension codecs that carry colzip's functions,
 //!   tables and writer in distributed plans.
+//! - [`server`]: a scheduler and an executor as processes of their own (what `colzip
+//!   cluster scheduler|executor` run) and a client session on a remote scheduler (what
+//!   `colzip sql --remote` uses).
 //! - [`standalone`]: a scheduler and an executor in this process, for tests and examples.
 //!
 //! Tables for the cluster are files (`register_parquet`, `CREATE EXTERNAL TABLE … STORED
 //! AS PARQUET`): in-memory tables do not travel in plans. Files written with
-//! `COLZIP_PARQUET` are read back as plain `PARQUET`.
+//! `COLZIP_PARQUET` are read back as plain `PARQUET`. `colzip_stats` runs in local
+//! sessions only: its table travels in logical plans, its scan not yet.
 
 pub mod codec;
+pub mod server;
 pub mod standalone;
 
 use std::sync::Arc;
