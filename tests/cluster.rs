@@ -118,6 +118,17 @@ async fn cluster_queries() {
         assert_eq!(rows(&cluster, sql).await, expected, "{sql}");
     }
 
+    // colzip_stats runs locally only (its scan does not travel yet): a clear error.
+    let error = match cluster.sql(STATS).await {
+        Ok(frame) => frame.collect().await.err(),
+        Err(e) => Some(e),
+    };
+    let error = error.expect("colzip_stats ran on the cluster").to_string();
+    assert!(
+        error.contains("colzip_stats runs only in a local session"),
+        "{error}"
+    );
+
     // COPY … STORED AS colzip_parquet, written on the executor, reads back the same.
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();

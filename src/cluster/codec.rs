@@ -1,6 +1,7 @@
 //! colzip's extension codecs for distributed plans: [`LogicalCodec`] and
 //! [`PhysicalCodec`] carry colzip's functions, the `colzip_stats` table (not yet its
-//! scan: see [`StatsTableParts`]), and the `COLZIP_PARQUET` format and writer from the client to the scheduler and from the
+//! scan: see [`StatsTableParts`]; a plan with it fails to encode with an error saying
+//! so), and the `COLZIP_PARQUET` format and writer from the client to the scheduler and from the
 //! scheduler to the executors, so the processes at the other end need not have them
 //! registered. Everything else goes to Ballista's own codecs, which they wrap.
 //!
@@ -22,6 +23,7 @@ use datafusion::datasource::sink::DataSinkExec;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{AggregateUDF, Extension, LogicalPlan, ScalarUDF};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::streaming::StreamingTableExec;
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use datafusion_proto::protobuf;
@@ -319,6 +321,15 @@ impl PhysicalExtensionCodec for PhysicalCodec {
     ) -> Result<()> {
         if self.encode_sink(node.as_ref(), buf)? {
             return Ok(());
+        }
+        if let Some(scan) = (node.as_ref() as &dyn Any).downcast_ref::<StreamingTableExec>()
+            && scan.partition_schema() == &functions::stats_schema()
+        {
+            return Err(DataFusionError::NotImplemented(
+                "colzip_stats runs only in a local session: its scan cannot be sent to \
+                 Ballista executors yet (run it in colzip sql without --remote)"
+                    .into(),
+            ));
         }
         self.inner.try_encode(node, buf, proto_converter)
     }

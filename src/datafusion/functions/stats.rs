@@ -280,6 +280,12 @@ fn rows_batch(rows: &[tpch::Row]) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(Arc::clone(&SCHEMA), columns)?)
 }
 
+/// The schema of `colzip_stats`' rows (that of its scans' partitions too): how a plan
+/// codec tells its scan, a `StreamingTableExec` of this schema, from others.
+pub fn stats_schema() -> SchemaRef {
+    Arc::clone(&SCHEMA)
+}
+
 /// The parts of a `colzip_stats(…)` table: what a plan codec carries to another process
 /// ([`StatsTableParts::of_table`]) and rebuilds there ([`StatsTableParts::table`]).
 /// (Its scan cannot be carried yet: it is a `StreamingTableExec` over a
