@@ -30,6 +30,8 @@
 
 pub mod archive;
 pub mod bench;
+#[cfg(feature = "ballista")]
+pub mod cluster;
 pub mod codec;
 pub mod column;
 #[cfg(feature = "datafusion")]

@@ -912,3 +912,27 @@ fn short_flags_mean_one_thing_across_subcommands() {
         assert_eq!(longs.len(), 1, "-{short} means {longs:?}");
     }
 }
+
+/// Without the `ballista` feature, the cluster commands exist but say how to get them.
+#[cfg(all(feature = "datafusion", not(feature = "ballista")))]
+#[test]
+fn cluster_commands_need_the_ballista_feature() {
+    for args in [
+        &["cluster", "scheduler", "--bind", "127.0.0.1:0"][..],
+        &[
+            "cluster",
+            "executor",
+            "--scheduler",
+            "127.0.0.1:1",
+            "--bind",
+            "127.0.0.1:0",
+        ],
+        &["sql", "--remote", "df://127.0.0.1:1", "-c", "SELECT 1"],
+    ] {
+        let out = colzip(args);
+        assert_eq!(out.status.code(), Some(1), "colzip {args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(stderr.contains("--features ballista"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}

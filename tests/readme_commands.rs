@@ -156,6 +156,28 @@ const COMMANDS: &[(&str, Run)] = &[
         "colzip bench --sf 1 --suites gmatch --plot bench.svg",
         Smaller("colzip bench --sf 0.002 --suites gmatch --runs 1 --plot bench.svg"),
     ),
+    // Running on a cluster: processes that run until stopped, in a build with the
+    // `ballista` feature; tests/cluster.rs starts them (and runs `colzip sql --remote`).
+    (
+        "cargo build --release --features ballista",
+        Not("a build of its own; CI builds the feature for tests/cluster.rs"),
+    ),
+    (
+        "colzip cluster scheduler --bind 127.0.0.1:50050 &",
+        Not("runs until stopped; tests/cluster.rs starts one"),
+    ),
+    (
+        "colzip cluster executor --scheduler 127.0.0.1:50050 --bind 127.0.0.1:50051 --gpu 0 --concurrency 4 &",
+        Not("runs until stopped; tests/cluster.rs starts two"),
+    ),
+    (
+        "colzip cluster executor --scheduler 127.0.0.1:50050 --bind 127.0.0.1:50052 --gpu 0 --concurrency 4 &",
+        Not("runs until stopped; tests/cluster.rs starts two"),
+    ),
+    (
+        "colzip sql --remote df://127.0.0.1:50050 --file q1_ratio.sql",
+        Not("needs the cluster above; tests/cluster.rs runs colzip sql --remote"),
+    ),
 ];
 
 /// The input files the README's commands take as the reader's own.

@@ -170,6 +170,31 @@ impl FormatOptions {
         }
         Ok(parsed)
     }
+
+    /// The options as statement options: [`FormatOptions::parse`] gives them back.
+    pub fn to_map(&self) -> HashMap<String, String> {
+        let mut map = HashMap::new();
+        let mut put = |key: &str, value: Option<String>| {
+            if let Some(value) = value {
+                map.insert(key.to_string(), value);
+            }
+        };
+        put("backend", self.backend.map(|b| b.to_string()));
+        put("row_group_size", self.row_group_size.map(|n| n.to_string()));
+        put("data_page_size", self.data_page_size.map(|n| n.to_string()));
+        put(
+            "data_page_version",
+            self.data_page_version.map(|v| match v {
+                DataPageVersion::V1 => "1".to_string(),
+                DataPageVersion::V2 => "2".to_string(),
+            }),
+        );
+        put(
+            "parallel_row_groups",
+            self.parallel_row_groups.map(|n| n.to_string()),
+        );
+        map
+    }
 }
 
 fn df_error(error: Error) -> DataFusionError {
@@ -354,11 +379,10 @@ impl FileFormat for ColzipParquetFormat {
         if conf.insert_op != InsertOp::Append {
             return not_impl_err!("{FORMAT_NAME} only appends: overwrites are not supported");
         }
-        let options = self.write_options().map_err(df_error)?;
-        let sink = Arc::new(ColzipParquetSink {
-            config: conf,
-            options,
-        });
+        let sink = Arc::new(
+            ColzipParquetSink::new(conf, self.parquet.clone(), self.options.clone())
+                .map_err(df_error)?,
+        );
         Ok(Arc::new(DataSinkExec::new(input, sink, order_requirements)))
     }
 
@@ -409,6 +433,42 @@ async fn check_footer(
 pub struct ColzipParquetSink {
     config: FileSinkConfig,
     options: WriteOptions,
+    /// What `options` was made from (what a plan codec carries to another process).
+    parquet: TableParquetOptions,
+    format: FormatOptions,
+}
+
+impl ColzipParquetSink {
+    /// A sink writing the files of `config` with DataFusion's Parquet options `parquet`
+    /// and colzip's `format` options over them (as the format's writer plan makes it).
+    pub fn new(
+        config: FileSinkConfig,
+        parquet: TableParquetOptions,
+        format: FormatOptions,
+    ) -> crate::Result<ColzipParquetSink> {
+        let options = ColzipParquetFormat::new(parquet.clone(), format.clone()).write_options()?;
+        Ok(ColzipParquetSink {
+            config,
+            options,
+            parquet,
+            format,
+        })
+    }
+
+    /// The files written.
+    pub fn config(&self) -> &FileSinkConfig {
+        &self.config
+    }
+
+    /// DataFusion's Parquet options the sink was made with.
+    pub fn parquet_options(&self) -> &TableParquetOptions {
+        &self.parquet
+    }
+
+    /// colzip's options the sink was made with.
+    pub fn format_options(&self) -> &FormatOptions {
+        &self.format
+    }
 }
 
 impl DisplayAs for ColzipParquetSink {

@@ -1,6 +1,7 @@
 //! `colzip`: compress typed columns from the command line. A thin layer over the library:
 //! it parses arguments, shows progress on stderr, and prints one-line errors.
 
+mod cluster;
 mod experiments;
 mod files;
 mod progress;
@@ -78,6 +79,11 @@ enum Command {
     /// compared with the memory store's (which runs first, untimed and unreported when not
     /// listed). Progress on stderr; exit status 1 when any result differs.
     Queries(sql::QueriesArgs),
+    /// The processes of a Ballista cluster with colzip registered: `colzip cluster
+    /// scheduler --bind HOST:PORT` and `colzip cluster executor --scheduler HOST:PORT
+    /// --bind HOST:PORT`; `colzip sql --remote df://HOST:PORT` runs statements on it.
+    /// Needs a build with `--features ballista`.
+    Cluster(cluster::ClusterArgs),
 }
 
 fn main() -> ExitCode {
@@ -119,5 +125,6 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench(args) => experiments::bench_command(args),
         Command::Sql(args) => sql::sql(args),
         Command::Queries(args) => sql::queries(args),
+        Command::Cluster(args) => cluster::cluster(args),
     }
 }

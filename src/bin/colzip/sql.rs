@@ -198,6 +198,11 @@ pub struct SqlArgs {
     /// Generate the TPC-H tables at this scale factor and register them by name
     #[arg(long, value_name = "SF")]
     tpch: Option<f64>,
+    /// Run the statements on a Ballista cluster: the scheduler at df://HOST:PORT (see
+    /// `colzip cluster`). Tables are files every executor reads by path (CREATE EXTERNAL
+    /// TABLE … STORED AS PARQUET LOCATION '…'); needs a build with `--features ballista`
+    #[arg(long, value_name = "df://HOST:PORT", conflicts_with_all = ["tpch", "compressed"])]
+    remote: Option<String>,
     /// Hold tables with every column compressed: the TPC-H tables, and those made by
     /// CREATE TABLE [AS query] (which INSERT INTO then fills compressed too)
     #[arg(long)]
@@ -247,7 +252,10 @@ pub fn sql(args: SqlArgs) -> Result<()> {
         (None, Some(path)) => shell::Input::File(path),
         (None, None) => shell::Input::Stdin,
     };
-    let ctx = session::context()?;
+    let ctx = match &args.remote {
+        Some(url) => remote_context(url)?,
+        None => session::context()?,
+    };
     session::set_table_kind(&ctx, kind.clone());
     if let Some(sf) = args.tpch {
         let bar = progress_bar();
@@ -268,10 +276,38 @@ pub fn sql(args: SqlArgs) -> Result<()> {
     shell::run(&ctx, input, format, max_rows, args.timing)
 }
 
+/// A session on the cluster whose scheduler is at `url`, after checking that it answers.
+#[cfg(feature = "ballista")]
+fn remote_context(url: &str) -> Result<datafusion::prelude::SessionContext> {
+    use colzip::cluster::server;
+
+    let address = server::scheduler_address(url)?;
+    std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(10)).map_err(
+        |e| {
+            Error::format(format!(
+                "cannot reach the scheduler at {url} ({address}): {e}"
+            ))
+        },
+    )?;
+    // Ballista's client makes no connection until a statement runs: this runtime only
+    // builds the session.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let config = datafusion::prelude::SessionConfig::new().with_information_schema(true);
+    runtime.block_on(server::remote_context(url, config))
+}
+
+#[cfg(all(feature = "datafusion", not(feature = "ballista")))]
+fn remote_context(_url: &str) -> Result<datafusion::prelude::SessionContext> {
+    Err(crate::cluster::not_built("colzip sql --remote"))
+}
+
 #[cfg(not(feature = "datafusion"))]
 pub fn sql(args: SqlArgs) -> Result<()> {
     let _ = (
         args.tpch,
+        args.remote,
         args.compressed,
         args.codec,
         args.command,

@@ -14,13 +14,22 @@
 //! second argument in Arrow's notation, `colzip_decompress(blob, 'Utf8')`, which also
 //! overrides the metadata; a blob whose value has another type is cast to it (an error
 //! when the cast fails).
+//!
+//! A blob records the value's type with string and binary views replaced by their classic
+//! forms ([`blob_type`]: `Utf8View` → `Utf8`, `BinaryView` → `Binary`, inside nested
+//! types too). DataFusion switches between the two by configuration (Ballista reads
+//! Parquet strings as `Utf8`, a local session as `Utf8View`), and both give the same
+//! parts, so the same value gives the same blob wherever it is compressed;
+//! `colzip_decompress` casts back to the planned type. The container's field has a fixed
+//! name (empty) and is nullable, whatever the argument's column is called. Blobs of views
+//! written before still decode.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, BinaryArray, new_null_array};
-use arrow::compute::{CastOptions, cast_with_options, concat};
-use arrow::datatypes::{DataType, Field, FieldRef};
+use arrow::compute::{CastOptions, can_cast_types, cast, cast_with_options, concat};
+use arrow::datatypes::{DataType, Field, FieldRef, Fields, UnionFields};
 use datafusion::common::{DataFusionError, Result, exec_err, internal_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature,
@@ -44,6 +53,49 @@ const COMPRESS_USAGE: &str = "colzip_compress(value, 'codec')";
 const DECOMPRESS: &str = "colzip_decompress";
 const DECOMPRESS_USAGE: &str = "colzip_decompress(blob [, 'arrow type'])";
 
+/// The type a blob records for a value of `data_type`: string and binary views as
+/// `Utf8` and `Binary`, in nested types too; every other type as it is. (The column layer
+/// stores a view and its classic form as the same parts: only the type differs.)
+pub fn blob_type(data_type: &DataType) -> DataType {
+    fn field(f: &FieldRef) -> FieldRef {
+        Arc::new(f.as_ref().clone().with_data_type(blob_type(f.data_type())))
+    }
+    fn fields(fs: &Fields) -> Fields {
+        fs.iter().map(field).collect()
+    }
+    match data_type {
+        DataType::Utf8View => DataType::Utf8,
+        DataType::BinaryView => DataType::Binary,
+        DataType::List(f) => DataType::List(field(f)),
+        DataType::LargeList(f) => DataType::LargeList(field(f)),
+        DataType::ListView(f) => DataType::ListView(field(f)),
+        DataType::LargeListView(f) => DataType::LargeListView(field(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
+        DataType::Struct(fs) => DataType::Struct(fields(fs)),
+        DataType::Map(f, sorted) => DataType::Map(field(f), *sorted),
+        DataType::Dictionary(k, v) => DataType::Dictionary(k.clone(), Box::new(blob_type(v))),
+        DataType::RunEndEncoded(r, v) => DataType::RunEndEncoded(Arc::clone(r), field(v)),
+        DataType::Union(fs, mode) => {
+            let (ids, children): (Vec<i8>, Vec<FieldRef>) =
+                fs.iter().map(|(id, f)| (id, field(f))).unzip();
+            match UnionFields::try_new(ids, children) {
+                Ok(fs) => DataType::Union(fs, *mode),
+                Err(_) => data_type.clone(),
+            }
+        }
+        other => other.clone(),
+    }
+}
+
+/// `values` as [`blob_type`] says (unchanged where Arrow cannot cast it so).
+fn blob_values(values: ArrayRef) -> Result<ArrayRef> {
+    let target = blob_type(values.data_type());
+    if &target == values.data_type() || !can_cast_types(values.data_type(), &target) {
+        return Ok(values);
+    }
+    Ok(cast(&values, &target)?)
+}
+
 /// `colzip_compress(value, 'codec')`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct Compress {
@@ -52,6 +104,11 @@ pub(super) struct Compress {
 }
 
 impl Compress {
+    /// The backend the codecs run on.
+    pub(super) fn backend(&self) -> Backend {
+        self.backend
+    }
+
     pub(super) fn new(backend: Backend) -> Self {
         Compress {
             signature: Signature::user_defined(Volatility::Immutable),
@@ -100,7 +157,7 @@ impl ScalarUDFImpl for Compress {
             ColumnarValue::Array(_) => codec_argument(COMPRESS, None)?,
         };
         let placement = placement(self.backend)?;
-        let values = args.args[0].to_array(args.number_rows)?;
+        let values = blob_values(args.args[0].to_array(args.number_rows)?)?;
         let blobs = (0..values.len())
             .into_par_iter()
             .map(|row| {
@@ -128,6 +185,11 @@ pub(super) struct Decompress {
 }
 
 impl Decompress {
+    /// The backend the codecs run on.
+    pub(super) fn backend(&self) -> Backend {
+        self.backend
+    }
+
     pub(super) fn new(backend: Backend) -> Self {
         Decompress {
             signature: Signature::user_defined(Volatility::Immutable),

@@ -76,7 +76,10 @@
 //! tables made from them. Blobs that come without it (read back from a file, say) take the
 //! type as a second argument in Arrow's notation, `colzip_decompress(blob, 'Utf8')`; it
 //! also overrides the metadata, and a value of another type is cast to it (an error when
-//! the cast fails). NULL gives NULL both ways.
+//! the cast fails). NULL gives NULL both ways. Blobs record string and binary views in
+//! their classic form ([`blob_type`]: `Utf8View` as `Utf8`), so a value gives the same
+//! blob in a local session (which reads Parquet strings as `Utf8View`) and on a Ballista
+//! cluster (which reads them as `Utf8`).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -158,8 +161,9 @@ use datafusion::prelude::SessionContext;
 use crate::codec::Placement;
 use crate::gpu::Backend;
 use crate::{Error, Result};
-pub use compress::TYPE_METADATA_KEY;
+pub use compress::{TYPE_METADATA_KEY, blob_type};
 use ratio::{CodecLiteralPlanner, CompressionAggregate, Measure};
+pub use stats::{StatsTableParts, stats_schema};
 
 /// Registers `colzip_ratio`, `colzip_compressed_size`, `colzip_compress`,
 /// `colzip_decompress` and `colzip_stats` with `ctx` (see the [module docs](self)).
@@ -203,4 +207,43 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
         .write()
         .register_expr_planner(Arc::new(CodecLiteralPlanner))
         .map_err(|e| Error::format(format!("registering colzip's SQL functions: {e}")))
+}
+
+/// Which colzip function `udf` is, and the backend it was made with: `None` for other
+/// functions. With [`scalar_udf`], what a plan codec needs to carry colzip's scalar
+/// functions to a process where they are not registered.
+pub fn scalar_udf_parts(udf: &ScalarUDF) -> Option<(&'static str, Backend)> {
+    let inner = udf.inner().as_ref() as &dyn std::any::Any;
+    if let Some(f) = inner.downcast_ref::<compress::Compress>() {
+        return Some(("colzip_compress", f.backend()));
+    }
+    inner
+        .downcast_ref::<compress::Decompress>()
+        .map(|f| ("colzip_decompress", f.backend()))
+}
+
+/// The scalar function `name` (`colzip_compress` or `colzip_decompress`) on `backend`.
+pub fn scalar_udf(name: &str, backend: Backend) -> Option<ScalarUDF> {
+    match name {
+        "colzip_compress" => Some(ScalarUDF::from(compress::Compress::new(backend))),
+        "colzip_decompress" => Some(ScalarUDF::from(compress::Decompress::new(backend))),
+        _ => None,
+    }
+}
+
+/// Which colzip aggregate `udaf` is, and its backend: `None` for other aggregates.
+pub fn aggregate_udf_parts(udaf: &AggregateUDF) -> Option<(&'static str, Backend)> {
+    let inner = udaf.inner().as_ref() as &dyn std::any::Any;
+    let (measure, backend) = inner.downcast_ref::<CompressionAggregate>()?.parts();
+    Some((measure.name(), backend))
+}
+
+/// The aggregate `name` (`colzip_ratio` or `colzip_compressed_size`) on `backend`.
+pub fn aggregate_udf(name: &str, backend: Backend) -> Option<AggregateUDF> {
+    let measure = [Measure::Ratio, Measure::CompressedSize]
+        .into_iter()
+        .find(|m| m.name() == name)?;
+    Some(AggregateUDF::from(CompressionAggregate::new(
+        measure, backend,
+    )))
 }

@@ -42,7 +42,7 @@ pub(super) enum Measure {
 }
 
 impl Measure {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Measure::Ratio => "colzip_ratio",
             Measure::CompressedSize => "colzip_compressed_size",
@@ -70,6 +70,11 @@ pub(super) struct CompressionAggregate {
 }
 
 impl CompressionAggregate {
+    /// The measure (which function this is) and the backend the codecs run on.
+    pub(super) fn parts(&self) -> (Measure, Backend) {
+        (self.measure, self.backend)
+    }
+
     pub(super) fn new(measure: Measure, backend: Backend) -> Self {
         CompressionAggregate {
             measure,

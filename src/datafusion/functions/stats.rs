@@ -279,3 +279,56 @@ fn rows_batch(rows: &[tpch::Row]) -> Result<RecordBatch> {
     ];
     Ok(RecordBatch::try_new(Arc::clone(&SCHEMA), columns)?)
 }
+
+/// The schema of `colzip_stats`' rows (that of its scans' partitions too): how a plan
+/// codec tells its scan, a `StreamingTableExec` of this schema, from others.
+pub fn stats_schema() -> SchemaRef {
+    Arc::clone(&SCHEMA)
+}
+
+/// The parts of a `colzip_stats(…)` table: what a plan codec carries to another process
+/// ([`StatsTableParts::of_table`]) and rebuilds there ([`StatsTableParts::table`]).
+/// (Its scan cannot be carried yet: it is a `StreamingTableExec` over a
+/// `PartitionStream`, a trait without `Any`, so a codec cannot recognise it.)
+#[derive(Clone, Debug)]
+pub struct StatsTableParts {
+    /// The table as the call named it.
+    pub name: String,
+    /// Catalog, schema and table of it.
+    pub reference: [String; 3],
+    pub contenders: Vec<Contender>,
+    pub backend: Backend,
+}
+
+impl StatsTableParts {
+    /// The parts of `provider` when it is what `colzip_stats(…)` returned.
+    pub fn of_table(provider: &dyn TableProvider) -> Option<StatsTableParts> {
+        let table = (provider as &dyn std::any::Any).downcast_ref::<StatsTable>()?;
+        let r = &table.reference;
+        Some(StatsTableParts {
+            name: table.name.clone(),
+            reference: [
+                r.catalog.to_string(),
+                r.schema.to_string(),
+                r.table.to_string(),
+            ],
+            contenders: table.contenders.clone(),
+            backend: table.backend,
+        })
+    }
+
+    /// The table function's result made of these parts.
+    pub fn table(self) -> Arc<dyn TableProvider> {
+        let [catalog, schema, table] = self.reference;
+        Arc::new(StatsTable {
+            name: self.name,
+            reference: ResolvedTableReference {
+                catalog: catalog.into(),
+                schema: schema.into(),
+                table: table.into(),
+            },
+            contenders: self.contenders,
+            backend: self.backend,
+        })
+    }
+}
