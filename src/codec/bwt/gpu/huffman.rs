@@ -151,9 +151,8 @@ const PINNED_OUT: &str = "bwth.out.host";
 /// What the first kernel reports of one block (`struct Result`).
 struct BlockResult {
     total_bits: u64,
-    ntables: usize,
     nseg: usize,
-    alphabet: usize,
+    /// Code lengths per table, one per symbol of the alphabet.
     lens: Vec<Vec<u8>>,
 }
 
@@ -186,9 +185,7 @@ fn parse_result(bytes: &[u8], max_symbols: usize, capacity: usize) -> GpuResult<
         .collect();
     Ok(BlockResult {
         total_bits,
-        ntables,
         nseg,
-        alphabet,
         lens,
     })
 }
@@ -410,8 +407,6 @@ pub(crate) fn encode_on_device(
         .into_iter()
         .zip(&placed)
         .map(|(r, p)| {
-            debug_assert_eq!(r.lens.len(), r.ntables);
-            debug_assert!(r.lens.iter().all(|l| l.len() == r.alphabet));
             let nsub = r.total_bits.div_ceil(1 << SUB_LOG2) as usize;
             Encoded {
                 lens: r.lens,
