@@ -1,7 +1,7 @@
 //! colzip's extension codecs for distributed plans: [`LogicalCodec`] and
-//! [`PhysicalCodec`] carry colzip's functions, the `colzip_stats` table (not yet its
-//! scan: see [`StatsTableParts`]; a plan with it fails to encode with an error saying
-//! so), and the `COLZIP_PARQUET` format and writer from the client to the scheduler and from the
+//! [`PhysicalCodec`] carry colzip's functions, the `colzip_stats` table and its scan
+//! ([`StatsExec`], whose children are the measured table's own scans), and the
+//! `COLZIP_PARQUET` format and writer from the client to the scheduler and from the
 //! scheduler to the executors, so the processes at the other end need not have them
 //! registered. Everything else goes to Ballista's own codecs, which they wrap.
 //!
@@ -23,7 +23,6 @@ use datafusion::datasource::sink::DataSinkExec;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{AggregateUDF, Extension, LogicalPlan, ScalarUDF};
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::streaming::StreamingTableExec;
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use datafusion_proto::protobuf;
@@ -31,7 +30,7 @@ use prost::Message;
 use serde::{Deserialize, Serialize};
 
 use crate::datafusion::format::{ColzipParquetFactory, ColzipParquetSink, FormatOptions};
-use crate::datafusion::functions::{self, StatsTableParts};
+use crate::datafusion::functions::{self, StatsExec, StatsScanParts, StatsTableParts};
 use crate::gpu::Backend;
 use crate::tpch::Contender;
 
@@ -51,6 +50,13 @@ enum Payload {
         reference: [String; 3],
         contenders: Vec<String>,
         backend: String,
+    },
+    /// A `colzip_stats` scan (its column scans are the plan node's inputs).
+    StatsScan {
+        table: String,
+        contenders: Vec<String>,
+        backend: String,
+        projection: Option<Vec<usize>>,
     },
     /// A `COLZIP_PARQUET` writer: the sink config and DataFusion's Parquet options as
     /// protobuf, colzip's options as statement options.
@@ -250,7 +256,8 @@ impl LogicalExtensionCodec for LogicalCodec {
     }
 }
 
-/// The physical codec: colzip's functions and `COLZIP_PARQUET` writers, over Ballista's physical codec (shuffle readers and writers, …).
+/// The physical codec: colzip's functions, `colzip_stats` scans and `COLZIP_PARQUET`
+/// writers, over Ballista's physical codec (shuffle readers and writers, …).
 #[derive(Debug, Default)]
 pub struct PhysicalCodec {
     inner: BallistaPhysicalExtensionCodec,
@@ -272,6 +279,21 @@ impl PhysicalCodec {
             config: config.encode_to_vec(),
             parquet: parquet.encode_to_vec(),
             format: sink.format_options().to_map(),
+        };
+        write(&payload, buf)?;
+        Ok(true)
+    }
+
+    fn encode_stats_scan(&self, plan: &dyn ExecutionPlan, buf: &mut Vec<u8>) -> Result<bool> {
+        let Some(scan) = (plan as &dyn Any).downcast_ref::<StatsExec>() else {
+            return Ok(false);
+        };
+        let parts = scan.parts();
+        let payload = Payload::StatsScan {
+            table: parts.table.clone(),
+            contenders: parts.contenders.iter().map(|c| c.to_string()).collect(),
+            backend: parts.backend.to_string(),
+            projection: parts.projection.clone(),
         };
         write(&payload, buf)?;
         Ok(true)
@@ -308,6 +330,20 @@ impl PhysicalExtensionCodec for PhysicalCodec {
                     None,
                 )))
             }
+            Some(Payload::StatsScan {
+                table,
+                contenders: c,
+                backend: b,
+                projection,
+            }) => {
+                let parts = StatsScanParts {
+                    table,
+                    contenders: contenders(&c)?,
+                    backend: backend(&b)?,
+                    projection,
+                };
+                Ok(Arc::new(StatsExec::try_new(parts, inputs.to_vec())?))
+            }
             Some(other) => Err(error(format!("unexpected plan payload {other:?}"))),
             None => self.inner.try_decode(buf, inputs, ctx, proto_converter),
         }
@@ -322,14 +358,8 @@ impl PhysicalExtensionCodec for PhysicalCodec {
         if self.encode_sink(node.as_ref(), buf)? {
             return Ok(());
         }
-        if let Some(scan) = (node.as_ref() as &dyn Any).downcast_ref::<StreamingTableExec>()
-            && scan.partition_schema() == &functions::stats_schema()
-        {
-            return Err(DataFusionError::NotImplemented(
-                "colzip_stats runs only in a local session: its scan cannot be sent to \
-                 Ballista executors yet (run it in colzip sql without --remote)"
-                    .into(),
-            ));
+        if self.encode_stats_scan(node.as_ref(), buf)? {
+            return Ok(());
         }
         self.inner.try_encode(node, buf, proto_converter)
     }

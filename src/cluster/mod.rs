@@ -12,8 +12,8 @@
 //!
 //! Tables for the cluster are files (`register_parquet`, `CREATE EXTERNAL TABLE … STORED
 //! AS PARQUET`): in-memory tables do not travel in plans. Files written with
-//! `COLZIP_PARQUET` are read back as plain `PARQUET`. `colzip_stats` runs in local
-//! sessions only: its table travels in logical plans, its scan not yet.
+//! `COLZIP_PARQUET` are read back as plain `PARQUET`. A `colzip_stats` scan runs on an
+//! executor, reading the table through the table's own scans.
 
 pub mod codec;
 pub mod server;

@@ -163,7 +163,7 @@ use crate::gpu::Backend;
 use crate::{Error, Result};
 pub use compress::{TYPE_METADATA_KEY, blob_type};
 use ratio::{CodecLiteralPlanner, CompressionAggregate, Measure};
-pub use stats::{StatsTableParts, stats_schema};
+pub use stats::{StatsExec, StatsScanParts, StatsTableParts};
 
 /// Registers `colzip_ratio`, `colzip_compressed_size`, `colzip_compress`,
 /// `colzip_decompress` and `colzip_stats` with `ctx` (see the [module docs](self)).

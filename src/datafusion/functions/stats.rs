@@ -6,10 +6,12 @@
 //! A table function sees only its arguments and the session while the query is planned,
 //! and looking a table up is asynchronous. So the call checks its arguments and that the
 //! table exists (planning errors), and returns a provider that finds the table in the
-//! session its `scan` is given. The scan plans one single-column scan of the table per
-//! column; executing it reads and measures one column at a time (so only one column and
-//! its compressed form are held), on a blocking thread, and yields one batch per column.
+//! session its `scan` is given. The scan ([`StatsExec`]) has one single-column scan of
+//! the table per column as its children; executing it reads and measures one column at a
+//! time (so only one column and its compressed form are held), on a blocking thread, and
+//! yields one batch per column.
 
+use std::fmt;
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::{
@@ -19,14 +21,19 @@ use arrow::compute::concat;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{
-    DataFusionError, ResolvedTableReference, Result, TableReference, plan_err,
+    DataFusionError, ResolvedTableReference, Result, TableReference, internal_err, plan_err,
 };
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableType};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream, collect_partitioned};
+use datafusion::physical_plan::{
+    ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning,
+    PlanProperties, ReplaceChildrenOptions, SendableRecordBatchStream, collect_partitioned,
+};
 use futures::StreamExt;
 
 use super::args::{
@@ -136,7 +143,9 @@ impl TableProvider for StatsTable {
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
         _filters: &[Expr],
-        limit: Option<usize>,
+        // A hint: the plan keeps its limit above the scan, and a column's row is made
+        // whole or not at all.
+        _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let reference = &self.reference;
         let table = match state
@@ -161,65 +170,189 @@ impl TableProvider for StatsTable {
                 ))
             })?;
             let scan = table.scan(state, Some(&vec![i]), &[], None).await?;
-            columns.push((field.name().clone(), field.data_type().clone(), scan));
+            columns.push(scan);
         }
-        let partition = StatsPartition {
-            table: self.name.clone(),
+        Ok(Arc::new(StatsExec::try_new(
+            StatsScanParts {
+                table: self.name.clone(),
+                contenders: self.contenders.clone(),
+                backend: self.backend,
+                projection: projection.cloned(),
+            },
             columns,
-            contenders: self.contenders.clone(),
-            backend: self.backend,
-        };
-        Ok(Arc::new(StreamingTableExec::try_new(
-            Arc::clone(&SCHEMA),
-            vec![Arc::new(partition)],
-            projection,
-            [],
-            false,
-            limit,
         )?))
     }
 }
 
-/// The one partition of a `colzip_stats` scan: a batch of rows per column.
-#[derive(Debug)]
-struct StatsPartition {
-    table: String,
-    /// Name, type and single-column scan of each column.
-    columns: Vec<(String, DataType, Arc<dyn ExecutionPlan>)>,
-    contenders: Vec<Contender>,
-    backend: Backend,
+/// What a `colzip_stats` scan needs besides its per-column scans: what a plan codec
+/// carries to another process ([`StatsExec::parts`]) and rebuilds there
+/// ([`StatsExec::try_new`]).
+#[derive(Clone, Debug)]
+pub struct StatsScanParts {
+    /// The table as the call named it (the rows' `table`).
+    pub table: String,
+    pub contenders: Vec<Contender>,
+    pub backend: Backend,
+    /// The output columns (indices into [`stats_schema`]), all when `None`.
+    pub projection: Option<Vec<usize>>,
 }
 
-impl PartitionStream for StatsPartition {
-    fn schema(&self) -> &SchemaRef {
-        &SCHEMA
+/// The scan of `colzip_stats(…)`: one partition, a batch of rows per column. Its
+/// children are single-column scans of the measured table, one per column, so the plan
+/// (a table's Parquet scans, say) can be sent to a Ballista executor and measured there.
+#[derive(Debug)]
+pub struct StatsExec {
+    parts: StatsScanParts,
+    columns: Vec<Arc<dyn ExecutionPlan>>,
+    properties: Arc<PlanProperties>,
+}
+
+impl StatsExec {
+    /// The scan measuring each of `columns` (single-column scans) with `parts.contenders`.
+    pub fn try_new(parts: StatsScanParts, columns: Vec<Arc<dyn ExecutionPlan>>) -> Result<Self> {
+        if let Some(scan) = columns.iter().find(|c| c.schema().fields().len() != 1) {
+            return internal_err!(
+                "{NAME}: a column scan yields {} columns, not one",
+                scan.schema().fields().len()
+            );
+        }
+        let schema = match &parts.projection {
+            Some(indices) => Arc::new(SCHEMA.project(indices)?),
+            None => Arc::clone(&SCHEMA),
+        };
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(StatsExec {
+            parts,
+            columns,
+            properties: Arc::new(properties),
+        })
     }
 
-    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let table = self.table.clone();
-        let contenders = self.contenders.clone();
-        let backend = self.backend;
-        let batches =
-            futures::stream::iter(self.columns.clone()).then(move |(column, data_type, scan)| {
-                let (ctx, table, contenders) =
-                    (Arc::clone(&ctx), table.clone(), contenders.clone());
-                async move {
-                    // In partition order, so a column's values keep the table's order.
-                    let batches = collect_partitioned(scan, ctx).await?;
-                    let arrays: Vec<ArrayRef> = batches
-                        .iter()
-                        .flatten()
-                        .map(|b| Arc::clone(b.column(0)))
-                        .collect();
-                    let measure = move || {
-                        measure_column(&table, &column, &data_type, &arrays, &contenders, backend)
-                    };
-                    tokio::task::spawn_blocking(measure)
-                        .await
-                        .map_err(|e| DataFusionError::External(Box::new(e)))?
-                }
-            });
-        Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&SCHEMA), batches))
+    /// What it measures besides its children.
+    pub fn parts(&self) -> &StatsScanParts {
+        &self.parts
+    }
+}
+
+impl DisplayAs for StatsExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let codecs: Vec<String> = self
+            .parts
+            .contenders
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => write!(
+                f,
+                "StatsExec: table={}, columns={}, codecs=[{}]",
+                self.parts.table,
+                self.columns.len(),
+                codecs.join(", ")
+            ),
+            DisplayFormatType::TreeRender => write!(f, "codecs={}", codecs.join(", ")),
+        }
+    }
+}
+
+impl ExecutionPlan for StatsExec {
+    fn name(&self) -> &str {
+        "StatsExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        self.columns.iter().collect()
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn replace_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+        _options: ReplaceChildrenOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(StatsExec::try_new(self.parts.clone(), children)?))
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.replace_children(
+            children,
+            ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
+        )
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        ctx: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return internal_err!(
+                "StatsExec has one partition, partition {partition} was asked for"
+            );
+        }
+        let StatsScanParts {
+            table,
+            contenders,
+            backend,
+            projection,
+        } = self.parts.clone();
+        let batches = futures::stream::iter(self.columns.clone()).then(move |scan| {
+            let (ctx, table, contenders, projection) = (
+                Arc::clone(&ctx),
+                table.clone(),
+                contenders.clone(),
+                projection.clone(),
+            );
+            async move {
+                let field = scan.schema().field(0).clone();
+                // In partition order, so a column's values keep the table's order.
+                let batches = collect_partitioned(scan, ctx).await?;
+                let arrays: Vec<ArrayRef> = batches
+                    .iter()
+                    .flatten()
+                    .map(|b| Arc::clone(b.column(0)))
+                    .collect();
+                let measure = move || {
+                    let rows = measure_column(
+                        &table,
+                        field.name(),
+                        field.data_type(),
+                        &arrays,
+                        &contenders,
+                        backend,
+                    )?;
+                    match &projection {
+                        Some(indices) => Ok(rows.project(indices)?),
+                        None => Ok(rows),
+                    }
+                };
+                tokio::task::spawn_blocking(measure)
+                    .await
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?
+            }
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema(),
+            batches,
+        )))
     }
 }
 
@@ -280,16 +413,9 @@ fn rows_batch(rows: &[tpch::Row]) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(Arc::clone(&SCHEMA), columns)?)
 }
 
-/// The schema of `colzip_stats`' rows (that of its scans' partitions too): how a plan
-/// codec tells its scan, a `StreamingTableExec` of this schema, from others.
-pub fn stats_schema() -> SchemaRef {
-    Arc::clone(&SCHEMA)
-}
-
 /// The parts of a `colzip_stats(…)` table: what a plan codec carries to another process
 /// ([`StatsTableParts::of_table`]) and rebuilds there ([`StatsTableParts::table`]).
-/// (Its scan cannot be carried yet: it is a `StreamingTableExec` over a
-/// `PartitionStream`, a trait without `Any`, so a codec cannot recognise it.)
+/// (Its scan travels as a [`StatsExec`].)
 #[derive(Clone, Debug)]
 pub struct StatsTableParts {
     /// The table as the call named it.
