@@ -177,9 +177,9 @@ fn resident_decode(
 ) -> colzip::codec::Result<usize> {
     let mut lane = gpu.lane().unwrap();
     let mut job = CodecId::Bwt.device_decompressor(gpu, &mut lane, streams, lens)?;
-    job.enqueue(&mut lane)?;
+    job.enqueue(gpu, &mut lane)?;
     // A second run over the same buffers must give the same verdicts.
-    job.enqueue(&mut lane)?;
+    job.enqueue(gpu, &mut lane)?;
     job.output_bytes(gpu, &mut lane)
 }
 
@@ -300,6 +300,28 @@ fn check_compresses(gpu: &'static colzip::gpu::Gpu, inputs: &[Vec<u8>], block_si
     let lens: Vec<usize> = inputs.iter().map(Vec::len).collect();
     let back = gpu_decompress(gpu, CodecId::Bwt, &streams, &lens).unwrap();
     assert!(back == inputs, "block size {block_size}: GPU round trip");
+
+    // The device-resident form puts the same blocks through every GPU stage, alike run
+    // after run: per block at least its alphabet and CRC (36 bytes), at most a Huffman
+    // stream of 16-bit codes per byte with its side information.
+    let mut lane = gpu.lane().unwrap();
+    let mut job = codec.device_compressor(gpu, &mut lane, &refs).unwrap();
+    let written: Vec<usize> = (0..2)
+        .map(|_| {
+            job.enqueue(gpu, &mut lane).unwrap();
+            job.output_bytes(gpu, &mut lane).unwrap()
+        })
+        .collect();
+    let blocks: usize = lens.iter().map(|l| l.div_ceil(block_size as usize)).sum();
+    assert_eq!(
+        written[0], written[1],
+        "block size {block_size}: resident runs"
+    );
+    assert!(
+        (36 * blocks..=3 * total + 4096 * blocks).contains(&written[0]),
+        "block size {block_size}: {} bytes left on the device for {total} bytes in {blocks} blocks",
+        written[0]
+    );
 }
 
 #[test]

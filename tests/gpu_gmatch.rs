@@ -306,7 +306,7 @@ fn resident_buffers_compress_and_decode_on_the_device() {
         let codec = Codec::Gmatch(format);
         let streams = cpu_streams(format, &refs);
         let mut job = codec.device_compressor(gpu, &mut lane, &refs).unwrap();
-        job.enqueue(&mut lane).unwrap();
+        job.enqueue(gpu, &mut lane).unwrap();
         let written = job.output_bytes(gpu, &mut lane).unwrap();
         assert_eq!(
             written,
@@ -317,7 +317,7 @@ fn resident_buffers_compress_and_decode_on_the_device() {
         let mut job = id
             .device_decompressor(gpu, &mut lane, &stream_refs, &lens)
             .unwrap();
-        job.enqueue(&mut lane).unwrap();
+        job.enqueue(gpu, &mut lane).unwrap();
         job.output_bytes(gpu, &mut lane).unwrap();
     }
 }

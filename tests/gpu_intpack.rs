@@ -353,7 +353,7 @@ fn resident_buffers_compress_and_decode_on_the_device() {
         let mut job = Codec::Intpack(params)
             .device_compressor(gpu, &mut lane, &refs)
             .unwrap();
-        job.enqueue(&mut lane).unwrap();
+        job.enqueue(gpu, &mut lane).unwrap();
         // The kernels write the size tables and encodings: the streams less their headers
         // (2 bytes and the length's varint) and tails (the bytes after the last value).
         let expected: usize = refs
@@ -373,7 +373,7 @@ fn resident_buffers_compress_and_decode_on_the_device() {
         let mut job = CodecId::Intpack
             .device_decompressor(gpu, &mut lane, &stream_refs, &lens)
             .unwrap();
-        job.enqueue(&mut lane).unwrap();
+        job.enqueue(gpu, &mut lane).unwrap();
         let whole: usize = lens.iter().map(|l| l - l % usize::from(width)).sum();
         assert!(job.output_bytes(gpu, &mut lane).unwrap() >= whole);
     }

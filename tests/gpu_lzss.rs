@@ -169,7 +169,7 @@ fn resident_buffers_compress_and_decode_on_the_device() {
     let mut job = Codec::Lzss(params)
         .device_compressor(gpu, &mut lane, &refs)
         .unwrap();
-    job.enqueue(&mut lane).unwrap();
+    job.enqueue(gpu, &mut lane).unwrap();
     // The kernels write the size tables and payloads: the streams less their headers
     // (5 bytes and the length's varint) and tails (the byte after the last whole symbol).
     let expected: usize = refs
@@ -185,7 +185,7 @@ fn resident_buffers_compress_and_decode_on_the_device() {
     let mut job = CodecId::Lzss
         .device_decompressor(gpu, &mut lane, &stream_refs, &lens)
         .unwrap();
-    job.enqueue(&mut lane).unwrap();
+    job.enqueue(gpu, &mut lane).unwrap();
     job.output_bytes(gpu, &mut lane).unwrap();
 }
 

@@ -175,12 +175,12 @@ pub fn gpu_row(
     }
     drop((pinned_in, pinned_out));
 
-    // Device-resident: the kernels alone (`NaN` for a codec with host stages).
+    // Device-resident: the kernels alone (`NaN` for a codec without a resident form).
     let mut lane = gpu.lane()?;
     let stream = lane.stream().clone();
     let compress_kernel = if codec.has_device_compressor() {
         let mut job = codec.device_compressor(gpu, &mut lane, buffers)?;
-        let seconds = time_on_device(gpu, &stream, runs, || Ok(job.enqueue(&mut lane)?))?;
+        let seconds = time_on_device(gpu, &stream, runs, || Ok(job.enqueue(gpu, &mut lane)?))?;
         if job.output_bytes(gpu, &mut lane)? == 0 && total > 0 {
             return Err(Error::format("the resident compression wrote nothing"));
         }
@@ -189,7 +189,8 @@ pub fn gpu_row(
         f64::NAN
     };
     let mut job = id.device_decompressor(gpu, &mut lane, &refs, &lens)?;
-    let decompress_kernel = time_on_device(gpu, &stream, runs, || Ok(job.enqueue(&mut lane)?))?;
+    let decompress_kernel =
+        time_on_device(gpu, &stream, runs, || Ok(job.enqueue(gpu, &mut lane)?))?;
     job.output_bytes(gpu, &mut lane)?;
 
     Ok(Figures {
@@ -240,7 +241,8 @@ pub fn gpu_decode_row(
     let mut lane = gpu.lane()?;
     let mut job = id.device_decompressor(gpu, &mut lane, streams, &lens)?;
     let stream = lane.stream().clone();
-    let decompress_kernel = time_on_device(gpu, &stream, runs, || Ok(job.enqueue(&mut lane)?))?;
+    let decompress_kernel =
+        time_on_device(gpu, &stream, runs, || Ok(job.enqueue(gpu, &mut lane)?))?;
     job.output_bytes(gpu, &mut lane)?;
     Ok(Figures {
         compressed: stream_total,

@@ -12,8 +12,10 @@
 //! memory (the public call); each has its CPU row from the same run (all cores, ordinary
 //! memory; `snap` for the Snappy rows). GB/s are uncompressed bytes per second (10^9); a
 //! figure not measured is `NaN` (JSON `null`, `-` in tables): the `snap` rows decode
-//! streams `snap` wrote, and bwt's compression has no kernel figure (its stages after the
-//! transform run on the host). Every GPU stream is checked equal to the CPU's and to
+//! streams `snap` wrote. bwt's compression kernel figure is its resident form: every GPU
+//! stage on the lanes and steps of the pinned path, timed by events of the whole run
+//! (host waits between its stages included), without the host's assembly of payloads and
+//! streams. Every GPU stream is checked equal to the CPU's and to
 //! decode back; a difference is an error, not a row.
 //!
 //! lzss and gmatch measure lineitem's fixed-width plain columns, bwt the string columns

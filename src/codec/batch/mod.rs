@@ -57,7 +57,9 @@ use rayon::prelude::*;
 /// to device memory.
 pub trait DeviceJob {
     /// Queues the kernels on `lane` (repeatable: every run rewrites the same outputs).
-    fn enqueue(&mut self, lane: &mut Lane) -> Result<()>;
+    /// A job may also run work on other lanes of `gpu`; `lane`'s stream then waits for
+    /// it, so events recorded on `lane` around the call time the whole run.
+    fn enqueue(&mut self, gpu: &Gpu, lane: &mut Lane) -> Result<()>;
     /// Waits for the lane and returns the bytes of output the last run wrote, checked
     /// (a decoder's errors are reported here).
     fn output_bytes(&mut self, gpu: &Gpu, lane: &mut Lane) -> Result<usize>;
@@ -252,12 +254,9 @@ impl Codec {
             Codec::Intpack(params) => Box::new(intpack::gpu::device::device_compress(
                 gpu, lane, params, inputs,
             )?),
-            Codec::Bwt(_) => {
-                return Err(CodecError::invalid(
-                    self.name(),
-                    "no device-resident compressor: the stages after the transform run on the host",
-                ));
-            }
+            Codec::Bwt(params) => Box::new(bwt::gpu::device::device_compress(
+                gpu, lane, params, inputs,
+            )?),
             Codec::Stored => {
                 return Err(CodecError::invalid(self.name(), "no GPU path"));
             }
@@ -267,7 +266,10 @@ impl Codec {
     /// Whether [`Self::device_compressor`] has a device-resident form of this codec (one
     /// whose every stage runs on the GPU).
     pub fn has_device_compressor(&self) -> bool {
-        matches!(self, Codec::Lzss(_) | Codec::Gmatch(_) | Codec::Intpack(_))
+        matches!(
+            self,
+            Codec::Lzss(_) | Codec::Gmatch(_) | Codec::Bwt(_) | Codec::Intpack(_)
+        )
     }
 
     fn compress_gpu(

@@ -79,7 +79,7 @@ pub(crate) fn device_compress<C: BlockCodec>(
 }
 
 impl<C: BlockCodec> DeviceJob for DeviceCompress<C> {
-    fn enqueue(&mut self, lane: &mut Lane) -> Result<()> {
+    fn enqueue(&mut self, _gpu: &Gpu, lane: &mut Lane) -> Result<()> {
         enqueue_compress(
             lane.stream(),
             &self.codec,
@@ -187,7 +187,7 @@ pub(crate) fn device_decompress<C: BlockCodec>(
 }
 
 impl<C: BlockCodec> DeviceJob for DeviceDecompress<C> {
-    fn enqueue(&mut self, lane: &mut Lane) -> Result<()> {
+    fn enqueue(&mut self, _gpu: &Gpu, lane: &mut Lane) -> Result<()> {
         enqueue_decompress::<C>(
             lane.stream(),
             &self.kernels,

@@ -138,8 +138,12 @@ pub(crate) struct CodedBlock {
 impl CodedBlock {
     /// `block` coded as `payload`, or stored when that is not smaller.
     pub(crate) fn choose(block: &[u8], payload: Vec<u8>) -> Self {
-        let crc = crc32c::crc32c(block);
-        if payload.len() < block.len() {
+        Self::with_crc(block.len(), payload, crc32c::crc32c(block))
+    }
+
+    /// [`CodedBlock::choose`] for a block of `len` bytes whose CRC-32C is `crc`.
+    pub(crate) fn with_crc(len: usize, payload: Vec<u8>, crc: u32) -> Self {
+        if payload.len() < len {
             CodedBlock {
                 kind: KIND_BWT,
                 payload,

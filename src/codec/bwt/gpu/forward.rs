@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaView, LaunchConfig, PushKernelArg};
 
 use crate::codec::bwt::transform::aux_count;
 use crate::gpu::{
@@ -278,7 +278,7 @@ fn split_pair(pair: &mut [CudaSlice<u8>; 2], a: usize) -> (&mut CudaSlice<u8>, &
 pub(crate) fn forward(
     lane: &mut Lane,
     k: &ForwardKernels,
-    text: &CudaSlice<u8>,
+    text: &CudaView<'_, u8>,
     lens: &[usize],
     aux_log2: u8,
 ) -> GpuResult<Transformed> {

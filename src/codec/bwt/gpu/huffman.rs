@@ -202,6 +202,67 @@ const fn align4(n: usize) -> usize {
     n.next_multiple_of(4)
 }
 
+/// A run of blocks coded on the device ([`enqueue_encode`]): the packed parts are in
+/// device memory (or still being written on the lane's stream).
+pub(crate) struct EncodedOnDevice {
+    blocks: Vec<BlockResult>,
+    placed: Vec<Placed>,
+    /// The packed parts of every block: bitstream (whole words), selectors, gaps.
+    out_len: usize,
+    /// The device buffers, in the order of [`NAMES`].
+    buffers: [CudaSlice<u8>; 8],
+}
+
+impl EncodedOnDevice {
+    /// Bytes of the packed parts.
+    pub(crate) fn packed_len(&self) -> usize {
+        self.out_len
+    }
+
+    /// Each block's [`Encoded`], copied back through pinned memory (waits for the lane).
+    pub(crate) fn download(self, gpu: &Gpu, lane: &mut Lane) -> GpuResult<Vec<Encoded>> {
+        let out_len = self.out_len;
+        let mut host = lane.take_pinned(gpu, PINNED_OUT, out_len.max(1))?;
+        let stream = lane.stream().clone();
+        copy_to_host(
+            &stream,
+            &self.buffers[6].slice(..out_len),
+            &mut host.as_mut_slice()[..out_len],
+        )?;
+        lane.synchronize()?;
+        let packed = &host.as_slice()[..out_len];
+        let encoded = self
+            .blocks
+            .into_iter()
+            .zip(&self.placed)
+            .map(|(r, p)| {
+                let nsub = r.total_bits.div_ceil(1 << SUB_LOG2) as usize;
+                Encoded {
+                    lens: r.lens,
+                    selectors: packed[p.sel..p.sel + r.nseg].to_vec(),
+                    gaps: packed[p.gaps..p.gaps + nsub].to_vec(),
+                    bits: packed[p.bits..p.bits + r.total_bits.div_ceil(8) as usize].to_vec(),
+                    total_bits: r.total_bits,
+                }
+            })
+            .collect();
+        lane.put_pinned(PINNED_OUT, host);
+        put_back_buffers(lane, self.buffers);
+        Ok(encoded)
+    }
+
+    /// Gives the buffers back to the lane (the device-resident form keeps nothing).
+    pub(crate) fn put_back(self, lane: &mut Lane) {
+        put_back_buffers(lane, self.buffers);
+    }
+}
+
+fn put_back_buffers(lane: &mut Lane, buffers: [CudaSlice<u8>; 8]) {
+    for (name, buffer) in NAMES.into_iter().zip(buffers) {
+        lane.put_device(name, buffer);
+    }
+}
+
 /// Codes the zero-run symbols of a run of blocks on the device: block `b` has `counts[b]`
 /// symbols starting at symbol `sym_at[b]`, at most `max_symbols[b]` of them, and the
 /// alphabet of `sets[b]` plus one ([`Symbols`]).
@@ -214,6 +275,18 @@ pub(crate) fn encode_on_device(
     sym_at: &[usize],
     max_symbols: &[usize],
 ) -> GpuResult<Vec<Encoded>> {
+    enqueue_encode(lane, k, on_device, sym_at, max_symbols)?.download(gpu, lane)
+}
+
+/// Queues the coding of [`encode_on_device`], leaving the packed parts on the device. It
+/// waits once for the lane, for the code lengths and segment counts that place the parts.
+pub(crate) fn enqueue_encode(
+    lane: &mut Lane,
+    k: &HuffmanKernels,
+    on_device: &Symbols,
+    sym_at: &[usize],
+    max_symbols: &[usize],
+) -> GpuResult<EncodedOnDevice> {
     let Symbols {
         symbols,
         counts,
@@ -395,36 +468,12 @@ pub(crate) fn encode_on_device(
         .arg(&mut out);
     unsafe { launch.launch(launch_for(plan.records, ENCODE_THREADS, "segments")?) }
         .map_err(launch_error)?;
-    let mut host = lane.take_pinned(gpu, PINNED_OUT, out_len.max(1))?;
-    copy_to_host(
-        &stream,
-        &out.slice(..out_len),
-        &mut host.as_mut_slice()[..out_len],
-    )?;
-    lane.synchronize()?;
-    let packed = &host.as_slice()[..out_len];
-    let encoded = blocks
-        .into_iter()
-        .zip(&placed)
-        .map(|(r, p)| {
-            let nsub = r.total_bits.div_ceil(1 << SUB_LOG2) as usize;
-            Encoded {
-                lens: r.lens,
-                selectors: packed[p.sel..p.sel + r.nseg].to_vec(),
-                gaps: packed[p.gaps..p.gaps + nsub].to_vec(),
-                bits: packed[p.bits..p.bits + r.total_bits.div_ceil(8) as usize].to_vec(),
-                total_bits: r.total_bits,
-            }
-        })
-        .collect();
-    lane.put_pinned(PINNED_OUT, host);
-    for (name, buffer) in NAMES
-        .into_iter()
-        .zip([layout, sel, seg_sym, seg_pos, codes, results, out, states])
-    {
-        lane.put_device(name, buffer);
-    }
-    Ok(encoded)
+    Ok(EncodedOnDevice {
+        blocks,
+        placed,
+        out_len,
+        buffers: [layout, sel, seg_sym, seg_pos, codes, results, out, states],
+    })
 }
 
 /// The Huffman stage alone on the device, for tests: each block's symbols (each below

@@ -32,7 +32,7 @@ const THREADS: u32 = 128;
 /// Threads per block of the per-block kernels (one per byte value).
 const BLOCK_THREADS: u32 = 256;
 /// Threads per range of the CRC kernel.
-const CRC_THREADS: u32 = 256;
+pub(crate) const CRC_THREADS: u32 = 256;
 
 /// Every kernel file of bwt with the defines its launchers compile it with.
 pub(crate) fn kernel_builds() -> Vec<(KernelSource, Vec<Define>)> {
@@ -383,6 +383,11 @@ fn per_piece(pieces: usize) -> GpuResult<LaunchConfig> {
     let mut launch = launch_for(pieces, LF_WARPS, "pieces")?;
     launch.block_dim = (LF_WARPS * 32, 1, 1);
     Ok(launch)
+}
+
+/// The CRC-32C that `crc32c_masked` wrote masked (as the Snappy framing format masks).
+pub(crate) fn unmask_crc(masked: u32) -> u32 {
+    masked.wrapping_sub(0xa282_ead8).rotate_left(15)
 }
 
 /// One block of [`BLOCK_THREADS`] per data block.

@@ -11,6 +11,7 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView};
 
 use super::launch::{
     BlockInfo, BwtDecodeError, DecodeKernels, DecodeLaunch, MTF_CHUNK, PIECE, enqueue_decompress,
+    unmask_crc,
 };
 use crate::codec::bwt::huffman::DEVICE_TABLE_BYTES;
 use crate::codec::bwt::{Entry, Header, NAME, ParsedBlock, parse_header, read_directory};
@@ -99,7 +100,7 @@ pub(super) fn check_verdicts(blocks: &[Block], verdicts: &[u8]) -> Result<()> {
             ));
         }
         // The kernel's CRCs are masked as the Snappy framing format masks them.
-        let computed = word(count + k).wrapping_sub(0xa282_ead8).rotate_left(15);
+        let computed = unmask_crc(word(count + k));
         check_crc(block.crc(), computed)?;
     }
     Ok(())

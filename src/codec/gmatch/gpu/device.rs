@@ -68,7 +68,7 @@ pub(crate) fn device_compress(
 }
 
 impl DeviceJob for DeviceCompress {
-    fn enqueue(&mut self, lane: &mut Lane) -> Result<()> {
+    fn enqueue(&mut self, _gpu: &Gpu, lane: &mut Lane) -> Result<()> {
         self.launch.enqueue(lane, &self.kernels, &self.input)
     }
 
@@ -133,7 +133,7 @@ pub(crate) fn device_decompress(
 }
 
 impl DeviceJob for DeviceDecompress {
-    fn enqueue(&mut self, lane: &mut Lane) -> Result<()> {
+    fn enqueue(&mut self, _gpu: &Gpu, lane: &mut Lane) -> Result<()> {
         let (status, crcs) = self.results.split_at_mut(4 * self.count);
         enqueue_decode(
             lane.stream(),
