@@ -193,7 +193,7 @@ pub struct StatsScanParts {
     pub table: String,
     pub contenders: Vec<Contender>,
     pub backend: Backend,
-    /// The output columns (indices into [`stats_schema`]), all when `None`.
+    /// The output columns (indices into the schema of `colzip_stats`' rows), all when `None`.
     pub projection: Option<Vec<usize>>,
 }
 
