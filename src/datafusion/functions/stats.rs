@@ -273,6 +273,12 @@ impl ExecutionPlan for StatsExec {
         self.columns.iter().collect()
     }
 
+    /// A column's values are measured in the table's order: the optimizer must not
+    /// repartition the column scans (round robin would interleave their rows).
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![false; self.columns.len()]
+    }
+
     fn apply_expressions(
         &self,
         _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
