@@ -58,6 +58,13 @@ fn local_context() -> SessionContext {
     ctx
 }
 
+/// `ctx` with the table `t` of [`write_table`] at `path`.
+async fn register_t(ctx: &SessionContext, path: &str) {
+    ctx.register_parquet("t", path, ParquetReadOptions::default())
+        .await
+        .unwrap();
+}
+
 async fn rows(ctx: &SessionContext, sql: &str) -> String {
     let batches = ctx
         .sql(sql)
@@ -101,17 +108,11 @@ async fn cluster_queries() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_table(dir.path());
     let local = local_context();
-    local
-        .register_parquet("t", &path, ParquetReadOptions::default())
-        .await
-        .unwrap();
+    register_t(&local, &path).await;
     let cluster = colzip::cluster::standalone::context(config())
         .await
         .unwrap();
-    cluster
-        .register_parquet("t", &path, ParquetReadOptions::default())
-        .await
-        .unwrap();
+    register_t(&cluster, &path).await;
 
     for sql in QUERIES {
         let expected = rows(&local, sql).await;
@@ -127,10 +128,7 @@ async fn cluster_queries() {
         false,
     ));
     colzip::datafusion::register(&classic).unwrap();
-    classic
-        .register_parquet("t", &path, ParquetReadOptions::default())
-        .await
-        .unwrap();
+    register_t(&classic, &path).await;
     let expected = rows(&classic, STATS).await;
     assert!(expected.contains("| Utf8 "), "{expected}");
     assert_eq!(expected.lines().count(), 6 + 4, "{expected}");
@@ -169,10 +167,7 @@ async fn codecs_carry_plans() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_table(dir.path());
     let local = local_context();
-    local
-        .register_parquet("t", &path, ParquetReadOptions::default())
-        .await
-        .unwrap();
+    register_t(&local, &path).await;
     // No colzip functions here: the codecs rebuild them from the plans.
     let bare = SessionContext::new_with_config(config());
     assert!(bare.udf("colzip_compress").is_err());
@@ -219,9 +214,7 @@ async fn codecs_carry_plans() {
     let logical = local.sql(STATS).await.unwrap().logical_plan().clone();
     let bytes =
         logical_plan_to_bytes_with_extension_codec(&logical, &LogicalCodec::default()).unwrap();
-    bare.register_parquet("t", &path, ParquetReadOptions::default())
-        .await
-        .unwrap();
+    register_t(&bare, &path).await;
     let decoded = logical_plan_from_bytes_with_extension_codec(
         &bytes,
         &bare.task_ctx(),

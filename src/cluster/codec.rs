@@ -92,48 +92,64 @@ fn contenders(texts: &[String]) -> Result<Vec<Contender>> {
     texts.iter().map(|t| t.parse().map_err(error)).collect()
 }
 
-fn encode_udf(udf: &ScalarUDF, buf: &mut Vec<u8>) -> Result<bool> {
-    let Some((_, backend)) = functions::scalar_udf_parts(udf) else {
-        return Ok(false);
-    };
-    write(
-        &Payload::Function {
-            backend: backend.to_string(),
-        },
-        buf,
-    )?;
-    Ok(true)
+// The function pairs below serve both codecs: each writes or reads colzip's payload
+// for colzip's functions and hands anything else to `otherwise` (Ballista's codec).
+
+fn encode_udf(
+    udf: &ScalarUDF,
+    buf: &mut Vec<u8>,
+    otherwise: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    match functions::scalar_udf_parts(udf) {
+        Some((_, backend)) => write_function(backend, buf),
+        None => otherwise(buf),
+    }
 }
 
-fn decode_udf(name: &str, buf: &[u8]) -> Result<Option<Arc<ScalarUDF>>> {
+fn decode_udf(
+    name: &str,
+    buf: &[u8],
+    otherwise: impl FnOnce() -> Result<Arc<ScalarUDF>>,
+) -> Result<Arc<ScalarUDF>> {
     let Some(Payload::Function { backend: b }) = read(buf)? else {
-        return Ok(None);
+        return otherwise();
     };
     let udf = functions::scalar_udf(name, backend(&b)?)
         .ok_or_else(|| error(format!("no colzip scalar function '{name}'")))?;
-    Ok(Some(Arc::new(udf)))
+    Ok(Arc::new(udf))
 }
 
-fn encode_udaf(udaf: &AggregateUDF, buf: &mut Vec<u8>) -> Result<bool> {
-    let Some((_, backend)) = functions::aggregate_udf_parts(udaf) else {
-        return Ok(false);
+fn encode_udaf(
+    udaf: &AggregateUDF,
+    buf: &mut Vec<u8>,
+    otherwise: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    match functions::aggregate_udf_parts(udaf) {
+        Some((_, backend)) => write_function(backend, buf),
+        None => otherwise(buf),
+    }
+}
+
+fn decode_udaf(
+    name: &str,
+    buf: &[u8],
+    otherwise: impl FnOnce() -> Result<Arc<AggregateUDF>>,
+) -> Result<Arc<AggregateUDF>> {
+    let Some(Payload::Function { backend: b }) = read(buf)? else {
+        return otherwise();
     };
+    let udaf = functions::aggregate_udf(name, backend(&b)?)
+        .ok_or_else(|| error(format!("no colzip aggregate '{name}'")))?;
+    Ok(Arc::new(udaf))
+}
+
+fn write_function(backend: Backend, buf: &mut Vec<u8>) -> Result<()> {
     write(
         &Payload::Function {
             backend: backend.to_string(),
         },
         buf,
-    )?;
-    Ok(true)
-}
-
-fn decode_udaf(name: &str, buf: &[u8]) -> Result<Option<Arc<AggregateUDF>>> {
-    let Some(Payload::Function { backend: b }) = read(buf)? else {
-        return Ok(None);
-    };
-    let udaf = functions::aggregate_udf(name, backend(&b)?)
-        .ok_or_else(|| error(format!("no colzip aggregate '{name}'")))?;
-    Ok(Some(Arc::new(udaf)))
+    )
 }
 
 /// The logical codec: colzip's functions, `colzip_stats` tables and the
@@ -228,31 +244,19 @@ impl LogicalExtensionCodec for LogicalCodec {
     }
 
     fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
-        match decode_udf(name, buf)? {
-            Some(udf) => Ok(udf),
-            None => self.inner.try_decode_udf(name, buf),
-        }
+        decode_udf(name, buf, || self.inner.try_decode_udf(name, buf))
     }
 
     fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
-        if encode_udf(node, buf)? {
-            return Ok(());
-        }
-        self.inner.try_encode_udf(node, buf)
+        encode_udf(node, buf, |buf| self.inner.try_encode_udf(node, buf))
     }
 
     fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> Result<Arc<AggregateUDF>> {
-        match decode_udaf(name, buf)? {
-            Some(udaf) => Ok(udaf),
-            None => self.inner.try_decode_udaf(name, buf),
-        }
+        decode_udaf(name, buf, || self.inner.try_decode_udaf(name, buf))
     }
 
     fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> Result<()> {
-        if encode_udaf(node, buf)? {
-            return Ok(());
-        }
-        self.inner.try_encode_udaf(node, buf)
+        encode_udaf(node, buf, |buf| self.inner.try_encode_udaf(node, buf))
     }
 }
 
@@ -365,30 +369,18 @@ impl PhysicalExtensionCodec for PhysicalCodec {
     }
 
     fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
-        match decode_udf(name, buf)? {
-            Some(udf) => Ok(udf),
-            None => self.inner.try_decode_udf(name, buf),
-        }
+        decode_udf(name, buf, || self.inner.try_decode_udf(name, buf))
     }
 
     fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
-        if encode_udf(node, buf)? {
-            return Ok(());
-        }
-        self.inner.try_encode_udf(node, buf)
+        encode_udf(node, buf, |buf| self.inner.try_encode_udf(node, buf))
     }
 
     fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> Result<Arc<AggregateUDF>> {
-        match decode_udaf(name, buf)? {
-            Some(udaf) => Ok(udaf),
-            None => self.inner.try_decode_udaf(name, buf),
-        }
+        decode_udaf(name, buf, || self.inner.try_decode_udaf(name, buf))
     }
 
     fn try_encode_udaf(&self, node: &AggregateUDF, buf: &mut Vec<u8>) -> Result<()> {
-        if encode_udaf(node, buf)? {
-            return Ok(());
-        }
-        self.inner.try_encode_udaf(node, buf)
+        encode_udaf(node, buf, |buf| self.inner.try_encode_udaf(node, buf))
     }
 }
