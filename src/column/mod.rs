@@ -370,17 +370,45 @@ pub fn decompress_on(column: &CompressedColumn, placement: Placement) -> Result<
 }
 
 /// Decompresses every column (a record batch's, or a scan's projection), their parts in
-/// one batched call per codec.
+/// one batched call per codec: [`decompress_columns_to_plain`], then
+/// [`arrays_from_plain`].
 pub fn decompress_columns_on(
     columns: &[&CompressedColumn],
     placement: Placement,
 ) -> Result<Vec<ArrayRef>> {
+    let nodes = decompress_columns_to_plain(columns, placement)?;
+    arrays_from_plain(columns, nodes)
+}
+
+/// The codecs' half of [`decompress_columns_on`]: every column's parts decoded, one
+/// batched call per codec (on the GPU or the cores as `placement` decides), checksums
+/// checked; one plain node per column.
+pub fn decompress_columns_to_plain(
+    columns: &[&CompressedColumn],
+    placement: Placement,
+) -> Result<Vec<PlainNode>> {
     let all: Vec<&CompressedPart> = columns.iter().flat_map(|c| c.root.all_parts()).collect();
     let mut plain = parts::decompress_parts(&all, &placement)?.into_iter();
-    let nodes: Vec<PlainNode> = columns
+    Ok(columns
         .iter()
         .map(|c| parts::plain_node(&c.root, &mut plain))
-        .collect();
+        .collect())
+}
+
+/// The Arrow half of [`decompress_columns_on`]: each column's array built from its plain
+/// node (decimals sign-extended, offsets or views made from lengths, every field
+/// checked), the columns on all cores.
+pub fn arrays_from_plain(
+    columns: &[&CompressedColumn],
+    nodes: Vec<PlainNode>,
+) -> Result<Vec<ArrayRef>> {
+    if nodes.len() != columns.len() {
+        return Err(Error::format(format!(
+            "{} plain nodes for {} columns",
+            nodes.len(),
+            columns.len()
+        )));
+    }
     columns
         .par_iter()
         .zip(nodes)

@@ -16,9 +16,9 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, ArrowPrimitiveType, AsArray, BinaryArray, BinaryViewBuilder, BooleanArray,
-    DictionaryArray, FixedSizeBinaryArray, LargeBinaryArray, LargeStringArray, NullArray,
-    OffsetSizeTrait, PrimitiveArray, StringArray,
+    Array, ArrayRef, ArrowPrimitiveType, AsArray, BinaryArray, BinaryViewArray, BinaryViewBuilder,
+    BooleanArray, DictionaryArray, FixedSizeBinaryArray, LargeBinaryArray, LargeStringArray,
+    NullArray, OffsetSizeTrait, PrimitiveArray, StringArray, StringViewArray, make_view,
 };
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::DataType;
@@ -277,15 +277,35 @@ fn narrow(bytes: &[u8], width: usize) -> Option<(usize, Vec<u8>)> {
     Some((narrow_width, out))
 }
 
-/// Sign-extends values of `from` bytes to `to` bytes.
-fn widen(bytes: &[u8], from: usize, to: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len() / from * to);
-    for value in bytes.chunks_exact(from) {
-        out.extend_from_slice(value);
-        let fill = if value[from - 1] & 0x80 != 0 { 0xff } else { 0 };
-        out.resize(out.len() + (to - from), fill);
+/// Sign-extends values of `from` bytes to `to` bytes. The decimal widths a scan meets
+/// most (4 or 8 bytes back to Decimal128's 16) go through typed conversions, which run at
+/// memory speed; a query's scan widens every decimal it reads.
+fn widen(bytes: &[u8], from: usize, to: usize) -> Buffer {
+    fn typed<const N: usize>(bytes: &[u8], value: impl Fn([u8; N]) -> i128) -> Buffer {
+        let values: Vec<i128> = bytes
+            .chunks_exact(N)
+            .map(|chunk| {
+                let mut le = [0u8; N];
+                le.copy_from_slice(chunk);
+                value(le)
+            })
+            .collect();
+        Buffer::from_vec(values)
     }
-    out
+    match (from, to) {
+        (4, 16) => typed::<4>(bytes, |b| i32::from_le_bytes(b).into()),
+        (8, 16) => typed::<8>(bytes, |b| i64::from_le_bytes(b).into()),
+        _ => {
+            let mut out = vec![0u8; bytes.len() / from * to];
+            for (value, wide) in bytes.chunks_exact(from).zip(out.chunks_exact_mut(to)) {
+                wide[..from].copy_from_slice(value);
+                if value[from - 1] & 0x80 != 0 {
+                    wide[from..].fill(0xff);
+                }
+            }
+            Buffer::from_vec(out)
+        }
+    }
 }
 
 /// Reads parts in order, checking each one's role and size.
@@ -428,7 +448,7 @@ pub fn decode(data_type: &DataType, node: PlainNode) -> Result<ArrayRef> {
             let bytes = if stored == width {
                 values.bytes
             } else {
-                Buffer::from_vec(widen(&values.bytes, stored, width))
+                widen(&values.bytes, stored, width)
             };
             fixed_width_array(other, rows, nulls, bytes)?
         }
@@ -611,16 +631,23 @@ pub(super) fn read_lengths_only(parts: &mut Parts, rows: usize) -> Result<Vec<u6
         return Err(Error::format(format!("lengths stored {width} bytes wide")));
     }
     expect_len("lengths", lengths.bytes.len(), rows.saturating_mul(width))?;
-    let lengths: Vec<u64> = lengths
-        .bytes
-        .chunks_exact(width)
-        .map(|b| {
-            let mut le = [0u8; 8];
-            le[..width].copy_from_slice(b);
-            u64::from_le_bytes(le)
-        })
-        .collect();
-    Ok(lengths)
+    // Typed per width: a scan reads the lengths of every string block it touches.
+    fn widths<const N: usize>(bytes: &[u8]) -> Vec<u64> {
+        bytes
+            .chunks_exact(N)
+            .map(|b| {
+                let mut le = [0u8; 8];
+                le[..N].copy_from_slice(b);
+                u64::from_le_bytes(le)
+            })
+            .collect()
+    }
+    Ok(match width {
+        1 => lengths.bytes.iter().map(|&b| u64::from(b)).collect(),
+        2 => widths::<2>(&lengths.bytes),
+        4 => widths::<4>(&lengths.bytes),
+        _ => widths::<8>(&lengths.bytes),
+    })
 }
 
 /// The offsets rebuilt from the lengths part, and the data part (their total checked).
@@ -664,6 +691,8 @@ pub(super) fn offsets_from_lengths<O: OffsetSizeTrait>(
     Ok(offsets)
 }
 
+/// A view array whose long values point into the decoded data part itself (no copy);
+/// values of up to 12 bytes are inlined in their views, as Arrow lays them out.
 fn view_array(
     data_type: &DataType,
     rows: usize,
@@ -671,20 +700,80 @@ fn view_array(
     parts: &mut Parts,
 ) -> Result<ArrayRef> {
     let (lengths, data) = read_lengths(parts, rows)?;
-    let is_valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
+    // A view's offset is 32 bits: larger data parts (never written by colzip's blocks) go
+    // through the builder, which spreads them over several buffers.
+    if u32::try_from(data.len()).is_err() {
+        return view_array_by_builder(data_type, nulls, &lengths, &data);
+    }
+    let utf8 = *data_type == DataType::Utf8View;
+    let text = if utf8 {
+        std::str::from_utf8(&data).map_err(|_| Error::format("string data is not UTF-8"))?
+    } else {
+        ""
+    };
+    let mut views = Vec::with_capacity(rows);
     let mut start = 0usize;
-    let values = lengths.iter().map(|&length| {
-        let value = &data[start..start + length as usize];
-        start += length as usize;
-        value
-    });
-    let mut builder = BinaryViewBuilder::with_capacity(rows);
-    for (i, value) in values.enumerate() {
-        if is_valid(i) {
-            builder.append_value(value);
+    let mut long_values = false;
+    for (i, &length) in lengths.iter().enumerate() {
+        // The lengths add up to the data's size (read_lengths), so these fit.
+        let end = start + length as usize;
+        if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
+            views.push(0u128);
+        } else {
+            // The whole part is UTF-8, so a value is when both of its ends fall on
+            // character boundaries.
+            if utf8 && !(text.is_char_boundary(start) && text.is_char_boundary(end)) {
+                return Err(Error::format("string data is not UTF-8"));
+            }
+            let value = &data[start..end];
+            views.push(if length <= 12 {
+                inline_view(value)
+            } else {
+                long_values = true;
+                make_view(value, 0, start as u32)
+            });
+        }
+        start = end;
+    }
+    let buffers = if long_values { vec![data] } else { Vec::new() };
+    let views = ScalarBuffer::from(views);
+    // SAFETY: every view was made by `make_view` from a slice of `data` (buffer 0) at its
+    // own offset, null views are empty, and for Utf8View every valid value is UTF-8
+    // (checked above): all that `try_new` would check.
+    Ok(if utf8 {
+        Arc::new(unsafe { StringViewArray::new_unchecked(views, buffers, nulls) })
+    } else {
+        Arc::new(unsafe { BinaryViewArray::new_unchecked(views, buffers, nulls) })
+    })
+}
+
+/// The view of a value of at most 12 bytes: its length, then the bytes themselves
+/// (Arrow's layout; what `make_view` gives, without the call per value).
+#[inline]
+fn inline_view(value: &[u8]) -> u128 {
+    let mut view = [0u8; 16];
+    view[..4].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    view[4..4 + value.len()].copy_from_slice(value);
+    u128::from_le_bytes(view)
+}
+
+/// [`view_array`] through Arrow's builder (copies the values, checks them).
+fn view_array_by_builder(
+    data_type: &DataType,
+    nulls: Option<NullBuffer>,
+    lengths: &[u64],
+    data: &[u8],
+) -> Result<ArrayRef> {
+    let mut builder = BinaryViewBuilder::with_capacity(lengths.len());
+    let mut start = 0usize;
+    for (i, &length) in lengths.iter().enumerate() {
+        let end = start + length as usize;
+        if nulls.as_ref().is_none_or(|n| n.is_valid(i)) {
+            builder.append_value(&data[start..end]);
         } else {
             builder.append_null();
         }
+        start = end;
     }
     let binary = builder.finish();
     if *data_type == DataType::Utf8View {
@@ -707,12 +796,52 @@ mod tests {
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         let (width, narrow_bytes) = narrow(&bytes, 16).unwrap();
         assert_eq!(width, 4);
-        assert_eq!(widen(&narrow_bytes, 4, 16), bytes);
+        assert_eq!(widen(&narrow_bytes, 4, 16).as_slice(), bytes);
+        let wide: Vec<i128> = vec![-3, 1 << 40, i64::MIN as i128, i64::MAX as i128];
+        let wide_bytes: Vec<u8> = wide.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let (width, narrow_bytes) = narrow(&wide_bytes, 16).unwrap();
+        assert_eq!(width, 8);
+        assert_eq!(widen(&narrow_bytes, 8, 16).as_slice(), wide_bytes);
+        // Decimal256 from 8 and 16 bytes: the byte-wise path.
+        let wide256: Vec<u8> = [-5i64, 7]
+            .iter()
+            .flat_map(|&v| {
+                let fill = if v < 0 { 0xff } else { 0 };
+                let mut b = v.to_le_bytes().to_vec();
+                b.resize(32, fill);
+                b
+            })
+            .collect();
+        let (width, narrow_bytes) = narrow(&wide256, 32).unwrap();
+        assert_eq!(width, 4);
+        assert_eq!(widen(&narrow_bytes, 4, 32).as_slice(), wide256);
         let big: Vec<u8> = [1i128 << 40, -(1i128 << 70)]
             .iter()
             .flat_map(|v| v.to_le_bytes())
             .collect();
         assert!(narrow(&big, 16).is_none());
+    }
+
+    #[test]
+    fn view_arrays_round_trip_and_strings_must_be_utf8_value_by_value() {
+        let long = "a value longer than twelve bytes, é included";
+        let strings = StringViewArray::from(vec![Some("short"), None, Some(long), Some("")]);
+        let node = encode(&strings).unwrap();
+        let back = decode(&DataType::Utf8View, node).unwrap();
+        assert_eq!(back.as_string_view(), &strings);
+        let binary =
+            BinaryViewArray::from(vec![Some(&b"\xff\x00"[..]), None, Some(long.as_bytes())]);
+        let back = decode(&DataType::BinaryView, encode(&binary).unwrap()).unwrap();
+        assert_eq!(back.as_binary_view(), &binary);
+        // Bytes that are not UTF-8, and UTF-8 data cut inside a character ("é" is c3 a9).
+        for values in [
+            vec![&b"ok"[..], &b"\xff"[..]],
+            vec![&b"\xc3"[..], &b"\xa9"[..]],
+        ] {
+            let node = encode(&BinaryViewArray::from(values)).unwrap();
+            let err = decode(&DataType::Utf8View, node).unwrap_err();
+            assert!(err.to_string().contains("not UTF-8"), "{err}");
+        }
     }
 
     #[test]

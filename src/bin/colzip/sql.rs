@@ -33,8 +33,8 @@ pub struct QueriesArgs {
     /// Scale factor
     #[arg(long, default_value_t = 0.1)]
     sf: f64,
-    /// Comma-separated stores, measured in this order: memory, compressed, parquet
-    /// (colzip-parquet, the GPU Parquet scan, is not built yet)
+    /// Comma-separated stores, measured in this order: memory, compressed, parquet,
+    /// colzip-parquet (files colzip wrote, read by colzip's Parquet scan)
     #[arg(
         long,
         value_delimiter = ',',

@@ -37,7 +37,9 @@ use datafusion::physical_optimizer::pruning::PruningPredicate;
 ///
 /// Metrics (shown by `EXPLAIN ANALYZE`): `output_rows`, `blocks_pruned` (blocks skipped by
 /// their zones), `decompressed_columns` (column blocks decompressed),
-/// `decompressed_bytes` (their plain parts) and `decompress_time`.
+/// `decompressed_bytes` (their plain parts) and `decompress_time`, the sum of
+/// `decode_parts_time` (the codecs' batched calls, checksums included) and
+/// `build_arrays_time` (Arrow arrays from the plain parts).
 pub struct CompressedScanExec {
     /// The table's schema (the zones are of its columns).
     schema_full: SchemaRef,
@@ -315,6 +317,8 @@ struct Metrics {
     columns: datafusion::physical_plan::metrics::Count,
     bytes: datafusion::physical_plan::metrics::Count,
     time: datafusion::physical_plan::metrics::Time,
+    parts_time: datafusion::physical_plan::metrics::Time,
+    arrays_time: datafusion::physical_plan::metrics::Time,
 }
 
 impl Metrics {
@@ -325,6 +329,8 @@ impl Metrics {
             columns: MetricBuilder::new(set).counter("decompressed_columns", partition),
             bytes: MetricBuilder::new(set).counter("decompressed_bytes", partition),
             time: MetricBuilder::new(set).subset_time("decompress_time", partition),
+            parts_time: MetricBuilder::new(set).subset_time("decode_parts_time", partition),
+            arrays_time: MetricBuilder::new(set).subset_time("build_arrays_time", partition),
         }
     }
 }
@@ -332,7 +338,9 @@ impl Metrics {
 /// Plain bytes of the projected columns that one window of a scan decodes in one batched
 /// call, by default ([`super::CompressOptions::scan_window_bytes`]): enough to send the
 /// call to the GPU under `auto` and to keep the pool busy, small enough that a partition
-/// holds little more than two windows at a time.
+/// holds little more than two windows at a time. (Smaller windows, about eight a partition
+/// at SF 10, and a queue merging the partitions' windows into shared calls were both
+/// measured slower: docs/PERFORMANCE.md, session 16.)
 pub const WINDOW_BYTES: usize = 64 << 20;
 
 /// A run of consecutive blocks decoded together, and how many of its rows to hand out.
@@ -424,8 +432,14 @@ impl Job {
             .iter()
             .map(|&(b, c)| &window.blocks[b].columns[c])
             .collect();
-        let arrays: Vec<ArrayRef> = column::decompress_columns_on(&columns, self.placement)
+        let parts_timer = self.metrics.parts_time.timer();
+        let nodes = column::decompress_columns_to_plain(&columns, self.placement)
             .map_err(DataFusionError::from)?;
+        parts_timer.done();
+        let arrays_timer = self.metrics.arrays_time.timer();
+        let arrays: Vec<ArrayRef> =
+            column::arrays_from_plain(&columns, nodes).map_err(DataFusionError::from)?;
+        arrays_timer.done();
         timer.done();
         self.metrics.columns.add(arrays.len());
         self.metrics
