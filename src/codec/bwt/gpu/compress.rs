@@ -66,6 +66,17 @@ pub(super) struct Block {
     pub range: Range<usize>,
 }
 
+/// Where each of consecutive pieces of `lens` bytes starts.
+pub(super) fn starts(lens: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    lens.into_iter()
+        .scan(0, |at, len| {
+            let start = *at;
+            *at += len;
+            Some(start)
+        })
+        .collect()
+}
+
 /// The blocks of `inputs` cut into blocks of `bs` bytes, in order.
 pub(super) fn batch_blocks(inputs: &[&[u8]], bs: usize) -> Vec<Block> {
     inputs
@@ -252,18 +263,12 @@ pub(super) fn enqueue_step(
     lens: &[usize],
 ) -> Result<StepOnDevice> {
     let count = lens.len();
-    let crcs = enqueue_crcs(lane, &kernels.crc, text, lens)?;
+    // A block's bytes and its symbols (at most one per byte) start at the same index.
+    let starts = starts(lens.iter().copied());
+    let crcs = enqueue_crcs(lane, &kernels.crc, text, &starts, lens)?;
     let transformed = forward(lane, &kernels.forward, text, lens, AUX_LOG2)?;
     let symbols = enqueue_symbols(lane, &kernels.symbols, &transformed.out, lens)?;
-    let sym_at: Vec<usize> = lens
-        .iter()
-        .scan(0usize, |at, &len| {
-            let start = *at;
-            *at += len;
-            Some(start)
-        })
-        .collect();
-    let encoded = enqueue_encode(lane, &kernels.huffman, &symbols, &sym_at, lens)?;
+    let encoded = enqueue_encode(lane, &kernels.huffman, &symbols, &starts, lens)?;
     Ok(StepOnDevice {
         transformed,
         symbols,
@@ -283,26 +288,19 @@ impl StepOnDevice {
 
     /// The coded parts copied to the host (waits for the lane); the buffers go back to it.
     fn download(self, gpu: &Gpu, lane: &mut Lane) -> Result<Transformed> {
-        let StepOnDevice {
-            transformed: t,
-            symbols: s,
-            encoded,
-            crcs,
-            count,
-        } = self;
-        let aux_total = *t.aux_first.last().expect("a total");
+        let count = self.count;
+        let aux_total = *self.transformed.aux_first.last().expect("a total");
         let mut aux_bytes = vec![0u8; 4 * aux_total];
         let mut sets = vec![0u8; 32 * count];
         let mut crc_bytes = vec![0u8; 4 * count];
         let stream = lane.stream().clone();
-        copy_to_host(&stream, &t.aux.slice(..4 * aux_total), &mut aux_bytes)?;
-        copy_to_host(&stream, &s.sets.slice(..32 * count), &mut sets)?;
-        copy_to_host(&stream, &crcs.slice(..4 * count), &mut crc_bytes)?;
-        let encoded = encoded.download(gpu, lane)?; // waits for the lane
-        lane.put_device(CRCS, crcs);
-        lane.put_device("bwtf.out", t.out);
-        lane.put_device("bwtf.aux", t.aux);
-        put_back(lane, s);
+        let aux = self.transformed.aux.slice(..4 * aux_total);
+        copy_to_host(&stream, &aux, &mut aux_bytes)?;
+        copy_to_host(&stream, &self.symbols.sets.slice(..32 * count), &mut sets)?;
+        copy_to_host(&stream, &self.crcs.slice(..4 * count), &mut crc_bytes)?;
+        let encoded = self.encoded.download(gpu, lane); // waits for the lane
+        let aux_first = self.transformed.aux_first.clone();
+        self.put_back(lane);
         let alphabets = sets
             .chunks_exact(32)
             .map(|set| {
@@ -313,10 +311,10 @@ impl StepOnDevice {
             .collect();
         let word = |c: &[u8]| u32::from_le_bytes(c.try_into().expect("4 bytes"));
         Ok(Transformed {
-            encoded,
+            encoded: encoded?,
             alphabets,
             aux: aux_bytes.chunks_exact(4).map(word).collect(),
-            aux_first: t.aux_first,
+            aux_first,
             crcs: crc_bytes
                 .chunks_exact(4)
                 .map(|c| unmask_crc(word(c)))
@@ -324,7 +322,7 @@ impl StepOnDevice {
         })
     }
 
-    /// Gives the buffers back to the lane without copying anything out (the
+    /// Gives the buffers back to the lane (without copying anything out: the
     /// device-resident form); returns [`StepOnDevice::output_bytes`].
     pub(super) fn put_back(self, lane: &mut Lane) -> usize {
         let bytes = self.output_bytes();
@@ -341,25 +339,22 @@ impl StepOnDevice {
 const CRCS: &str = "bwtf.crcs";
 const CRC_RANGES: &str = "bwtf.crc_ranges";
 
-/// Queues the CRC-32C of each block of `lens` in `text` (masked, 4 bytes each) with the
-/// kernel the decoder checks blocks with.
+/// Queues the CRC-32C of each block of `text` (at `starts`, of `lens` bytes; masked, 4
+/// bytes each) with the kernel the decoder checks blocks with.
 fn enqueue_crcs(
     lane: &mut Lane,
     kernel: &CudaFunction,
     text: &CudaView<'_, u8>,
+    starts: &[usize],
     lens: &[usize],
 ) -> Result<CudaSlice<u8>> {
     let count = lens.len();
-    // offsets, then lengths, as u64
-    let mut ranges = Vec::with_capacity(16 * count);
-    let mut at = 0u64;
-    for &len in lens {
-        ranges.extend_from_slice(&at.to_le_bytes());
-        at += len as u64;
-    }
-    for &len in lens {
-        ranges.extend_from_slice(&(len as u64).to_le_bytes());
-    }
+    // starts, then lengths, as u64
+    let ranges: Vec<u8> = starts
+        .iter()
+        .chain(lens)
+        .flat_map(|&n| (n as u64).to_le_bytes())
+        .collect();
     let stream = lane.stream().clone();
     let mut device_ranges = lane.take_device(CRC_RANGES, ranges.len())?;
     copy_to_device(&stream, &ranges, &mut device_ranges)?;

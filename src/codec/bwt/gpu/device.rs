@@ -17,7 +17,7 @@ use cudarc::driver::sys::CUevent_flags;
 use rayon::prelude::*;
 
 use super::compress::{
-    Kernels, batch_blocks, enqueue_step, on_lanes, plan_steps, step_and_workers,
+    Kernels, batch_blocks, enqueue_step, on_lanes, plan_steps, starts, step_and_workers,
 };
 use super::launch::DecodeKernels;
 use super::step::{Block, StepBuffers, check_verdicts, plan_blocks};
@@ -48,14 +48,7 @@ pub(crate) fn device_compress(
     let bs = block_size(params);
     let blocks = batch_blocks(inputs, bs);
     let (step, workers) = step_and_workers(gpu, bs);
-    let input_at: Vec<usize> = inputs
-        .iter()
-        .scan(0, |at, input| {
-            let start = *at;
-            *at += input.len();
-            Some(start)
-        })
-        .collect();
+    let input_at = starts(inputs.iter().map(|i| i.len()));
     let steps = plan_steps(&blocks, step)
         .into_iter()
         .map(|run| {

@@ -220,7 +220,7 @@ impl EncodedOnDevice {
     }
 
     /// Each block's [`Encoded`], copied back through pinned memory (waits for the lane).
-    pub(crate) fn download(self, gpu: &Gpu, lane: &mut Lane) -> GpuResult<Vec<Encoded>> {
+    pub(crate) fn download(&self, gpu: &Gpu, lane: &mut Lane) -> GpuResult<Vec<Encoded>> {
         let out_len = self.out_len;
         let mut host = lane.take_pinned(gpu, PINNED_OUT, out_len.max(1))?;
         let stream = lane.stream().clone();
@@ -233,12 +233,12 @@ impl EncodedOnDevice {
         let packed = &host.as_slice()[..out_len];
         let encoded = self
             .blocks
-            .into_iter()
+            .iter()
             .zip(&self.placed)
             .map(|(r, p)| {
                 let nsub = r.total_bits.div_ceil(1 << SUB_LOG2) as usize;
                 Encoded {
-                    lens: r.lens,
+                    lens: r.lens.clone(),
                     selectors: packed[p.sel..p.sel + r.nseg].to_vec(),
                     gaps: packed[p.gaps..p.gaps + nsub].to_vec(),
                     bits: packed[p.bits..p.bits + r.total_bits.div_ceil(8) as usize].to_vec(),
@@ -247,19 +247,14 @@ impl EncodedOnDevice {
             })
             .collect();
         lane.put_pinned(PINNED_OUT, host);
-        put_back_buffers(lane, self.buffers);
         Ok(encoded)
     }
 
-    /// Gives the buffers back to the lane (the device-resident form keeps nothing).
+    /// Gives the device buffers back to the lane.
     pub(crate) fn put_back(self, lane: &mut Lane) {
-        put_back_buffers(lane, self.buffers);
-    }
-}
-
-fn put_back_buffers(lane: &mut Lane, buffers: [CudaSlice<u8>; 8]) {
-    for (name, buffer) in NAMES.into_iter().zip(buffers) {
-        lane.put_device(name, buffer);
+        for (name, buffer) in NAMES.into_iter().zip(self.buffers) {
+            lane.put_device(name, buffer);
+        }
     }
 }
 
@@ -275,7 +270,10 @@ pub(crate) fn encode_on_device(
     sym_at: &[usize],
     max_symbols: &[usize],
 ) -> GpuResult<Vec<Encoded>> {
-    enqueue_encode(lane, k, on_device, sym_at, max_symbols)?.download(gpu, lane)
+    let encoded = enqueue_encode(lane, k, on_device, sym_at, max_symbols)?;
+    let downloaded = encoded.download(gpu, lane);
+    encoded.put_back(lane);
+    downloaded
 }
 
 /// Queues the coding of [`encode_on_device`], leaving the packed parts on the device. It
