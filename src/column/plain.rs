@@ -700,8 +700,8 @@ fn view_array(
     parts: &mut Parts,
 ) -> Result<ArrayRef> {
     let (lengths, data) = read_lengths(parts, rows)?;
-    // A view's offset is 32 bits: larger data parts (never written by colzip's blocks) go
-    // through the builder, which spreads them over several buffers.
+    // A view's offset is 32 bits: data parts of 4 GiB or more (a whole large column, never
+    // a table's block) go through the builder, which spreads them over several buffers.
     if u32::try_from(data.len()).is_err() {
         return view_array_by_builder(data_type, nulls, &lengths, &data);
     }
@@ -737,9 +737,10 @@ fn view_array(
     }
     let buffers = if long_values { vec![data] } else { Vec::new() };
     let views = ScalarBuffer::from(views);
-    // SAFETY: every view was made by `make_view` from a slice of `data` (buffer 0) at its
-    // own offset, null views are empty, and for Utf8View every valid value is UTF-8
-    // (checked above): all that `try_new` would check.
+    // SAFETY: every valid value's view was made from its slice of `data` (inlined, or
+    // pointing into buffer 0 at the slice's offset), null views are empty, `nulls` has
+    // `rows` bits (checked by `decode`) as `lengths` has `rows` values (`read_lengths`), and
+    // for Utf8View every valid value is UTF-8 (checked above): all that `try_new` checks.
     Ok(if utf8 {
         Arc::new(unsafe { StringViewArray::new_unchecked(views, buffers, nulls) })
     } else {
