@@ -281,20 +281,13 @@ fn narrow(bytes: &[u8], width: usize) -> Option<(usize, Vec<u8>)> {
 /// most (4 or 8 bytes back to Decimal128's 16) go through typed conversions, which run at
 /// memory speed; a query's scan widens every decimal it reads.
 fn widen(bytes: &[u8], from: usize, to: usize) -> Buffer {
-    fn typed<const N: usize>(bytes: &[u8], value: impl Fn([u8; N]) -> i128) -> Buffer {
-        let values: Vec<i128> = bytes
-            .chunks_exact(N)
-            .map(|chunk| {
-                let mut le = [0u8; N];
-                le.copy_from_slice(chunk);
-                value(le)
-            })
-            .collect();
-        Buffer::from_vec(values)
-    }
     match (from, to) {
-        (4, 16) => typed::<4>(bytes, |b| i32::from_le_bytes(b).into()),
-        (8, 16) => typed::<8>(bytes, |b| i64::from_le_bytes(b).into()),
+        (4, 16) => Buffer::from_vec(values_of::<4, i128>(bytes, |b| {
+            i32::from_le_bytes(b).into()
+        })),
+        (8, 16) => Buffer::from_vec(values_of::<8, i128>(bytes, |b| {
+            i64::from_le_bytes(b).into()
+        })),
         _ => {
             let mut out = vec![0u8; bytes.len() / from * to];
             for (value, wide) in bytes.chunks_exact(from).zip(out.chunks_exact_mut(to)) {
@@ -306,6 +299,19 @@ fn widen(bytes: &[u8], from: usize, to: usize) -> Buffer {
             Buffer::from_vec(out)
         }
     }
+}
+
+/// The values of `bytes` taken `N` bytes at a time (typed loops: a scan reads every
+/// decimal and length of the blocks it touches).
+fn values_of<const N: usize, T>(bytes: &[u8], value: impl Fn([u8; N]) -> T) -> Vec<T> {
+    bytes
+        .chunks_exact(N)
+        .map(|chunk| {
+            let mut le = [0u8; N];
+            le.copy_from_slice(chunk);
+            value(le)
+        })
+        .collect()
 }
 
 /// Reads parts in order, checking each one's role and size.
@@ -631,22 +637,12 @@ pub(super) fn read_lengths_only(parts: &mut Parts, rows: usize) -> Result<Vec<u6
         return Err(Error::format(format!("lengths stored {width} bytes wide")));
     }
     expect_len("lengths", lengths.bytes.len(), rows.saturating_mul(width))?;
-    // Typed per width: a scan reads the lengths of every string block it touches.
-    fn widths<const N: usize>(bytes: &[u8]) -> Vec<u64> {
-        bytes
-            .chunks_exact(N)
-            .map(|b| {
-                let mut le = [0u8; 8];
-                le[..N].copy_from_slice(b);
-                u64::from_le_bytes(le)
-            })
-            .collect()
-    }
+    let bytes = &lengths.bytes;
     Ok(match width {
-        1 => lengths.bytes.iter().map(|&b| u64::from(b)).collect(),
-        2 => widths::<2>(&lengths.bytes),
-        4 => widths::<4>(&lengths.bytes),
-        _ => widths::<8>(&lengths.bytes),
+        1 => bytes.iter().map(|&b| u64::from(b)).collect(),
+        2 => values_of::<2, u64>(bytes, |b| u16::from_le_bytes(b).into()),
+        4 => values_of::<4, u64>(bytes, |b| u32::from_le_bytes(b).into()),
+        _ => values_of::<8, u64>(bytes, u64::from_le_bytes),
     })
 }
 
