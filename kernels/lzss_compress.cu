@@ -22,7 +22,7 @@
 // region rounded up to 8 bytes; the launcher computes the same total
 // (src/gpu/lzss.rs, compress_shared_bytes):
 //   sym C | out C | matches 2m: (len - min_match) << 8 | dist, 0 when none |
-//   jump 2m + 2m: the pointer-jumping links, double-buffered | reached m (a bitset in its first m/8) |
+//   jump 2m + 2m: the pointer-jumping links, double-buffered | reached m: the parse's marks |
 //   flags 4 (m / 32 + 1) | sums 128
 __device__ __forceinline__ u32 round8(u32 x) { return (x + 7) & ~7u; }
 
@@ -205,10 +205,8 @@ __device__ void compress_chunk(const u8* in, const u64* chunk_in, const u16* chu
     u16* matches = (u16*)(out + round8(chunk_size));
     u16* jump_a = (u16*)((u8*)matches + round8(2 * max_m));
     u16* jump_b = (u16*)((u8*)jump_a + round8(2 * max_m));
-    // One bit per position, set only by atomics: the parse's marks are pushed by other
-    // threads while a round runs (racecheck-clean, and no torn byte writes).
-    u32* reached = (u32*)((u8*)jump_b + round8(2 * max_m));
-    u32* flags = (u32*)((u8*)reached + round8(max_m));
+    u8* reached = (u8*)jump_b + round8(2 * max_m);
+    u32* flags = (u32*)(reached + round8(max_m));
     u32* sums = (u32*)((u8*)flags + round8(4 * (max_m / 32 + 1)));
     u16* head = (u16*)((u8*)sums + 128);  // hash chains only: HASH_SIZE entries per segment
 
@@ -230,32 +228,57 @@ __device__ void compress_chunk(const u8* in, const u64* chunk_in, const u16* chu
 
     // Parse: links, then pointer jumping. Round k marks next^(2^k)(p) for every marked p
     // and squares the links, so after ceil(log2 m) rounds every position reachable from
-    // 0 is marked. A mark seen early within a round only marks reachable positions sooner;
-    // marks are read and set with atomics since other threads set them during a round.
+    // 0 is marked. The marks are bytes in two buffers, `reached` and `out` (unused until
+    // the encode; C >= m bytes): a round reads `marks` and writes `next_marks`, which
+    // swap at the round's barrier, so no byte is read and written by different threads in
+    // one round (racecheck-clean without atomics). Every marked position lies on the
+    // chain from 0, so the marks a round writes never meet: the carried ones (already
+    // marked) are each written by their own thread, and the pushed ones (next^(2^k) of
+    // distinct chain positions, none marked yet) are distinct. The buffer a round writes
+    // holds an older subset of the marks, so it needs no clearing. A round that pushes
+    // nothing ends the parse: after round k the marks are next^t(0) for t < 2^(k+1), and
+    // next^(2^(k+1))(0), past them all, is new unless the chain has left the chunk.
     const int min_len = lzss_min_match(S);
     for (int i = tid; i < m; i += threads) {
         const u16 v = matches[i];
         jump_a[i] = (u16)(i + (v ? (v >> 8) + min_len : 1));
+        reached[i] = i == 0;
+        out[i] = i == 0;
     }
-    for (int w = tid; w < m / 32 + 1; w += threads) reached[w] = w == 0 ? 1u : 0u;
     __syncthreads();
     u16* links = jump_a;
     u16* next_links = jump_b;
+    u8* marks = reached;
+    u8* next_marks = out;
     for (int span = 1; span < m; span <<= 1) {
+        int pushed = 0;
         for (int i = tid; i < m; i += threads) {
             const int j = links[i];
+            const bool marked = marks[i] != 0;
+            if (marked) next_marks[i] = 1;
             if (j < m) {
-                if ((atomicOr(&reached[i >> 5], 0u) >> (i & 31)) & 1u)
-                    atomicOr(&reached[j >> 5], 1u << (j & 31));
+                if (marked && !marks[j]) {
+                    next_marks[j] = 1;
+                    pushed = 1;
+                }
                 next_links[i] = links[j];
             } else {
                 next_links[i] = (u16)m;
             }
         }
-        __syncthreads();
+        const int any_pushed = __syncthreads_or(pushed);
         u16* t = links;
         links = next_links;
         next_links = t;
+        u8* r = marks;
+        marks = next_marks;
+        next_marks = r;
+        if (!any_pushed) break;
+    }
+    if (marks != reached) {
+        // The encode writes `out`: the marks move to `reached` first.
+        for (int i = tid; i < m; i += threads) reached[i] = marks[i];
+        __syncthreads();
     }
 
     // Token and match counts before each thread's run of positions.
@@ -263,7 +286,7 @@ __device__ void compress_chunk(const u8* in, const u64* chunk_in, const u16* chu
     const int first = min(tid * per, m), last = min(first + per, m);
     u32 local = 0;
     for (int i = first; i < last; ++i) {
-        if ((reached[i >> 5] >> (i & 31)) & 1u) local += 0x10000u | (matches[i] != 0 ? 1u : 0u);
+        if (reached[i]) local += 0x10000u | (matches[i] != 0 ? 1u : 0u);
     }
     u32 total;
     u32 run = block_exclusive_sum(local, sums, &total);
@@ -279,7 +302,7 @@ __device__ void compress_chunk(const u8* in, const u64* chunk_in, const u16* chu
     const int length_at = literal_at + literal_count * S;
     const int dist_at = length_at + match_count;
     for (int i = first; i < last; ++i) {
-        if (!((reached[i >> 5] >> (i & 31)) & 1u)) continue;
+        if (!reached[i]) continue;
         const int t = run >> 16, mi = run & 0xffff;
         const u16 v = matches[i];
         if (v) {
