@@ -69,6 +69,11 @@ fn decompress_one(codec: CodecId, stream: &[u8], out: &mut [u8]) -> Result<()> {
             Ok(())
         }
         CodecId::GmatchBlocks => gmatch::decompress_blocks_into(stream, out),
+        // Chunks decode in parallel straight into `out`, which the caller sized: no
+        // output grown step by step and copied again on one core.
+        CodecId::GmatchFramed => gmatch::decompress_framed_into(stream, out),
+        CodecId::GmatchRaw => gmatch::decompress_raw_into(stream, out),
+        CodecId::Lzss => lzss::decompress_into(stream, out),
         // The header's length is checked against `out` before anything is decoded.
         CodecId::Intpack => intpack::decompress_into(stream, out),
         _ => {

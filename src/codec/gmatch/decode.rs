@@ -66,6 +66,21 @@ pub fn decompress_raw_with_limit(stream: &[u8], max_output: usize) -> Result<Vec
     }
 }
 
+/// Decodes a Snappy raw stream into `out`, which must be exactly its claimed length (a
+/// caller that knows the length decodes in place, with no buffer grown and copied). A
+/// claim over `out.len()` is refused with [`CodecError::TooLarge`], one under it as
+/// corrupt, both before decoding.
+pub fn decompress_raw_into(stream: &[u8], out: &mut [u8]) -> Result<()> {
+    let (body, len) = raw_elements(stream, out.len())?;
+    if len != out.len() {
+        return Err(CodecError::corrupt(
+            NAME,
+            format!("stream claims {len} bytes, expected {}", out.len()),
+        ));
+    }
+    decode_elements(body, out)
+}
+
 /// A raw stream's element bytes and claimed length, checked before anything is decoded
 /// (by the CPU here and by the GPU path): the length within `max_output` and producible.
 pub(crate) fn raw_elements(stream: &[u8], max_output: usize) -> Result<(&[u8], usize)> {

@@ -140,6 +140,23 @@ pub fn decompress_framed_with_limit(stream: &[u8], max_output: usize) -> Result<
     Ok(out)
 }
 
+/// Decodes a Snappy framed stream into `out`, which must be exactly its output length (a
+/// caller that knows the length allocates once and every core decodes in place). The
+/// headers are checked first: a stream that holds more than `out` is refused with
+/// [`CodecError::TooLarge`], one that holds less as corrupt, both before decoding; then
+/// all data chunks decode in parallel, the first error in stream order returned.
+pub fn decompress_framed_into(stream: &[u8], out: &mut [u8]) -> Result<()> {
+    let chunks = scan_chunks(stream, out.len())?;
+    let total: usize = chunks.iter().map(|c| c.out_len).sum();
+    if total != out.len() {
+        return Err(corrupt(format!(
+            "framed stream holds {total} bytes, expected {}",
+            out.len()
+        )));
+    }
+    decode_step(&chunks, out)
+}
+
 /// Decodes a Snappy framed stream step by step (about 8 MiB of output each), handing
 /// each step's bytes to `sink` in stream order: memory stays proportional to a step,
 /// whatever the stream's length. The headers are checked first, the total against

@@ -97,11 +97,14 @@ pub mod parse;
 pub use blocks::{
     blocks_output_len, compress_blocks, decompress_blocks, decompress_blocks_into, max_blocks_len,
 };
-pub use decode::{decompress_raw, decompress_raw_with_limit, raw_decompressed_len, raw_output_len};
+pub use decode::{
+    decompress_raw, decompress_raw_into, decompress_raw_with_limit, raw_decompressed_len,
+    raw_output_len,
+};
 pub use encode::{compress_raw, max_compressed_len};
 pub use frame::{
-    compress_framed, decompress_framed, decompress_framed_to, decompress_framed_with_limit,
-    framed_output_len,
+    compress_framed, decompress_framed, decompress_framed_into, decompress_framed_to,
+    decompress_framed_with_limit, framed_output_len,
 };
 
 /// The codec's name in specs and errors.

@@ -587,3 +587,32 @@ proptest! {
         let _ = decompress_framed(&framed);
     }
 }
+
+#[test]
+fn framed_and_raw_decode_into_a_buffer_of_the_right_length_only() {
+    for len in [0usize, 1, 70_000, 3 << 20] {
+        let data = random_bytes(len, len as u64 + 3, 12);
+        let framed = compress_framed(&data);
+        let raw = compress_raw(&data).unwrap();
+        let mut out = vec![0x55u8; len];
+        decompress_framed_into(&framed, &mut out).unwrap();
+        assert_eq!(out, data, "framed, len {len}");
+        out.fill(0x55);
+        decompress_raw_into(&raw, &mut out).unwrap();
+        assert_eq!(out, data, "raw, len {len}");
+        let mut long = vec![0u8; len + 1];
+        assert!(decompress_framed_into(&framed, &mut long).is_err());
+        assert!(decompress_raw_into(&raw, &mut long).is_err());
+        if len > 0 {
+            let mut short = vec![0u8; len - 1];
+            assert!(matches!(
+                decompress_framed_into(&framed, &mut short),
+                Err(CodecError::TooLarge { .. })
+            ));
+            assert!(matches!(
+                decompress_raw_into(&raw, &mut short),
+                Err(CodecError::TooLarge { .. })
+            ));
+        }
+    }
+}

@@ -110,53 +110,86 @@ const STEP_BYTES: usize = 8 << 20;
 /// Decompresses a stream, refusing with [`CodecError::TooLarge`] one whose header claims
 /// more than `max_output` bytes. The output grows step by step (fallibly) as chunks decode.
 pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>> {
-    let StreamLayout {
-        params,
-        len: n,
-        body,
-        payload_at,
-        offsets,
-        ..
-    } = read_layout(stream, max_output)?;
-    let s = usize::from(params.symbol_width);
-    let c = params.chunk_size as usize;
-    let window = params.window;
-    let chunks = offsets.len() - 1;
+    let layout = read_layout(stream, max_output)?;
+    let c = layout.params.chunk_size as usize;
+    let chunks = layout.offsets.len() - 1;
     let per_step = (STEP_BYTES / c).max(1);
     let mut out = Vec::new();
     let mut first = 0;
     while first < chunks {
         let last = (first + per_step).min(chunks);
         let start = first * c;
-        let end = (last * c).min(body);
+        let end = (last * c).min(layout.body);
         super::super::grow(&mut out, end - start, NAME)?;
-        let failure = out[start..end]
-            .par_chunks_mut(c)
-            .zip(offsets[first..=last].par_windows(2))
-            .enumerate()
-            .with_min_len((TASK_BYTES / c).max(1))
-            .map(|(k, (dst, w))| {
-                let payload = &stream[payload_at + w[0]..payload_at + w[1]];
-                let res = match s {
-                    1 => decode_chunk_impl::<1>(payload, dst, window),
-                    2 => decode_chunk_impl::<2>(payload, dst, window),
-                    4 => decode_chunk_impl::<4>(payload, dst, window),
-                    _ => decode_chunk_impl::<8>(payload, dst, window),
-                };
-                res.map_err(|reason| {
-                    CodecError::corrupt(NAME, format!("chunk {}: {reason}", first + k))
-                })
-            })
-            .find_first(|r| r.is_err());
-        if let Some(Err(e)) = failure {
-            return Err(e);
-        }
+        decode_chunks(stream, &layout, first..last, &mut out[start..end])?;
         first = last;
     }
-    let pos = payload_at + offsets[chunks];
-    super::super::grow(&mut out, n - body, NAME)?;
-    out[body..].copy_from_slice(&stream[pos..]);
+    let tail = layout.len - layout.body;
+    super::super::grow(&mut out, tail, NAME)?;
+    copy_tail(stream, &layout, &mut out[layout.body..]);
     Ok(out)
+}
+
+/// Decompresses a stream into `out`, which must be exactly its uncompressed length (a
+/// caller that knows the length, as a container does, allocates once and every core
+/// decodes in place). A stream that claims more than `out` holds is refused with
+/// [`CodecError::TooLarge`] and one that claims less as corrupt, both before decoding.
+pub fn decompress_into(stream: &[u8], out: &mut [u8]) -> Result<()> {
+    let layout = read_layout(stream, out.len())?;
+    if layout.len != out.len() {
+        return Err(CodecError::corrupt(
+            NAME,
+            format!("stream claims {} bytes, expected {}", layout.len, out.len()),
+        ));
+    }
+    let chunks = layout.offsets.len() - 1;
+    let (body, tail) = out.split_at_mut(layout.body);
+    decode_chunks(stream, &layout, 0..chunks, body)?;
+    copy_tail(stream, &layout, tail);
+    Ok(())
+}
+
+/// Decodes chunks `range` of a validated stream into `out` (exactly their bytes), in
+/// parallel; the first failing chunk in stream order is the error.
+fn decode_chunks(
+    stream: &[u8],
+    layout: &StreamLayout,
+    range: std::ops::Range<usize>,
+    out: &mut [u8],
+) -> Result<()> {
+    let s = usize::from(layout.params.symbol_width);
+    let c = layout.params.chunk_size as usize;
+    let window = layout.params.window;
+    let first = range.start;
+    let failure = out
+        .par_chunks_mut(c)
+        .zip(layout.offsets[range.start..=range.end].par_windows(2))
+        .enumerate()
+        .with_min_len((TASK_BYTES / c).max(1))
+        .map(|(k, (dst, w))| {
+            let payload = &stream[layout.payload_at + w[0]..layout.payload_at + w[1]];
+            let res = match s {
+                1 => decode_chunk_impl::<1>(payload, dst, window),
+                2 => decode_chunk_impl::<2>(payload, dst, window),
+                4 => decode_chunk_impl::<4>(payload, dst, window),
+                _ => decode_chunk_impl::<8>(payload, dst, window),
+            };
+            res.map_err(|reason| {
+                CodecError::corrupt(NAME, format!("chunk {}: {reason}", first + k))
+            })
+        })
+        .find_first(|r| r.is_err());
+    match failure {
+        Some(Err(e)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Copies the bytes after the last whole symbol, stored plain after the payloads.
+fn copy_tail(stream: &[u8], layout: &StreamLayout, out: &mut [u8]) {
+    let chunks = layout.offsets.len() - 1;
+    let pos = layout.payload_at + layout.offsets[chunks];
+    out.copy_from_slice(&stream[pos..]);
 }
 
 /// Decodes one chunk payload into `out` (exactly the chunk's uncompressed bytes).

@@ -399,3 +399,25 @@ proptest! {
         let _ = decompress_with_limit(&data, 1 << 22);
     }
 }
+
+#[test]
+fn decompress_into_matches_decompress_and_checks_the_length() {
+    for (len, s) in [(0usize, 1u8), (5, 4), (100_003, 2), (3 << 20, 4)] {
+        let data = column(len / usize::from(s) + 1, usize::from(s), 7, len as u64)[..len].to_vec();
+        let params = LzssParams::new(s, 128, 2048).unwrap();
+        let stream = compress(&data, &params);
+        let mut out = vec![0xAAu8; len];
+        decompress_into(&stream, &mut out).unwrap();
+        assert_eq!(out, data, "len {len}");
+        let mut short = vec![0u8; len.saturating_sub(1)];
+        if len > 0 {
+            assert!(matches!(
+                decompress_into(&stream, &mut short),
+                Err(CodecError::TooLarge { .. })
+            ));
+        }
+        let mut long = vec![0u8; len + 1];
+        let err = decompress_into(&stream, &mut long).unwrap_err();
+        assert!(err.to_string().contains("expected"), "{err}");
+    }
+}
