@@ -13,9 +13,20 @@
 //! - **intpack**: integers in blocks of 1024 by frame of reference, delta, runs or
 //!   dictionary, bit-packed.
 //!
-//! Layers, from the bottom: [`codec`] (bytes), [`column`](mod@column) (Arrow arrays and the
-//! container), [`archive`] (files of many columns), [`tpch`] (the TPC-H column
-//! experiment); [`gpu`] holds the device runtime the GPU codecs are built on. The `colzip` binary is a thin CLI over them.
+//! Layers, from the bottom (each uses only those below it):
+//!
+//! - [`gpu`]: the device runtime (devices, lanes, pinned memory, the step pipeline, the
+//!   kernel cache) the GPU codecs are built on;
+//! - [`codec`]: the codecs on plain bytes, driven through one batched interface on the
+//!   CPU or the GPU;
+//! - [`column`](mod@column): Arrow arrays to compressed columns (containers) and back;
+//! - [`archive`]: files of many columns, and conversions from and to raw, Arrow IPC and
+//!   Parquet files; `parquet`: Parquet files with gmatch-made SNAPPY pages;
+//! - `datafusion`: SQL functions, compressed tables and the `COLZIP_PARQUET` format;
+//!   `cluster`: the same on Ballista;
+//! - [`tpch`], [`bench`](mod@bench), [`plot`]: the experiments the CLI runs.
+//!
+//! The `colzip` binary is a thin CLI over them.
 //!
 //! ```
 //! use std::sync::Arc;

@@ -165,7 +165,7 @@ pub fn plain_columns(table: Table, sf: f64, only: Option<&[String]>) -> Result<V
 }
 
 /// The integer columns the intpack suite measures when no columns are named: lineitem's
-/// keys, quantities, prices, discounts and dates (issue 19's table).
+/// keys, quantities, prices, discounts and dates.
 pub const INTPACK_COLUMNS: [&str; 7] = [
     "l_quantity",
     "l_shipdate",

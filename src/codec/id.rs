@@ -1,8 +1,8 @@
 //! The codec of a stream, as the one byte containers store, and the single-stream
 //! conveniences over the batched interface.
 
-use super::batch::Packed;
 use super::error::Result;
+use super::interface::Packed;
 use super::placement::{Direction, Placement};
 
 /// The codec of a stream, as one byte in containers.

@@ -22,6 +22,7 @@ pub mod bwt;
 mod error;
 pub mod gmatch;
 mod id;
+mod interface;
 pub mod intpack;
 #[cfg(test)]
 mod kernels_compile;
@@ -32,9 +33,10 @@ mod spec;
 pub(crate) mod test_data;
 pub mod varint;
 
-pub use batch::{Codec, DeviceJob, Packed};
+pub use batch::Codec;
 pub use error::{CodecError, Result};
 pub use id::CodecId;
+pub use interface::{DeviceJob, Packed};
 pub use placement::{Direction, GPU_MIN_BYTES, Placement};
 pub use spec::{CodecSpec, SnappyFormat};
 

@@ -15,6 +15,13 @@ use crate::gpu::{Backend, Gpu, GpuError};
 /// An explicit [`Backend::Gpu`] uses the GPU for every size.
 pub const GPU_MIN_BYTES: usize = 1 << 20;
 
+/// Which way a codec runs: a codec may have a GPU path in one direction only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    Compress,
+    Decompress,
+}
+
 /// Where codecs run: a [`Backend`] resolved once, so the per-call decision neither fails
 /// nor looks for a device again. Cheap to copy; pass it down to every call.
 ///
@@ -30,13 +37,6 @@ pub const GPU_MIN_BYTES: usize = 1 << 20;
 /// assert!(auto.gpu_for(CodecId::Stored, Compress, 1 << 30).is_none());
 /// # Ok::<(), colzip::Error>(())
 /// ```
-/// Which way a codec runs: a codec may have a GPU path in one direction only.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Direction {
-    Compress,
-    Decompress,
-}
-
 #[derive(Clone, Copy)]
 pub struct Placement {
     /// The GPUs batches may run on (none: the CPU); a batch splits across them.

@@ -39,6 +39,27 @@ pub enum SnappyFormat {
     Framed,
 }
 
+impl SnappyFormat {
+    /// The id of the streams gmatch writes in this format.
+    pub fn id(self) -> CodecId {
+        match self {
+            SnappyFormat::Blocks => CodecId::GmatchBlocks,
+            SnappyFormat::Raw => CodecId::GmatchRaw,
+            SnappyFormat::Framed => CodecId::GmatchFramed,
+        }
+    }
+
+    /// The format of a gmatch stream id (`None` for the other codecs).
+    pub fn of(id: CodecId) -> Option<Self> {
+        match id {
+            CodecId::GmatchBlocks => Some(SnappyFormat::Blocks),
+            CodecId::GmatchRaw => Some(SnappyFormat::Raw),
+            CodecId::GmatchFramed => Some(SnappyFormat::Framed),
+            _ => None,
+        }
+    }
+}
+
 /// A codec and its parameters, as a user names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CodecSpec {
@@ -65,9 +86,7 @@ impl CodecSpec {
         match self {
             CodecSpec::Stored => CodecId::Stored,
             CodecSpec::Lzss { .. } => CodecId::Lzss,
-            CodecSpec::Gmatch(SnappyFormat::Raw) => CodecId::GmatchRaw,
-            CodecSpec::Gmatch(SnappyFormat::Framed) => CodecId::GmatchFramed,
-            CodecSpec::Gmatch(SnappyFormat::Blocks) => CodecId::GmatchBlocks,
+            CodecSpec::Gmatch(format) => format.id(),
             CodecSpec::Bwt(_) => CodecId::Bwt,
             CodecSpec::Intpack { .. } => CodecId::Intpack,
         }

@@ -3,6 +3,11 @@
 
 use super::error::{CodecError, Result};
 
+/// Bytes of the varint of `value` (1 for 0).
+pub fn encoded_len(value: u64) -> usize {
+    ((64 - value.max(1).leading_zeros()) as usize).div_ceil(7)
+}
+
 /// Appends `value` as a varint (1 to 10 bytes).
 pub fn write_u64(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {

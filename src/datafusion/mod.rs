@@ -1,7 +1,6 @@
 //! DataFusion integration: SQL functions over compressed columns, compressed in-memory
 //! tables, and the `COLZIP_PARQUET` file format for `COPY … TO` and external tables.
-//!
-//! (Being built in issue 5: each submodule's docs say what it holds.)
+//! Each submodule's docs say what it holds.
 
 pub mod format;
 pub mod functions;

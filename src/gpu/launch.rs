@@ -18,15 +18,27 @@ pub fn launch_error(e: impl std::fmt::Display) -> GpuError {
 pub fn launch_for(items: usize, threads: u32, what: &str) -> GpuResult<LaunchConfig> {
     let blocks = items.div_ceil(threads as usize).max(1);
     Ok(LaunchConfig {
-        grid_dim: (
-            u32::try_from(blocks)
-                .map_err(|_| GpuError::Limit(format!("too many {what} in one launch")))?,
-            1,
-            1,
-        ),
+        grid_dim: (grid_blocks(blocks, what)?, 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     })
+}
+
+/// Checks that a device buffer of `have` bytes holds the `need` a launch reads or writes;
+/// the error names the codec and the buffer.
+pub fn check_device_len(codec: &str, what: &str, have: usize, need: usize) -> GpuResult<()> {
+    if have < need {
+        return Err(GpuError::Limit(format!(
+            "{codec} {what}: {have} bytes on the device, {need} needed"
+        )));
+    }
+    Ok(())
+}
+
+/// `count` thread blocks as a grid dimension; more than a launch takes is an error
+/// naming `what` there are too many of.
+pub fn grid_blocks(count: usize, what: &str) -> GpuResult<u32> {
+    u32::try_from(count).map_err(|_| GpuError::Limit(format!("too many {what} in one launch")))
 }
 
 /// How much dynamic shared memory [`allow_shared`] lets a function use.

@@ -42,7 +42,7 @@ pub use host::on_host;
 pub use kernel_cache::KERNEL_CACHE_ENV;
 pub use lane::{Lane, LaneGuard, MAX_LANES};
 pub(crate) use launch::{SharedOptIn, allow_shared};
-pub use launch::{launch_error, launch_for};
+pub use launch::{check_device_len, grid_blocks, launch_error, launch_for};
 pub use pinned::PinnedBuffer;
 pub use pipeline::{PIPELINE_LANES, Stages, run_pipeline};
 pub use steps::{ArrayPack, HostMemory, step_bytes, upload_pieces};

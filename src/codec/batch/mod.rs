@@ -32,13 +32,11 @@
 
 mod cpu;
 mod devices;
-mod packed;
-mod sink;
 
 use std::ops::Range;
 
-pub use packed::Packed;
-pub(crate) use sink::Sink;
+use super::interface::Sink;
+pub use super::interface::{DeviceJob, Packed};
 
 use super::bwt::{self, BwtParams};
 use super::error::{CodecError, Result};
@@ -50,20 +48,6 @@ use super::placement::{Direction, Placement};
 use super::spec::SnappyFormat;
 use crate::gpu::{Gpu, HostMemory, Lane, PIPELINE_LANES, PinnedBuffer, step_bytes};
 use rayon::prelude::*;
-
-/// Work over buffers resident on the GPU (the device-resident form): built by
-/// [`Codec::device_compressor`] or [`CodecId::device_decompressor`], which upload the
-/// buffers once; each [`DeviceJob::enqueue`] then runs the kernels alone, device memory
-/// to device memory.
-pub trait DeviceJob {
-    /// Queues the kernels on `lane` (repeatable: every run rewrites the same outputs).
-    /// A job may also run work on other lanes of `gpu`; `lane`'s stream then waits for
-    /// it, so events recorded on `lane` around the call time the whole run.
-    fn enqueue(&mut self, gpu: &Gpu, lane: &mut Lane) -> Result<()>;
-    /// Waits for the lane and returns the bytes of output the last run wrote, checked
-    /// (a decoder's errors are reported here).
-    fn output_bytes(&mut self, gpu: &Gpu, lane: &mut Lane) -> Result<usize>;
-}
 
 /// A codec with its parameters settled: what every buffer of a batch is compressed with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -81,9 +65,7 @@ impl Codec {
         match self {
             Codec::Stored => CodecId::Stored,
             Codec::Lzss(_) => CodecId::Lzss,
-            Codec::Gmatch(SnappyFormat::Raw) => CodecId::GmatchRaw,
-            Codec::Gmatch(SnappyFormat::Framed) => CodecId::GmatchFramed,
-            Codec::Gmatch(SnappyFormat::Blocks) => CodecId::GmatchBlocks,
+            Codec::Gmatch(format) => format.id(),
             Codec::Bwt(_) => CodecId::Bwt,
             Codec::Intpack(_) => CodecId::Intpack,
         }
@@ -424,32 +406,24 @@ impl CodecId {
         lens: &[usize],
     ) -> Result<Box<dyn DeviceJob>> {
         check_count(streams.len(), lens.len())?;
-        let format = match self {
-            CodecId::Lzss => {
-                return Ok(Box::new(lzss::gpu::device::device_decompress(
-                    gpu, lane, streams, lens,
-                )?));
+        Ok(match self {
+            CodecId::Lzss => Box::new(lzss::gpu::device::device_decompress(
+                gpu, lane, streams, lens,
+            )?),
+            CodecId::GmatchRaw | CodecId::GmatchFramed | CodecId::GmatchBlocks => {
+                let format = SnappyFormat::of(self).expect("a gmatch id");
+                Box::new(gmatch::gpu::device::device_decompress(
+                    gpu, lane, format, streams, lens,
+                )?)
             }
-            CodecId::GmatchRaw => SnappyFormat::Raw,
-            CodecId::GmatchFramed => SnappyFormat::Framed,
-            CodecId::GmatchBlocks => SnappyFormat::Blocks,
-            CodecId::Bwt => {
-                return Ok(Box::new(bwt::gpu::device::device_decompress(
-                    gpu, lane, streams, lens,
-                )?));
-            }
-            CodecId::Intpack => {
-                return Ok(Box::new(intpack::gpu::device::device_decompress(
-                    gpu, lane, streams, lens,
-                )?));
-            }
-            CodecId::Stored => {
-                return Err(CodecError::invalid(self.name(), "no GPU path"));
-            }
-        };
-        Ok(Box::new(gmatch::gpu::device::device_decompress(
-            gpu, lane, format, streams, lens,
-        )?))
+            CodecId::Bwt => Box::new(bwt::gpu::device::device_decompress(
+                gpu, lane, streams, lens,
+            )?),
+            CodecId::Intpack => Box::new(intpack::gpu::device::device_decompress(
+                gpu, lane, streams, lens,
+            )?),
+            CodecId::Stored => return Err(CodecError::invalid(self.name(), "no GPU path")),
+        })
     }
 
     /// Decodes on `gpus`, the batch split across them, into `outputs` (`lens[i]` bytes
@@ -479,24 +453,18 @@ impl CodecId {
         memory: HostMemory,
         sink: &mut Sink<'_, '_>,
     ) -> Result<()> {
-        let format = match self {
-            CodecId::Lzss => {
-                return lzss::gpu::decompress::decompress(gpu, inputs, lens, memory, sink);
+        match self {
+            CodecId::Lzss => lzss::gpu::decompress::decompress(gpu, inputs, lens, memory, sink),
+            CodecId::GmatchRaw | CodecId::GmatchFramed | CodecId::GmatchBlocks => {
+                let format = SnappyFormat::of(self).expect("a gmatch id");
+                gmatch::gpu::decompress::decompress(gpu, format, inputs, lens, memory, sink)
             }
-            CodecId::GmatchRaw => SnappyFormat::Raw,
-            CodecId::GmatchFramed => SnappyFormat::Framed,
-            CodecId::GmatchBlocks => SnappyFormat::Blocks,
-            CodecId::Bwt => {
-                return bwt::gpu::decompress::decompress(gpu, inputs, lens, memory, sink);
-            }
+            CodecId::Bwt => bwt::gpu::decompress::decompress(gpu, inputs, lens, memory, sink),
             CodecId::Intpack => {
-                return intpack::gpu::decompress::decompress(gpu, inputs, lens, memory, sink);
+                intpack::gpu::decompress::decompress(gpu, inputs, lens, memory, sink)
             }
-            CodecId::Stored => {
-                return Err(CodecError::invalid(self.name(), "no GPU path"));
-            }
-        };
-        gmatch::gpu::decompress::decompress(gpu, format, inputs, lens, memory, sink)
+            CodecId::Stored => Err(CodecError::invalid(self.name(), "no GPU path")),
+        }
     }
 }
 

@@ -11,8 +11,8 @@ use cudarc::driver::CudaSlice;
 
 use super::launch::{CompressLaunch, enqueue_compress};
 use super::{BlockCodec, give_back};
-use crate::codec::batch::Sink;
 use crate::codec::error::{CodecError, Result};
+use crate::codec::interface::Sink;
 use crate::gpu::{
     ArrayPack, Gpu, GpuError, HostMemory, Lane, PinnedBuffer, Stages, copy_to_host, run_pipeline,
     upload_pieces,

@@ -13,8 +13,8 @@ use super::compress::{Piece, plan_steps};
 use super::launch::ReasonCode;
 use super::launch::{DecodeLaunch, decode_failure, enqueue_decompress};
 use super::{BlockCodec, give_back};
-use crate::codec::batch::Sink;
 use crate::codec::error::{CodecError, Result};
+use crate::codec::interface::Sink;
 use crate::gpu::{
     ArrayPack, Gpu, HostMemory, Lane, PinnedBuffer, Stages, copy_to_host, run_pipeline,
     upload_pieces,

@@ -11,8 +11,8 @@ use super::launch::ReasonCode;
 use super::launch::{
     CompressLaunch, DecodeLaunch, decode_failure, enqueue_compress, enqueue_decompress,
 };
-use crate::codec::batch::DeviceJob;
 use crate::codec::error::{CodecError, Result};
+use crate::codec::interface::DeviceJob;
 use crate::gpu::{ArrayPack, Gpu, Lane, copy_to_device, copy_to_host};
 
 /// Compression of resident buffers.

@@ -97,13 +97,7 @@ pub(crate) trait BlockDecoder: Send {
 }
 
 fn check_len(words: &Words, what: &str, have: usize, need: usize) -> GpuResult<()> {
-    if have < need {
-        return Err(GpuError::Limit(format!(
-            "{} {what}: {have} bytes on the device, {need} needed",
-            words.codec
-        )));
-    }
-    Ok(())
+    crate::gpu::check_device_len(words.codec, what, have, need)
 }
 
 /// Checks a launch's block places (u64) and [`BlockCodec::block_len`]s (u16).

@@ -25,21 +25,16 @@ use super::{BLOCK_SIZE, NAME};
 /// Bytes of a size-table entry.
 pub const BLOCK_TABLE_ENTRY: usize = 4;
 
-/// Bytes of the varint of `value`.
-pub(crate) fn varint_len(value: u64) -> usize {
-    ((64 - value.max(1).leading_zeros()) as usize).div_ceil(7)
-}
-
 /// Where block `block_start / 65536`'s table entry is in the output of an `len`-byte input.
 pub(crate) fn table_entry_at(len: usize, block_start: usize) -> usize {
-    varint_len(len as u64) + BLOCK_TABLE_ENTRY * (block_start / BLOCK_SIZE)
+    varint::encoded_len(len as u64) + BLOCK_TABLE_ENTRY * (block_start / BLOCK_SIZE)
 }
 
 /// The largest stream an `len`-byte input can take.
 pub fn max_blocks_len(len: usize) -> usize {
     // Per block: its table entry, its preamble (3 bytes) and the elements' worst case.
     let blocks = len.div_ceil(BLOCK_SIZE);
-    varint_len(len as u64)
+    varint::encoded_len(len as u64)
         .saturating_add(blocks.saturating_mul(BLOCK_TABLE_ENTRY + 3 + 32))
         .saturating_add(len)
         .saturating_add(len / 6)
@@ -221,8 +216,8 @@ mod tests {
         assert!(decompress_blocks(&extra, input.len()).is_err());
         assert!(decompress_blocks(&stream[..5], input.len()).is_err());
         assert_eq!(table_entry_at(input.len(), 65536), 3 + 4);
-        assert_eq!(varint_len(0), 1);
-        assert_eq!(varint_len(127), 1);
-        assert_eq!(varint_len(128), 2);
+        assert_eq!(varint::encoded_len(0), 1);
+        assert_eq!(varint::encoded_len(127), 1);
+        assert_eq!(varint::encoded_len(128), 2);
     }
 }

@@ -130,11 +130,5 @@ impl IntpackParams {
 pub fn max_compressed_len(len: usize, params: &IntpackParams) -> usize {
     let w = usize::from(params.width.max(1));
     let blocks = (len / w).div_ceil(BLOCK_VALUES);
-    FIXED_HEADER_LEN + varint_len(len as u64) + blocks * (2 + 2 + w) + len
-}
-
-/// Bytes of `value` as a varint.
-fn varint_len(value: u64) -> usize {
-    let bits = 64 - value.leading_zeros() as usize;
-    bits.div_ceil(7).max(1)
+    FIXED_HEADER_LEN + super::varint::encoded_len(len as u64) + blocks * (2 + 2 + w) + len
 }

@@ -340,7 +340,7 @@ impl Metrics {
 /// call to the GPU under `auto` and to keep the pool busy, small enough that a partition
 /// holds little more than two windows at a time. (Smaller windows, about eight a partition
 /// at SF 10, and a queue merging the partitions' windows into shared calls were both
-/// measured slower: docs/PERFORMANCE.md, session 16.)
+/// measured slower: docs/PERFORMANCE.md, "Where the compressed store's scan time goes".)
 pub const WINDOW_BYTES: usize = 64 << 20;
 
 /// A run of consecutive blocks decoded together, and how many of its rows to hand out.

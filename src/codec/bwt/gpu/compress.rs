@@ -17,11 +17,11 @@ use super::forward::{self, ForwardKernels, forward};
 use super::huffman::{EncodedOnDevice, HuffmanKernels, enqueue_encode};
 use super::launch::{CRC_THREADS, unmask_crc};
 use super::symbols::{SymbolKernels, Symbols, enqueue_symbols, put_back};
-use crate::codec::batch::Sink;
 use crate::codec::bwt::huffman::Encoded;
 use crate::codec::bwt::{AUX_LOG2, BwtParams, CodedBlock, NAME, assemble, block_size, payload};
 use crate::codec::error::{CodecError, Result};
 use crate::codec::gmatch::gpu::launch::CRC32C;
+use crate::codec::interface::Sink;
 use crate::gpu::{
     Gpu, GpuError, HostMemory, Lane, copy_to_device, copy_to_host, launch_error, on_host,
     upload_pieces,

@@ -12,9 +12,9 @@ use rayon::prelude::*;
 
 use super::launch::DecodeKernels;
 use super::step::{Block, StepBuffers, check_crc, check_verdicts, plan_blocks};
-use crate::codec::batch::Sink;
 use crate::codec::bwt::{Header, KIND_BWT, KIND_RAW, NAME, ParsedBlock, parse_block};
 use crate::codec::error::{CodecError, Result};
+use crate::codec::interface::Sink;
 use crate::gpu::{Gpu, HostMemory, Lane, PinnedBuffer, Stages, copy_to_host, run_pipeline};
 
 /// Decodes `inputs` (each decoding to exactly `lens[i]` bytes) into `sink`.

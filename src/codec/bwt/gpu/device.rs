@@ -21,9 +21,9 @@ use super::compress::{
 };
 use super::launch::DecodeKernels;
 use super::step::{Block, StepBuffers, check_verdicts, plan_blocks};
-use crate::codec::batch::DeviceJob;
 use crate::codec::bwt::{BwtParams, KIND_BWT, ParsedBlock, block_size, parse_block};
 use crate::codec::error::Result;
+use crate::codec::interface::DeviceJob;
 use crate::gpu::{Gpu, GpuError, HostMemory, Lane, copy_to_host, upload_pieces};
 
 /// Compression of resident buffers, step by step on the lanes of the host→host path.

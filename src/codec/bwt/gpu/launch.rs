@@ -11,7 +11,7 @@ use cudarc::driver::{
 };
 
 use crate::codec::gmatch::gpu::launch::CRC32C;
-use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, launch_error, launch_for};
+use crate::gpu::{Define, Gpu, GpuResult, KernelSource, launch_error, launch_for};
 
 /// The decoder's kernels.
 pub const BWT_DECOMPRESS: KernelSource = KernelSource {
@@ -225,12 +225,7 @@ pub(crate) struct DecodeLaunch<'a> {
 }
 
 fn check_len(what: &str, have: usize, need: usize) -> GpuResult<()> {
-    if have < need {
-        return Err(GpuError::Limit(format!(
-            "bwt {what}: {have} bytes on the device, {need} needed"
-        )));
-    }
-    Ok(())
+    crate::gpu::check_device_len("bwt", what, have, need)
 }
 
 /// Queues the whole decoding of a launch: symbols, bytes of the last column, the LF

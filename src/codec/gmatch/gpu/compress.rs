@@ -19,8 +19,8 @@ use super::launch::{
     SLOT_BYTES, enqueue_compress, max_launch_output,
 };
 use crate::codec::SnappyFormat;
-use crate::codec::batch::Sink;
 use crate::codec::error::{CodecError, Result};
+use crate::codec::interface::Sink;
 use crate::codec::varint;
 use crate::gpu::{
     ArrayPack, Gpu, GpuError, HostMemory, Lane, PinnedBuffer, Stages, copy_to_host, run_pipeline,

@@ -19,8 +19,8 @@ use super::launch::{
     DecodeKernels, DecodeLaunch, DecodeLayout, SnappyDecodeError, WORD_SLACK, enqueue_decode,
 };
 use crate::codec::SnappyFormat;
-use crate::codec::batch::Sink;
 use crate::codec::error::{CodecError, Result};
+use crate::codec::interface::Sink;
 use crate::gpu::{
     Gpu, HostMemory, Lane, PinnedBuffer, Stages, copy_to_host, run_pipeline, upload_pieces,
 };

@@ -14,8 +14,8 @@ use super::launch::{
     WORD_SLACK, enqueue_decode,
 };
 use crate::codec::SnappyFormat;
-use crate::codec::batch::DeviceJob;
 use crate::codec::error::{CodecError, Result};
+use crate::codec::interface::DeviceJob;
 use crate::gpu::{Gpu, Lane, copy_to_device, copy_to_host};
 
 /// Uploads `pieces` one after another into a new device buffer with `padding` spare bytes.

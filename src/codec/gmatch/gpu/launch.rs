@@ -171,16 +171,11 @@ fn crc_kernel(gpu: &Gpu) -> GpuResult<CudaFunction> {
 }
 
 fn grid(count: usize, what: &str) -> GpuResult<u32> {
-    u32::try_from(count).map_err(|_| GpuError::Limit(format!("too many {what} in one launch")))
+    crate::gpu::grid_blocks(count, what)
 }
 
 fn check_len(what: &str, have: usize, need: usize) -> GpuResult<()> {
-    if have < need {
-        return Err(GpuError::Limit(format!(
-            "gmatch {what}: {have} bytes on the device, {need} needed"
-        )));
-    }
-    Ok(())
+    crate::gpu::check_device_len("gmatch", what, have, need)
 }
 
 /// The device arrays of a launch of `count` blocks: the input (data plus

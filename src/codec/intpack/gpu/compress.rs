@@ -7,9 +7,9 @@
 //! value) are written by the host.
 
 use super::launch::IntpackShape;
-use crate::codec::batch::Sink;
 use crate::codec::blocks_gpu;
 use crate::codec::error::Result;
+use crate::codec::interface::Sink;
 use crate::codec::intpack::IntpackParams;
 use crate::gpu::{Gpu, HostMemory};
 

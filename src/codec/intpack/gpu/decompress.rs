@@ -7,9 +7,9 @@
 //! decoder writes every block's values at their place; tails are copied by the host.
 
 use super::launch::IntpackShape;
-use crate::codec::batch::Sink;
 use crate::codec::blocks_gpu;
 use crate::codec::error::{CodecError, Result};
+use crate::codec::interface::Sink;
 use crate::codec::intpack::{NAME, read_layout};
 use crate::gpu::{Gpu, HostMemory};
 

@@ -7,9 +7,9 @@
 //! are written by the host.
 
 use super::launch::shape;
-use crate::codec::batch::Sink;
 use crate::codec::blocks_gpu;
 use crate::codec::error::Result;
+use crate::codec::interface::Sink;
 use crate::codec::lzss::LzssParams;
 use crate::gpu::{Gpu, HostMemory};
 

@@ -7,9 +7,9 @@
 //! decoder writes every chunk at its place; tails are copied by the host.
 
 use super::launch::LzssShape;
-use crate::codec::batch::Sink;
 use crate::codec::blocks_gpu;
 use crate::codec::error::{CodecError, Result};
+use crate::codec::interface::Sink;
 use crate::codec::lzss::{NAME, read_layout};
 use crate::gpu::{Gpu, HostMemory};
 

@@ -1,0 +1,31 @@
+//! The types every codec and the batched interface share: where a batch's streams or
+//! outputs go ([`Sink`]), one allocation of many buffers ([`Packed`]) and work over
+//! buffers resident on the GPU ([`DeviceJob`]).
+//!
+//! This is the bottom of the codec layer: the codecs' GPU paths use these types, and the
+//! batched interface (`batch`) drives the codecs through them, so no codec imports the
+//! interface that dispatches to it.
+
+mod packed;
+mod sink;
+
+pub use packed::Packed;
+pub(crate) use sink::Sink;
+
+use super::error::Result;
+use crate::gpu::{Gpu, Lane};
+
+/// Work over buffers resident on the GPU (the device-resident form): built by
+/// [`Codec::device_compressor`](super::Codec::device_compressor) or
+/// [`CodecId::device_decompressor`](super::CodecId::device_decompressor), which upload the
+/// buffers once; each [`DeviceJob::enqueue`] then runs the kernels alone, device memory
+/// to device memory.
+pub trait DeviceJob {
+    /// Queues the kernels on `lane` (repeatable: every run rewrites the same outputs).
+    /// A job may also run work on other lanes of `gpu`; `lane`'s stream then waits for
+    /// it, so events recorded on `lane` around the call time the whole run.
+    fn enqueue(&mut self, gpu: &Gpu, lane: &mut Lane) -> Result<()>;
+    /// Waits for the lane and returns the bytes of output the last run wrote, checked
+    /// (a decoder's errors are reported here).
+    fn output_bytes(&mut self, gpu: &Gpu, lane: &mut Lane) -> Result<usize>;
+}
