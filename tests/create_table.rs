@@ -259,3 +259,21 @@ async fn plain_sessions_keep_memtables() {
             .is::<CompressedTable>()
     );
 }
+
+#[tokio::test]
+async fn a_plan_of_utf8_whose_batches_are_utf8view_fills_a_compressed_table() {
+    // The CASE's branches differ (a literal and concat), so the plan says Utf8 while the
+    // batches carry Utf8View.
+    let ctx = compressed_session();
+    run(
+        &ctx,
+        "CREATE TABLE c AS SELECT CASE value % 2 WHEN 0 THEN 'a' \
+         ELSE concat('b', CAST(value AS VARCHAR)) END AS s FROM generate_series(1, 10)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        csv(&ctx, "SELECT s FROM c ORDER BY s").await,
+        "s\na\na\na\na\na\nb1\nb3\nb5\nb7\nb9\n"
+    );
+}

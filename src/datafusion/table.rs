@@ -514,8 +514,15 @@ fn conform(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBatch> {
             schema.fields().len()
         )));
     }
+    let mut columns = Vec::with_capacity(batch.num_columns());
     for (field, array) in schema.fields().iter().zip(batch.columns()) {
-        if field.data_type() != array.data_type() {
+        if field.data_type() == array.data_type() {
+            columns.push(array.clone());
+        } else if same_values(field.data_type(), array.data_type()) {
+            // A plan may say Utf8 where its operators hand out Utf8View (a CASE whose
+            // branches differ, say): the same strings, in the table's layout.
+            columns.push(arrow::compute::cast(array, field.data_type())?);
+        } else {
             return Err(Error::format(format!(
                 "column '{}' is {} in the table but {} in a batch",
                 field.name(),
@@ -527,9 +534,18 @@ fn conform(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBatch> {
     let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     Ok(RecordBatch::try_new_with_options(
         schema.clone(),
-        batch.columns().to_vec(),
+        columns,
         &options,
     )?)
+}
+
+/// Whether two types hold the same values in other layouts: the string types (Utf8,
+/// LargeUtf8, Utf8View) among themselves, and the binary types likewise.
+fn same_values(a: &DataType, b: &DataType) -> bool {
+    use DataType::*;
+    let strings = |t: &DataType| matches!(t, Utf8 | LargeUtf8 | Utf8View);
+    let binaries = |t: &DataType| matches!(t, Binary | LargeBinary | BinaryView);
+    (strings(a) && strings(b)) || (binaries(a) && binaries(b))
 }
 
 /// The nulls of `column` as queries count them (`IS NULL`, `count(column)`: Arrow's
