@@ -62,7 +62,7 @@ if [ "$sanitize" = 1 ]; then
       run_tool racecheck "$out/gpu_runtime.racecheck.log" .gpu/gpu_runtime --test-threads=1 || status=1
       for matcher in ballot chains; do
         COLZIP_LZSS_MATCHER=$matcher run_tool racecheck "$out/gpu_lzss.$matcher.racecheck.log" \
-          .gpu/gpu_lzss --test-threads=1 batches_and_inputs_larger_than_a_step corrupt_streams || status=1
+          .gpu/gpu_lzss --test-threads=1 gpu_compression_of_a_few_chunks corrupt_streams || status=1
       done
       run_tool racecheck "$out/gpu_gmatch.racecheck.log" .gpu/gpu_gmatch --test-threads=1 \
         gpu_compression_writes_the_cpu_bytes gpu_decodes corrupt_streams || status=1
