@@ -405,6 +405,7 @@ fn empty_inputs_of_every_raw_type_round_trip() {
             colzip::archive::InputKind::Raw(raw),
             &CodecChoice::Auto,
             colzip::gpu::Backend::Cpu,
+            false,
             &mut |_| {},
         )
         .unwrap_or_else(|e| panic!("{}: {e}", raw.name()));
@@ -560,4 +561,22 @@ fn codec_refusals_have_their_kinds() {
         }
     }
     let _ = array.len();
+}
+
+#[test]
+fn an_output_that_appears_during_the_write_is_kept() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.bin");
+    let err = colzip::archive::write_atomically(&path, false, |mut file| {
+        // Another program creates the output while colzip writes its own.
+        std::fs::write(&path, b"theirs").unwrap();
+        file.write_all(b"ours")?;
+        Ok(())
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("out.bin"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"theirs");
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(names.len(), 1, "no temporary file is left");
 }

@@ -200,7 +200,7 @@ fn bad_option_values_exit_2_naming_the_choices() {
     let input = dir.path().join("v.bin");
     std::fs::write(&input, [1u8, 2, 3, 4]).unwrap();
     let input = s(&input);
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 12] = [
         (
             &["compress", input, "--codec", "zip"],
             "(expected auto, lzss, gmatch, bwt, intpack or stored)",
@@ -220,6 +220,11 @@ fn bad_option_values_exit_2_naming_the_choices() {
             &["sql", "--format", "xml", "-c", "select 1"],
             "table, json, csv",
         ),
+        (&["tpch", "--sf", "0"], "scale factor"),
+        (&["tpch", "--sf", "nan"], "scale factor"),
+        (&["queries", "--sf=-1"], "scale factor"),
+        (&["tpch", "--threads", "100000"], "thread count"),
+        (&["bench", "--runs", "0"], "run count"),
     ];
     for (args, expected) in cases {
         let out = colzip(args);
@@ -935,4 +940,218 @@ fn cluster_commands_need_the_ballista_feature() {
         assert!(stderr.contains("--features ballista"), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
+}
+
+#[test]
+fn force_replaces_only_regular_files_and_keeps_their_mode() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("values.bin");
+    std::fs::write(&input, vec![3u8; 50_000]).unwrap();
+    let archive = dir.path().join("values.czip");
+    ok(&["compress", s(&input), "-o", s(&archive)]);
+    let expected = std::fs::read(&archive).unwrap();
+
+    // A private output stays private when replaced.
+    std::fs::set_permissions(&archive, std::fs::Permissions::from_mode(0o600)).unwrap();
+    ok(&["compress", s(&input), "-o", s(&archive), "--force"]);
+    let mode = std::fs::metadata(&archive).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(std::fs::read(&archive).unwrap(), expected);
+
+    // A directory and a socket are refused, even with --force, and stay what they were.
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let err = fails(&["compress", s(&input), "-o", s(&sub), "--force"]);
+    assert!(err.contains("is a directory, not a regular file"), "{err}");
+    assert!(sub.is_dir());
+    let socket = dir.path().join("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let err = fails(&["decompress", s(&archive), "-o", s(&socket), "--force"]);
+    assert!(err.contains("is a socket, not a regular file"), "{err}");
+    assert!(socket.symlink_metadata().unwrap().file_type().is_socket());
+
+    // A FIFO is a stream: the archive goes into it, and it stays a FIFO.
+    let fifo = dir.path().join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    ok(&["compress", s(&input), "-o", s(&fifo), "--force"]);
+    assert_eq!(reader.join().unwrap(), expected);
+    assert!(fifo.symlink_metadata().unwrap().file_type().is_fifo());
+    // No temporary file is left behind by any of these.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.ends_with(".partial")), "{names:?}");
+}
+
+#[test]
+fn a_missing_output_directory_is_named_not_a_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("values.bin");
+    std::fs::write(&input, vec![3u8; 1000]).unwrap();
+    let output = dir.path().join("nowhere").join("values.czip");
+    let err = fails(&["compress", s(&input), "-o", s(&output)]);
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(err.contains("nowhere"), "{err}");
+    assert!(!err.contains(".partial"), "{err}");
+}
+
+/// Starts `colzip compress - -o OUT` with `TMPDIR` at `dir`, writes part of its input and
+/// keeps standard input open; returns once the spool of that input exists, with its
+/// directory.
+fn spooling(
+    dir: &Path,
+    out: &Path,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::path::PathBuf,
+) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_colzip"))
+        .args(["compress", "-", "--type", "bytes", "-o", s(out)])
+        .env("TMPDIR", dir)
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&[5u8; 100_000]).unwrap();
+    stdin.flush().unwrap();
+    for _ in 0..1000 {
+        if let Some(spool) = spools(dir).first()
+            && spool.join("stdin").exists()
+        {
+            return (child, stdin, spool.clone());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("no spool directory appeared while stdin was read");
+}
+
+/// The spool directories colzip made in `dir`.
+fn spools(dir: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("colzip-pipe")
+        })
+        .collect()
+}
+
+#[test]
+fn pipe_spools_are_private_and_removed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.czip");
+    let (child, stdin, spool) = spooling(dir.path(), &out);
+    let mode = |p: &Path| p.metadata().unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&spool), 0o700);
+    assert_eq!(mode(&spool.join("stdin")), 0o600);
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.exists());
+    assert!(
+        spools(dir.path()).is_empty(),
+        "the spool is removed at the end"
+    );
+}
+
+#[test]
+fn ctrl_c_and_sigterm_remove_the_spools() {
+    use std::os::unix::process::ExitStatusExt;
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.czip");
+        let (mut child, stdin, _spool) = spooling(dir.path(), &out);
+        // SAFETY: kill sends a signal to the child this test started.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let status = child.wait().unwrap();
+        drop(stdin);
+        // Ended by the signal itself (the handler re-raises it), after removing the spool.
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        assert!(spools(dir.path()).is_empty(), "signal {signal}: spool left");
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn compressed_data_is_not_written_to_a_terminal() {
+    use expectrl::{Eof, Expect, Session};
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("values.bin");
+    std::fs::write(&input, vec![9u8; 1000]).unwrap();
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "'{}' compress - < '{}'; echo \"exit=$?\"",
+            env!("CARGO_BIN_EXE_colzip"),
+            s(&input)
+        ))
+        .env_remove("RUST_BACKTRACE");
+    let mut session = Session::spawn(command).unwrap();
+    session.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
+    session
+        .expect("refusing to write compressed data to a terminal")
+        .unwrap();
+    session.expect("exit=1").unwrap();
+    session.expect(Eof).unwrap();
+}
+
+#[test]
+fn colzip_gpu_exits_non_zero_without_a_gpu() {
+    let out = colzip(&["gpu", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if report["available"] == true {
+        assert!(out.status.success(), "{stderr}");
+    } else {
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("no usable GPU"), "{stderr}");
+        // The text form says it on stderr too, and nothing on stdout.
+        let text = colzip(&["gpu"]);
+        assert_eq!(text.status.code(), Some(1));
+        assert!(text.stdout.is_empty());
+    }
+}
+
+#[test]
+fn info_on_what_is_not_an_archive_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = fails(&["info", s(dir.path())]);
+    assert!(
+        err.contains("is a directory, not a colzip archive"),
+        "{err}"
+    );
+    let parquet = dir.path().join("t.parquet");
+    std::fs::write(&parquet, b"PAR1 and then some bytes PAR1").unwrap();
+    let err = fails(&["info", s(&parquet)]);
+    assert!(err.contains("it is a Parquet file"), "{err}");
+    assert!(err.contains("colzip compress"), "{err}");
 }

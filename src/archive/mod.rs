@@ -10,7 +10,8 @@
 //! let input = Path::new("prices.bin");
 //! let kind = InputKind::detect(input, RawType::Int64)?;
 //! let (codec, backend) = (CodecChoice::Auto, Backend::Auto);
-//! let summary = archive::compress_file(input, Path::new("prices.czip"), kind, &codec, backend, &mut |_| {})?;
+//! let overwrite = true; // replace prices.czip if it exists (a regular file)
+//! let summary = archive::compress_file(input, Path::new("prices.czip"), kind, &codec, backend, overwrite, &mut |_| {})?;
 //! println!("ratio {:.2}", summary.ratio());
 //! archive::decompress_file(Path::new("prices.czip"), Path::new("prices.out"), None, backend, &mut |_| {})?;
 //! # Ok::<(), colzip::Error>(())
@@ -18,6 +19,7 @@
 
 mod format;
 mod input;
+pub mod interrupted;
 mod output;
 mod parquet_options;
 mod safe_file;
@@ -73,12 +75,12 @@ pub type Progress<'a> = &'a mut dyn FnMut(u64);
 /// Batches queued between two stages of a file pipeline: none (a hand-over), so at most
 /// one batch is being read, one coded and one written, plus the one each stage holds while
 /// it waits to hand it over. Decoding an archive then holds at most two decoded batches:
-/// issue 13's bound of twice the largest block.
+/// a bound of twice the largest block.
 const IN_FLIGHT: usize = 0;
 
 /// Batches a file compression codes at once: while the host stages of one batch run
 /// (bwt's Huffman coding, gathering into pinned staging), the GPU works on the next.
-/// Costs one more batch of memory; decompression keeps one (issue 13's bound).
+/// Costs one more batch of memory; decompression keeps one (the bound above).
 const COMPRESSING_AT_ONCE: usize = 2;
 
 /// Runs `produce` (reading), `transform` (the codecs) and `consume` (writing) on threads
@@ -171,13 +173,15 @@ fn pipeline<A: Send, B: Send, C: Send>(
 /// Compresses a file into an archive on `backend` (resolved once, before anything is read
 /// or written: `Backend::Gpu` without a usable GPU is an error). Reading, compressing and
 /// writing overlap: batch n+1 is read and batch n-1 written while batch n is compressed,
-/// all its columns' parts in one batched call per codec.
+/// all its columns' parts in one batched call per codec. An existing regular file at
+/// `output` is replaced only with `overwrite` (anything else there is never replaced).
 pub fn compress_file(
     input: &Path,
     output: &Path,
     kind: InputKind,
     codec: &CodecChoice,
     backend: Backend,
+    overwrite: bool,
     progress: Progress<'_>,
 ) -> Result<Summary> {
     let placement = Placement::new(backend)?;
@@ -193,7 +197,7 @@ pub fn compress_file(
     let parquet_options = source.parquet;
     let batches = source.batches;
     let mut summary = Summary::default();
-    write_atomically(output, true, |file| {
+    write_atomically(output, overwrite, |file| {
         let out = BufWriter::with_capacity(WRITE_BUFFER, file);
         let writer = match &parquet_options {
             Some(options) => ArchiveWriter::for_parquet(out, schema.clone(), options)?,
@@ -305,7 +309,7 @@ pub fn decompress_file_with_limit(
         to,
         backend,
         max_output,
-        parquet_codec: None,
+        ..DecompressOptions::default()
     };
     decompress_file_with(input, output, &options, progress)
 }
@@ -321,6 +325,9 @@ pub struct DecompressOptions {
     /// A Parquet output's codec [default: the source Parquet file's, when the archive
     /// records it, else [`ParquetCodec::DEFAULT`]].
     pub parquet_codec: Option<ParquetCodec>,
+    /// Replace an existing regular file at the output [default: true]; anything else
+    /// there (a device, FIFO, socket or directory) is never replaced.
+    pub overwrite: bool,
 }
 
 impl Default for DecompressOptions {
@@ -330,6 +337,7 @@ impl Default for DecompressOptions {
             backend: Backend::Auto,
             max_output: u64::MAX,
             parquet_codec: None,
+            overwrite: true,
         }
     }
 }
@@ -382,7 +390,7 @@ pub fn decompress_file_with(
         parquet_codec_origin: writes_parquet.then(|| parquet.origin.clone()),
         ..Default::default()
     };
-    write_atomically(output, true, |file| {
+    write_atomically(output, options.overwrite, |file| {
         let sink = output::file_sink(kind, file, schema.clone(), WRITE_BUFFER, &parquet)?;
         let (sink, trailing) = pipeline(
             1,

@@ -6,6 +6,12 @@
 //! the same output never share it. It is removed when the write fails, returns an error
 //! or panics (its handle's `Drop` runs during unwinding), and when the rename fails. The
 //! rename replaces a symlink at the output path itself, never its target.
+//!
+//! Replacing is for regular files alone: a device node, FIFO, socket or directory at the
+//! output path is refused (`--force` must never turn `/dev/null` into a file), and a
+//! replaced file's permission bits carry over to the new one (a 0600 output stays 0600).
+//! Without `overwrite` the rename itself refuses an existing path (`renameat2` with
+//! `RENAME_NOREPLACE`, or a hard link), so a file that appears during the write is kept.
 
 use std::fs::File;
 use std::path::Path;
@@ -31,14 +37,26 @@ pub fn write_atomically<T>(
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(name);
     prefix.push(".");
+    let replaced = existing_file(path, overwrite)?;
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".partial");
-    // What a plain `File::create` gives (0o666 less the umask), not `tempfile`'s 0o600.
+    let temp = builder.tempfile_in(dir).map_err(|e| match dir.metadata() {
+        Err(_) => Error::format(format!(
+            "cannot write {}: its directory {} does not exist",
+            path.display(),
+            dir.display()
+        )),
+        Ok(_) => Error::file("create a temporary file in", dir)(e),
+    })?;
+    // The temporary file is 0600 while it is written; it gets the replaced file's mode, or
+    // what a plain `File::create` gives (0o666 less the umask), just before the rename.
     #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let temp = builder
-        .tempfile_in(dir)
-        .map_err(Error::file("create a temporary file in", dir))?;
+    let final_mode = match &replaced {
+        Some(metadata) => std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o777,
+        None => 0o666 & !current_umask(),
+    };
+    // Removed by a signal handler too, should Ctrl-C or a kill end the process meanwhile.
+    let _registered = super::interrupted::register(temp.path(), super::interrupted::Kind::File);
     let file = temp
         .as_file()
         .try_clone()
@@ -51,6 +69,10 @@ pub fn write_atomically<T>(
         },
         other => other,
     })?;
+    #[cfg(unix)]
+    temp.as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(final_mode))
+        .map_err(Error::file("set the permissions of", temp.path()))?;
     let persisted = if overwrite {
         temp.persist(path)
     } else {
@@ -63,4 +85,85 @@ pub fn write_atomically<T>(
         source: e.error,
     })?;
     Ok(value)
+}
+
+/// The metadata of the regular file at `path` when there is one to replace (`None` for
+/// nothing there, or a symlink to a regular file, which is replaced itself); an error for
+/// anything else (a device, FIFO, socket or directory, or a symlink to one) and, with
+/// `overwrite` false, for anything at all.
+fn existing_file(path: &Path, overwrite: bool) -> Result<Option<std::fs::Metadata>> {
+    let Ok(metadata) = path.symlink_metadata() else {
+        return Ok(None);
+    };
+    if !overwrite {
+        return Err(Error::File {
+            action: "write",
+            path: path.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "it exists (use --force to overwrite)",
+            ),
+        });
+    }
+    let kind = metadata.file_type();
+    if kind.is_file() {
+        return Ok(Some(metadata));
+    }
+    // A dangling symlink, or one to a regular file: the link is replaced, not its target.
+    let target = if kind.is_symlink() {
+        match path.metadata() {
+            Ok(target) if !target.is_file() => target.file_type(),
+            _ => return Ok(None),
+        }
+    } else {
+        kind
+    };
+    Err(Error::format(format!(
+        "{} is {}, not a regular file: only regular files are replaced",
+        path.display(),
+        special_file_kind(&target)
+    )))
+}
+
+#[cfg(unix)]
+fn special_file_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_file_kind(kind: &std::fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        "a directory"
+    } else {
+        "a special file"
+    }
+}
+
+/// The process's umask, from `/proc/self/status` (0o022 where that is not readable):
+/// setting it to read it would race with files other threads create.
+#[cfg(unix)]
+fn current_umask() -> u32 {
+    static UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *UMASK.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("Umask:"))
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            })
+            .unwrap_or(0o022)
+    })
 }

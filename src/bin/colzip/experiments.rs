@@ -26,7 +26,7 @@ pub struct GpuArgs {
 #[derive(Args)]
 pub struct TpchArgs {
     /// Scale factor
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, value_parser = crate::parse_scale_factor)]
     sf: f64,
     /// Comma-separated tables [default: all eight]
     #[arg(long)]
@@ -38,10 +38,10 @@ pub struct TpchArgs {
     #[arg(long, default_value = "table")]
     format: Format,
     /// Runs per measurement (the fastest counts)
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::parse_runs)]
     repeat: usize,
     /// Worker threads [default: all cores]
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse_threads)]
     threads: Option<usize>,
     /// Measure decimals as Int32/Int64 and strings as their concatenated bytes, the forms GPU papers use
     #[arg(long)]
@@ -62,7 +62,7 @@ pub struct TpchArgs {
 #[derive(Args)]
 pub struct BenchArgs {
     /// Scale factor of the TPC-H tables
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = crate::parse_scale_factor)]
     sf: f64,
     /// Measure this file instead of TPC-H (raw values of --type)
     #[arg(long)]
@@ -94,7 +94,7 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "2048,4096,8192,16384")]
     c: Vec<u32>,
     /// Timed runs per GPU figure (the median counts)
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = crate::parse_runs)]
     runs: usize,
     /// Leave out the CPU reference rows
     #[arg(long)]
@@ -157,8 +157,8 @@ pub fn gpu_command(args: GpuArgs) -> Result<()> {
     };
     match format {
         Format::Json => println!("{report}"),
-        _ => match report["available"].as_bool() {
-            Some(true) => {
+        _ => {
+            if report["available"].as_bool() == Some(true) {
                 for entry in report["devices"].as_array().into_iter().flatten() {
                     let device = &entry["device"];
                     println!(
@@ -177,10 +177,16 @@ pub fn gpu_command(args: GpuArgs) -> Result<()> {
                     report["first_kernel_seconds"].as_f64().unwrap_or(0.0)
                 );
             }
-            _ => println!("{}", report["reason"].as_str().unwrap_or("")),
-        },
+        }
     }
-    Ok(())
+    match report["reason"].as_str() {
+        // A script asking `colzip gpu` whether a GPU is there gets its answer in the
+        // exit status too.
+        Some(reason) if report["available"] != true => {
+            Err(Error::format(format!("no usable GPU: {reason}")))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `colzip tpch`.

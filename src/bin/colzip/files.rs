@@ -1,10 +1,11 @@
 //! `colzip compress`, `decompress` and `info`: files, pipes and archive summaries.
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use colzip::archive::{self, InputKind, OutputKind, ParquetCodec, RawType};
+use colzip::archive::{self, InputKind, OutputKind, ParquetCodec, RawType, interrupted};
 use colzip::codec::{Codec, Placement, SnappyFormat, gmatch};
 use colzip::column::CodecChoice;
 use colzip::gpu::Backend;
@@ -33,7 +34,9 @@ pub struct CompressArgs {
     /// Write a bare Snappy stream made by gmatch (raw or framing format) instead of an archive
     #[arg(long, value_enum)]
     snappy: Option<SnappyArg>,
-    /// Overwrite the output if it exists
+    /// Replace the output if it is an existing regular file (its permissions are kept;
+    /// devices, FIFOs, sockets and directories are never replaced), and write compressed
+    /// data to a terminal
     #[arg(short, long)]
     force: bool,
     /// Summary format: table, json or csv
@@ -56,6 +59,8 @@ pub struct DecompressArgs {
     /// Read a bare Snappy stream (raw or framing format)
     #[arg(long, value_enum)]
     snappy: Option<SnappyArg>,
+    /// Replace the output if it is an existing regular file (its permissions are kept;
+    /// devices, FIFOs, sockets and directories are never replaced)
     #[arg(short, long)]
     force: bool,
     /// Fail, before decoding, when the output would exceed this many bytes (suffixes
@@ -128,9 +133,21 @@ pub fn compress_command(args: CompressArgs) -> Result<()> {
         };
         Ok(with_extension(input, ext))
     };
+    if pipes_to_terminal(output.as_deref(), &input) && !force {
+        // As gzip and zstd do: compressed bytes would only garble the terminal.
+        return Err(Error::format(
+            "refusing to write compressed data to a terminal: redirect standard output, give -o FILE, or use --force",
+        ));
+    }
     let (input, output) = pipes.paths(&input, output, default_output)?;
-    check_output(&input, &output, force || pipes.to_stdout())?;
-    let result = compress(&input, &output, codec, raw_type, snappy, placement, backend)?;
+    check_output(&input, &output, force || pipes.streams())?;
+    let overwrite = force || pipes.streams();
+    let what = Coding {
+        codec,
+        raw_type,
+        snappy,
+    };
+    let result = compress(&input, &output, what, placement, backend, overwrite)?;
     pipes.finish(&output)?;
     print_summary(
         &pipes.shown(&output),
@@ -162,12 +179,13 @@ pub fn decompress_command(args: DecompressArgs) -> Result<()> {
     }
     let mut pipes = Pipes::default();
     let (input, output) = pipes.paths(&input, output, strip_extension)?;
-    check_output(&input, &output, force || pipes.to_stdout())?;
+    check_output(&input, &output, force || pipes.streams())?;
     let options = archive::DecompressOptions {
         to,
         backend,
         max_output: max_output.unwrap_or(u64::MAX),
         parquet_codec: parquet_compression,
+        overwrite: force || pipes.streams(),
     };
     let summary = decompress(&input, &output, snappy, &options)?;
     pipes.finish(&output)?;
@@ -255,20 +273,36 @@ pub fn info_command(args: InfoArgs) -> Result<()> {
 /// A "not a colzip archive" error names the file, and says so when the file is a Snappy
 /// stream that `--snappy` would read.
 fn name_non_archive(input: &Path, error: Error) -> Error {
+    if input.is_dir() {
+        return Error::format(format!(
+            "{} is a directory, not a colzip archive",
+            input.display()
+        ));
+    }
     match error {
         Error::Format(message) if message.starts_with("not a colzip archive") => {
             let mut head = [0u8; 10];
-            let framed = std::fs::File::open(input)
+            let read = std::fs::File::open(input)
                 .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-                .is_ok()
-                && head == *b"\xff\x06\x00\x00sNaPpY";
+                .is_ok();
+            let framed = read && head == *b"\xff\x06\x00\x00sNaPpY";
             let extension = input.extension().and_then(|e| e.to_str());
             let hint = if framed || extension == Some("sz") {
-                "; it looks like a Snappy framed stream: add --snappy framed"
+                "; it looks like a Snappy framed stream: add --snappy framed".to_string()
             } else if extension == Some("snappy") {
-                "; if it is a raw Snappy stream, add --snappy raw"
+                "; if it is a raw Snappy stream, add --snappy raw".to_string()
+            } else if read && (head.starts_with(b"PAR1") || head.starts_with(b"ARROW1")) {
+                let kind = if head.starts_with(b"PAR1") {
+                    "a Parquet"
+                } else {
+                    "an Arrow IPC"
+                };
+                format!(
+                    "; it is {kind} file: `colzip compress {}` makes an archive of it",
+                    input.display()
+                )
             } else {
-                ""
+                String::new()
             };
             Error::Format(format!("{}: {message}{hint}", input.display()))
         }
@@ -276,16 +310,27 @@ fn name_non_archive(input: &Path, error: Error) -> Error {
     }
 }
 
+/// What `colzip compress` makes of its input.
+struct Coding {
+    codec: CodecChoice,
+    raw_type: Option<RawType>,
+    snappy: Option<SnappyArg>,
+}
+
 /// `colzip compress` from `input` to `output` (files); the plain and compressed sizes.
 fn compress(
     input: &Path,
     output: &Path,
-    codec: CodecChoice,
-    raw_type: Option<RawType>,
-    snappy: Option<SnappyArg>,
+    what: Coding,
     placement: Placement,
     backend: Backend,
+    overwrite: bool,
 ) -> Result<(u64, u64)> {
+    let Coding {
+        codec,
+        raw_type,
+        snappy,
+    } = what;
     if let Some(snappy) = snappy {
         let data = std::fs::read(input).map_err(Error::file("read", &input))?;
         let codec = Codec::Gmatch(match snappy {
@@ -293,7 +338,7 @@ fn compress(
             SnappyArg::Framed => SnappyFormat::Framed,
         });
         let stream = codec.compress_one(&placement, &data)?;
-        archive::write_atomically(output, true, |mut file| Ok(file.write_all(&stream)?))?;
+        archive::write_atomically(output, overwrite, |mut file| Ok(file.write_all(&stream)?))?;
         return Ok((data.len() as u64, stream.len() as u64));
     }
     let kind = InputKind::detect(input, raw_type.unwrap_or(RawType::Bytes))?;
@@ -307,9 +352,15 @@ fn compress(
         .map_err(Error::file("read the metadata of", &input))?
         .len();
     let bar = bytes_bar(size, "compress");
-    let summary = archive::compress_file(input, output, kind, &codec, backend, &mut |done| {
-        bar.set_position(done)
-    })?;
+    let summary = archive::compress_file(
+        input,
+        output,
+        kind,
+        &codec,
+        backend,
+        overwrite,
+        &mut |done| bar.set_position(done),
+    )?;
     bar.finish_and_clear();
     Ok((summary.plain_bytes, summary.archive_bytes))
 }
@@ -327,7 +378,7 @@ fn decompress(
         // size its output by.
         let stream = std::fs::read(input).map_err(Error::file("read", &input))?;
         let limit = usize::try_from(max_output).unwrap_or(usize::MAX);
-        archive::write_atomically(output, true, |file| {
+        archive::write_atomically(output, options.overwrite, |file| {
             let mut out = std::io::BufWriter::new(file);
             match snappy {
                 // At most 2^32 - 1 bytes, and what the elements can produce.
@@ -405,10 +456,43 @@ fn print_info(input: &Path, info: &archive::ArchiveInfo, format: Format) -> Resu
 /// `-` as an input or output: standard input is spooled to a temporary file (the archive
 /// layer maps and detects files), and an output for standard output is written to a
 /// temporary file and then copied there. Memory stays bounded; the disk holds one copy.
+/// An output path that is a FIFO or a character device (`/dev/stdout`, `/dev/null`) is
+/// a stream too: written the same way, never replaced by a file.
+///
+/// The spools live in a private directory (0700, files 0600): piped data is readable by
+/// its owner alone, whatever the umask.
 #[derive(Default)]
 struct Pipes {
     dir: Option<tempfile::TempDir>,
-    stdout: bool,
+    /// The spool directory and its files, removed by the signal handler on Ctrl-C too.
+    registered: Vec<interrupted::Registered>,
+    /// Where the output is copied when it is a stream: standard output or a special file.
+    stream: Option<Stream>,
+}
+
+enum Stream {
+    Stdout,
+    Special(PathBuf),
+}
+
+/// Whether the output goes to standard output (`-o -`, or a `-` input without `-o`)
+/// and standard output is a terminal.
+fn pipes_to_terminal(output: Option<&Path>, input: &Path) -> bool {
+    use std::io::IsTerminal;
+    let dash = Path::new("-");
+    let to_stdout = match output {
+        Some(output) => output == dash,
+        None => input == dash,
+    };
+    to_stdout && std::io::stdout().is_terminal()
+}
+
+/// Whether `path` (symlinks followed) is a FIFO or a character device.
+fn is_stream_file(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    path.metadata()
+        .map(|m| m.file_type().is_fifo() || m.file_type().is_char_device())
+        .unwrap_or(false)
 }
 
 impl Pipes {
@@ -416,11 +500,21 @@ impl Pipes {
         if self.dir.is_none() {
             let dir = tempfile::Builder::new()
                 .prefix("colzip-pipe")
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                 .tempdir()
                 .map_err(Error::file(
                     "create a temporary directory in",
                     &std::env::temp_dir(),
                 ))?;
+            let path = dir.path();
+            self.registered
+                .push(interrupted::register(path, interrupted::Kind::Dir));
+            for spool in ["stdin", "stdout"] {
+                self.registered.push(interrupted::register(
+                    &path.join(spool),
+                    interrupted::Kind::File,
+                ));
+            }
             self.dir = Some(dir);
         }
         Ok(self
@@ -442,45 +536,70 @@ impl Pipes {
         let from_stdin = input == dash;
         let input = if from_stdin {
             let path = self.dir()?.join("stdin");
-            let mut file = std::fs::File::create(&path).map_err(Error::file("create", &path))?;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(Error::file("create", &path))?;
             std::io::copy(&mut std::io::stdin().lock(), &mut file)
                 .map_err(Error::file("spool standard input to", &path))?;
             path
         } else {
             input.to_path_buf()
         };
-        self.stdout = match &output {
-            Some(output) => output == dash,
-            None => from_stdin,
+        self.stream = match &output {
+            Some(output) if output == dash => Some(Stream::Stdout),
+            Some(output) if is_stream_file(output) => Some(Stream::Special(output.clone())),
+            Some(_) => None,
+            None => from_stdin.then_some(Stream::Stdout),
         };
         let output = match output {
-            _ if self.stdout => self.dir()?.join("stdout"),
+            _ if self.stream.is_some() => self.dir()?.join("stdout"),
             Some(output) => output,
             None => default_output(&input)?,
         };
         Ok((input, output))
     }
 
+    /// Whether the output is a stream (standard output or a special file).
+    fn streams(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Whether the data goes to standard output (summaries then go to standard error).
     fn to_stdout(&self) -> bool {
-        self.stdout
+        matches!(self.stream, Some(Stream::Stdout))
     }
 
     /// The output's name in messages.
     fn shown(&self, output: &Path) -> PathBuf {
-        if self.stdout {
-            PathBuf::from("-")
-        } else {
-            output.to_path_buf()
+        match &self.stream {
+            Some(Stream::Stdout) => PathBuf::from("-"),
+            Some(Stream::Special(path)) => path.clone(),
+            None => output.to_path_buf(),
         }
     }
 
-    /// Copies a standard-output result to standard output.
+    /// Copies a stream's result to it.
     fn finish(&self, output: &Path) -> Result<()> {
-        if self.stdout {
-            let mut file = std::fs::File::open(output).map_err(Error::file("read", output))?;
-            let mut stdout = std::io::stdout().lock();
-            std::io::copy(&mut file, &mut stdout)?;
-            stdout.flush()?;
+        let Some(stream) = &self.stream else {
+            return Ok(());
+        };
+        let mut file = std::fs::File::open(output).map_err(Error::file("read", output))?;
+        match stream {
+            Stream::Stdout => {
+                let mut stdout = std::io::stdout().lock();
+                std::io::copy(&mut file, &mut stdout)?;
+                stdout.flush()?;
+            }
+            Stream::Special(path) => {
+                let mut target = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(Error::file("open", path))?;
+                std::io::copy(&mut file, &mut target).map_err(Error::file("write", path))?;
+            }
         }
         Ok(())
     }

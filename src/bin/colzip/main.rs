@@ -114,10 +114,47 @@ fn parse_size(text: &str) -> std::result::Result<u64, String> {
         .ok_or_else(|| format!("'{text}' is not a byte count (e.g. 4096, 64k, 512m, 2g)"))
 }
 
+/// A TPC-H scale factor for clap: positive and finite (bad values are usage errors,
+/// exit status 2; one too large for this machine's memory is refused when the tables
+/// are planned, naming the memory it would take).
+fn parse_scale_factor(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(sf) if sf.is_finite() && sf > 0.0 => Ok(sf),
+        _ => Err(format!(
+            "'{text}' is not a scale factor: a number above 0 (e.g. 0.1, 1, 10)"
+        )),
+    }
+}
+
+/// A count of worker threads for clap: 1 to 16 per core (at least 256), so a mistyped
+/// count cannot spend minutes spawning threads.
+fn parse_threads(text: &str) -> std::result::Result<usize, String> {
+    let most = std::thread::available_parallelism().map_or(16, |n| n.get()) * 16;
+    let most = most.max(256);
+    match text.parse::<usize>() {
+        Ok(n) if (1..=most).contains(&n) => Ok(n),
+        _ => Err(format!("'{text}' is not a thread count in 1..={most}")),
+    }
+}
+
+/// A count of timed runs for clap: 1 to 1000.
+fn parse_runs(text: &str) -> std::result::Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => Err(format!("'{text}' is not a run count in 1..=1000")),
+    }
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Compress(args) => files::compress_command(args),
-        Command::Decompress(args) => files::decompress_command(args),
+        Command::Compress(args) => {
+            colzip::archive::interrupted::install_handlers();
+            files::compress_command(args)
+        }
+        Command::Decompress(args) => {
+            colzip::archive::interrupted::install_handlers();
+            files::decompress_command(args)
+        }
         Command::Info(args) => files::info_command(args),
         Command::Head(args) => files::head_command(args),
         Command::Gpu(args) => experiments::gpu_command(args),

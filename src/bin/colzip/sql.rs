@@ -31,7 +31,7 @@ type Store = String;
 #[derive(Args)]
 pub struct QueriesArgs {
     /// Scale factor
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, value_parser = crate::parse_scale_factor)]
     sf: f64,
     /// Comma-separated stores, measured in this order: memory, compressed, parquet,
     /// colzip-parquet (files colzip wrote, read by colzip's Parquet scan)
@@ -196,7 +196,7 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
 #[derive(Args)]
 pub struct SqlArgs {
     /// Generate the TPC-H tables at this scale factor and register them by name
-    #[arg(long, value_name = "SF")]
+    #[arg(long, value_name = "SF", value_parser = crate::parse_scale_factor)]
     tpch: Option<f64>,
     /// Run the statements on a Ballista cluster: the scheduler at df://HOST:PORT (see
     /// `colzip cluster`). Tables are files every executor reads by path (CREATE EXTERNAL
