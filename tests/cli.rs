@@ -1155,3 +1155,53 @@ fn info_on_what_is_not_an_archive_says_what_it_is() {
     assert!(err.contains("it is a Parquet file"), "{err}");
     assert!(err.contains("colzip compress"), "{err}");
 }
+
+#[test]
+fn a_parquet_file_of_ten_thousand_one_row_groups_round_trips() {
+    use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("tiny.parquet");
+    let rows = 10_000;
+    let batch = RecordBatch::try_from_iter(vec![
+        (
+            "id",
+            Arc::new(Int64Array::from_iter_values(0..rows as i64)) as ArrayRef,
+        ),
+        (
+            "label",
+            Arc::new(StringArray::from_iter_values(
+                (0..rows).map(|i| format!("x{i}")),
+            )),
+        ),
+    ])
+    .unwrap();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1))
+        .build();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&input).unwrap(),
+        batch.schema(),
+        Some(props),
+    )
+    .unwrap();
+    // A row at a time: one write of the whole batch would recurse once per row group.
+    for row in 0..rows {
+        writer.write(&batch.slice(row, 1)).unwrap();
+    }
+    writer.close().unwrap();
+    let archive = dir.path().join("tiny.czip");
+    ok(&["compress", s(&input), "-o", s(&archive)]);
+    let back = dir.path().join("back.parquet");
+    // Decoded as one batch of 10,000 rows, written back as the source's one-row groups
+    // (this overflowed the writing thread's stack).
+    ok(&["decompress", s(&archive), "-o", s(&back)]);
+    let (_, groups) = parquet_layout(&back);
+    assert_eq!(groups.len(), rows);
+    let read = read_parquet(&back, &batch.schema());
+    assert_eq!(read.column(0), batch.column(0));
+    assert_eq!(
+        read.column(1).as_ref(),
+        &arrow::compute::cast(batch.column(1), read.column(1).data_type()).unwrap()
+    );
+}

@@ -242,12 +242,27 @@ pub fn sink<W: Write + Send + 'static>(
         }
         OutputKind::ArrowIpc => Box::new(arrow::ipc::writer::FileWriter::try_new(out, &schema)?),
         #[cfg(feature = "parquet")]
-        OutputKind::Parquet => Box::new(parquet::arrow::ArrowWriter::try_new(
-            out,
-            schema,
-            Some(parquet.properties()),
-        )?),
+        OutputKind::Parquet => {
+            let properties = parquet.properties();
+            let group_rows = properties
+                .max_row_group_row_count()
+                .filter(|&rows| rows > 0);
+            Box::new(ParquetSink {
+                writer: parquet::arrow::ArrowWriter::try_new(out, schema, Some(properties))?,
+                group_rows,
+            })
+        }
     })
+}
+
+/// A Parquet writer fed pieces that each fit the open row group. `ArrowWriter::write`
+/// splits a batch that overflows the row group by calling itself on the rest, one stack
+/// frame per row group: a batch of 10,000 rows for a file of one-row row groups (as the
+/// source file had) overflowed the writing thread's stack.
+#[cfg(feature = "parquet")]
+struct ParquetSink<W: Write + Send> {
+    writer: parquet::arrow::ArrowWriter<W>,
+    group_rows: Option<usize>,
 }
 
 struct RawSink<W> {
@@ -304,13 +319,25 @@ impl<W: Write + Send> BatchSink for arrow::ipc::writer::FileWriter<W> {
 }
 
 #[cfg(feature = "parquet")]
-impl<W: Write + Send> BatchSink for parquet::arrow::ArrowWriter<W> {
+impl<W: Write + Send> BatchSink for ParquetSink<W> {
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        Ok(parquet::arrow::ArrowWriter::write(self, batch)?)
+        let Some(group_rows) = self.group_rows else {
+            return Ok(self.writer.write(batch)?);
+        };
+        let mut at = 0;
+        while at < batch.num_rows() {
+            let room = group_rows
+                .saturating_sub(self.writer.in_progress_rows())
+                .max(1);
+            let rows = room.min(batch.num_rows() - at);
+            self.writer.write(&batch.slice(at, rows))?;
+            at += rows;
+        }
+        Ok(())
     }
 
     fn finish(self: Box<Self>, _: bool) -> Result<()> {
-        self.close()?;
+        self.writer.close()?;
         Ok(())
     }
 }
