@@ -200,7 +200,7 @@ fn bad_option_values_exit_2_naming_the_choices() {
     let input = dir.path().join("v.bin");
     std::fs::write(&input, [1u8, 2, 3, 4]).unwrap();
     let input = s(&input);
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 13] = [
         (
             &["compress", input, "--codec", "zip"],
             "(expected auto, lzss, gmatch, bwt, intpack or stored)",
@@ -225,6 +225,7 @@ fn bad_option_values_exit_2_naming_the_choices() {
         (&["queries", "--sf=-1"], "scale factor"),
         (&["tpch", "--threads", "100000"], "thread count"),
         (&["bench", "--runs", "0"], "run count"),
+        (&["head", input, "-n", "1000000000000000000"], "row count"),
     ];
     for (args, expected) in cases {
         let out = colzip(args);

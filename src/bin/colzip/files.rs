@@ -85,14 +85,28 @@ fn parse_parquet_codec(text: &str) -> std::result::Result<ParquetCodec, String> 
 #[derive(Args)]
 pub struct HeadArgs {
     input: PathBuf,
-    /// Rows to print
-    #[arg(short = 'n', long = "rows", default_value_t = 10)]
+    /// Rows to print (at most 1000000: the rows are held and rendered in memory; more
+    /// is what `decompress` is for)
+    #[arg(short = 'n', long = "rows", default_value_t = 10, value_parser = parse_head_rows)]
     rows: usize,
     /// table, json or csv
     #[arg(long, default_value = "table")]
     format: Format,
     #[command(flatten)]
     backend: BackendArg,
+}
+
+/// The most rows `colzip head` prints.
+const HEAD_MAX_ROWS: usize = 1_000_000;
+
+/// `head -n`: a row count in 0..=[`HEAD_MAX_ROWS`].
+fn parse_head_rows(text: &str) -> std::result::Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n <= HEAD_MAX_ROWS => Ok(n),
+        _ => Err(format!(
+            "'{text}' is not a row count in 0..={HEAD_MAX_ROWS} (for more rows: colzip decompress --to arrow or parquet)"
+        )),
+    }
 }
 
 /// `colzip info`'s arguments.
