@@ -1206,3 +1206,49 @@ fn a_parquet_file_of_ten_thousand_one_row_groups_round_trips() {
         &arrow::compute::cast(batch.column(1), read.column(1).data_type()).unwrap()
     );
 }
+
+#[test]
+fn bench_measures_the_cpu_rows_alone_without_a_gpu() {
+    let out = ok(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--sf",
+        "0.002",
+        "--suites",
+        "gmatch,lzss,intpack",
+        "--columns",
+        "l_quantity",
+        "--s",
+        "2",
+        "--w",
+        "32",
+        "--c",
+        "2048",
+        "--runs",
+        "1",
+        "--format",
+        "json",
+    ]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let codecs: Vec<&str> = rows.iter().map(|r| r["codec"].as_str().unwrap()).collect();
+    // gmatch's four kinds (raw pages, blocks, framed, snap's pages), one lzss and intpack.
+    assert_eq!(rows.len(), 6, "{codecs:?}");
+    for codec in [
+        "gmatch:raw",
+        "gmatch",
+        "gmatch:framed",
+        "snap-stream:raw",
+        "intpack",
+    ] {
+        assert!(codecs.contains(&codec), "{codec} in {codecs:?}");
+    }
+    assert!(codecs.contains(&"lzss:s=2,w=32,c=2048"), "{codecs:?}");
+    for row in &rows {
+        assert_eq!(row["backend"], "cpu", "{row}");
+        assert!(row["ratio"].as_f64().unwrap() > 1.0, "{row}");
+        assert!(row["decompress_gbps"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    let err = fails(&["bench", "--backend", "cpu", "--no-cpu", "--sf", "0.002"]);
+    assert!(err.contains("nothing to measure"), "{err}");
+}

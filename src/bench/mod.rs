@@ -59,15 +59,15 @@ pub enum Suite {
 }
 
 impl Suite {
-    /// Rows per column: GPU and CPU rows (the CPU rows only when `cpu`).
-    pub fn rows_per_column(self, grid: usize, cpu: bool) -> usize {
+    /// Rows per column: GPU and CPU rows (each only when asked for).
+    pub fn rows_per_column(self, grid: usize, gpu: bool, cpu: bool) -> usize {
         let (gpu_rows, cpu_rows) = match self {
             Suite::Lzss => (grid, grid),
             Suite::Gmatch => (GMATCH_ROWS / 2, GMATCH_ROWS / 2),
             Suite::Bwt => (1, 2),
             Suite::Intpack => (1, 1),
         };
-        gpu_rows + if cpu { cpu_rows } else { 0 }
+        (if gpu { gpu_rows } else { 0 }) + if cpu { cpu_rows } else { 0 }
     }
 }
 
@@ -338,6 +338,8 @@ pub struct Config {
     pub suites: Vec<Suite>,
     /// Timed runs per figure (the median counts).
     pub runs: usize,
+    /// Run the GPU rows (the GPU must be usable).
+    pub gpu: bool,
     /// Also run the CPU rows.
     pub cpu: bool,
     /// Write each plain column to this directory (for peers on the same bytes).
@@ -354,6 +356,7 @@ impl Default for Config {
             grid: gpulz_grid(),
             suites: vec![Suite::Lzss, Suite::Gmatch],
             runs: 5,
+            gpu: true,
             cpu: true,
             write_columns: None,
         }
@@ -434,13 +437,18 @@ pub enum Event<'a> {
 /// Rows per column of the gmatch suite (GPU and CPU rows of its four kinds).
 pub const GMATCH_ROWS: usize = 8;
 
-/// Runs the benchmark (GPU rows, and the CPU rows when configured).
+/// Runs the benchmark: the GPU rows and the CPU rows, each when configured.
 pub fn run(config: &Config, on_event: &mut dyn FnMut(Event<'_>)) -> Result<Vec<BenchRow>> {
     if config.suites.contains(&Suite::Lzss) && config.grid.is_empty() {
         return Err(Error::format("the parameter grid is empty"));
     }
     if config.suites.is_empty() && config.write_columns.is_none() {
         return Err(Error::format("no benchmark suite chosen"));
+    }
+    if !config.gpu && !config.cpu && !config.suites.is_empty() {
+        return Err(Error::format(
+            "neither GPU nor CPU rows asked for: nothing to measure",
+        ));
     }
     on_event(Event::Generating);
     let planned = match &config.source {
@@ -462,14 +470,14 @@ pub fn run(config: &Config, on_event: &mut dyn FnMut(Event<'_>)) -> Result<Vec<B
     let expected = planned
         .iter()
         .flat_map(|p| &p.suites)
-        .map(|suite| suite.rows_per_column(config.grid.len(), config.cpu))
+        .map(|suite| suite.rows_per_column(config.grid.len(), config.gpu, config.cpu))
         .sum();
     on_event(Event::Generated(&planned, expected));
     if config.suites.is_empty() && config.write_columns.is_some() {
         // Only the column files were wanted (for peers): no GPU needed.
         return Ok(Vec::new());
     }
-    let gpu = Gpu::get()?;
+    let gpu = if config.gpu { Some(Gpu::get()?) } else { None };
     let mut rows = Vec::new();
     for Planned { column, suites } in &planned {
         let mut emit = |row: BenchRow| {

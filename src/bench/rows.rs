@@ -47,7 +47,7 @@ fn within<T>(column: &PlainColumn, codec: &str, result: Result<T>) -> Result<T> 
 /// A codec that compresses only on the CPU gets a GPU row of decoding alone, of the
 /// CPU's streams.
 fn pair(
-    gpu: &'static Gpu,
+    gpu: Option<&'static Gpu>,
     config: &Config,
     column: &PlainColumn,
     name: &str,
@@ -63,6 +63,12 @@ fn pair(
         )?)
     } else {
         None
+    };
+    let Some(gpu) = gpu else {
+        if let Some((figures, _)) = cpu {
+            emit(row(column, name, "cpu", &figures));
+        }
+        return Ok(());
     };
     let gpu_figures = if codec.id().has_gpu_path(Direction::Compress) {
         within(
@@ -127,7 +133,7 @@ fn baseline_row(column: &PlainColumn, baseline: Baseline, runs: usize) -> Result
 
 /// The gmatch suite of one column.
 pub(super) fn gmatch(
-    gpu: &'static Gpu,
+    gpu: Option<&'static Gpu>,
     config: &Config,
     column: &PlainColumn,
     emit: &mut dyn FnMut(BenchRow),
@@ -176,12 +182,14 @@ pub(super) fn gmatch(
         Ok(())
     })?;
     let refs: Vec<&[u8]> = snap_streams.iter().map(Vec::as_slice).collect();
-    let figures = within(
-        column,
-        name,
-        gpu_decode_row(gpu, CodecId::GmatchRaw, &refs, &pages, config.runs),
-    )?;
-    emit(row(column, name, "gpu", &figures));
+    if let Some(gpu) = gpu {
+        let figures = within(
+            column,
+            name,
+            gpu_decode_row(gpu, CodecId::GmatchRaw, &refs, &pages, config.runs),
+        )?;
+        emit(row(column, name, "gpu", &figures));
+    }
     if config.cpu {
         let mut back: Vec<Vec<u8>> = Vec::new();
         let decompress = median_seconds(runs, || {
@@ -207,7 +215,7 @@ pub(super) fn gmatch(
 
 /// One lzss parameter set of one column (the column as one buffer).
 pub(super) fn lzss(
-    gpu: &'static Gpu,
+    gpu: Option<&'static Gpu>,
     config: &Config,
     column: &PlainColumn,
     params: &LzssParams,
@@ -227,7 +235,7 @@ pub(super) fn lzss(
 
 /// The intpack suite of one column (the column as one buffer, values of its width).
 pub(super) fn intpack(
-    gpu: &'static Gpu,
+    gpu: Option<&'static Gpu>,
     config: &Config,
     column: &PlainColumn,
     emit: &mut dyn FnMut(BenchRow),
@@ -247,7 +255,7 @@ pub(super) fn intpack(
 /// The bwt suite of one column (the column as one buffer, the default block size), with
 /// `bzip2 -9` on all cores as its CPU peer.
 pub(super) fn bwt(
-    gpu: &'static Gpu,
+    gpu: Option<&'static Gpu>,
     config: &Config,
     column: &PlainColumn,
     emit: &mut dyn FnMut(BenchRow),

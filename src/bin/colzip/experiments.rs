@@ -106,6 +106,11 @@ pub struct BenchArgs {
     /// the GPU) per codec and backend, totals over the columns, into this SVG file
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Which rows: auto (GPU and CPU rows; the CPU rows alone, with a note, when there is
+    /// no usable GPU), cpu (the CPU rows alone: measure a machine without a GPU), gpu (an
+    /// error without a GPU)
+    #[arg(long, env = colzip::gpu::BACKEND_ENV, default_value = "auto")]
+    backend: colzip::gpu::Backend,
 }
 
 /// `colzip gpu`.
@@ -285,6 +290,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
         no_cpu,
         format,
         plot,
+        backend,
     } = args;
     if let Some(path) = &plot {
         // Before the run, not after minutes of it.
@@ -312,16 +318,42 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
             columns: columns.map(|list| list.split(',').map(|c| c.trim().to_string()).collect()),
         },
     };
+    let suites = suites
+        .iter()
+        .filter(|s| s.as_str() != "none")
+        .map(|s| s.parse())
+        .collect::<Result<Vec<bench::Suite>>>()?;
+    let gpu = match backend {
+        colzip::gpu::Backend::Cpu => false,
+        colzip::gpu::Backend::Gpu => true,
+        colzip::gpu::Backend::Auto if suites.is_empty() => false,
+        colzip::gpu::Backend::Auto => match Gpu::get() {
+            Ok(_) => true,
+            Err(reason) if no_cpu => {
+                return Err(Error::format(format!(
+                    "no usable GPU ({reason}), and --no-cpu leaves out the CPU rows: nothing to measure"
+                )));
+            }
+            Err(reason) => {
+                eprintln!(
+                    "colzip bench: no usable GPU ({reason}): measuring the CPU rows alone (--backend gpu makes this an error)"
+                );
+                false
+            }
+        },
+    };
+    if !gpu && no_cpu && !suites.is_empty() {
+        return Err(Error::format(
+            "--backend cpu with --no-cpu: nothing to measure",
+        ));
+    }
     let config = bench::Config {
         source,
         write_columns,
         grid,
-        suites: suites
-            .iter()
-            .filter(|s| s.as_str() != "none")
-            .map(|s| s.parse())
-            .collect::<Result<Vec<bench::Suite>>>()?,
+        suites,
         runs,
+        gpu,
         cpu: !no_cpu,
     };
     let bar = progress_bar();
