@@ -868,6 +868,12 @@ fn info_shows_rows_nulls_and_types_and_head_prints_the_first_rows() {
         "10 rows, every 4th label null: {table}"
     );
     assert!(table.contains("| price"), "{table}");
+    // A NULL shows as NULL (not as an empty string would), and JSON keeps its key.
+    assert_eq!(table.matches("| NULL").count(), 3, "{table}");
+    let rows: serde_json::Value =
+        serde_json::from_str(&ok(&["head", s(&archive), "-n", "1", "--format", "json"])).unwrap();
+    assert_eq!(rows[0]["label"], serde_json::Value::Null, "{rows}");
+    assert!(rows[0].as_object().unwrap().contains_key("label"), "{rows}");
     // Asking for rows in the corrupt batch fails, naming what is wrong.
     let err = fails(&["head", s(&ids), "-n", "2500"]);
     assert!(

@@ -65,3 +65,46 @@ fn the_terminal_shell_recalls_cancels_and_keeps_its_tables() {
         "{kept}"
     );
 }
+
+#[test]
+fn two_shells_sharing_a_history_file_keep_both_histories() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history");
+    let spawn = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_colzip"));
+        command
+            .arg("sql")
+            .env("COLZIP_HISTORY", &history)
+            .env("COLZIP_BACKEND", "cpu")
+            .env("TERM", "xterm")
+            .env_remove("RUST_BACKTRACE");
+        let mut shell = Session::spawn(command).unwrap();
+        shell.set_expect_timeout(Some(Duration::from_secs(120)));
+        shell.expect("colzip> ").unwrap();
+        shell
+    };
+    let mut a = spawn();
+    let mut b = spawn();
+    // Interleaved: each shell's file writes happen while the other has entries too.
+    a.send_line("SELECT 1 AS from_a;").unwrap();
+    a.expect("1 row in").unwrap();
+    b.send_line("SELECT 2 AS from_b;").unwrap();
+    b.expect("1 row in").unwrap();
+    a.send_line("SELECT 3 AS again_a;").unwrap();
+    a.expect("1 row in").unwrap();
+    b.send_line("\\q").unwrap();
+    b.expect(Eof).unwrap();
+    a.send_line("\\q").unwrap();
+    a.expect(Eof).unwrap();
+
+    let kept = std::fs::read_to_string(&history).unwrap();
+    for statement in [
+        "SELECT 1 AS from_a;",
+        "SELECT 2 AS from_b;",
+        "SELECT 3 AS again_a;",
+    ] {
+        assert!(kept.contains(statement), "{statement} in {kept}");
+    }
+    // \q is not recalled by the next session's first Up.
+    assert!(!kept.contains("\\q"), "{kept}");
+}

@@ -225,15 +225,29 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
             if schema.fields().is_empty() {
                 return Ok(String::new());
             }
-            let table =
-                arrow::util::pretty::pretty_format_batches_with_schema(schema.clone(), batches)?;
+            if batches.iter().all(|b| b.num_rows() == 0) {
+                // The header alone, from the schema (no batch may be there to give it).
+                let table = arrow::util::pretty::pretty_format_batches_with_schema(
+                    schema.clone(),
+                    batches,
+                )?;
+                return Ok(format!("{table}\n"));
+            }
+            // NULL as datafusion-cli shows it, so that it differs from an empty string.
+            let options = arrow::util::display::FormatOptions::default()
+                .with_display_error(true)
+                .with_null("NULL");
+            let table = arrow::util::pretty::pretty_format_batches_with_options(batches, &options)?;
             Ok(format!("{table}\n"))
         }
         OutputFormat::Json => {
             if schema.fields().is_empty() {
                 return Ok(String::new());
             }
-            let mut writer = json::ArrayWriter::new(Vec::new());
+            // Every key in every object: a NULL is `null`, not a missing key.
+            let mut writer = json::WriterBuilder::new()
+                .with_explicit_nulls(true)
+                .build::<_, json::writer::JsonArray>(Vec::new());
             for batch in batches {
                 writer.write(batch)?;
             }

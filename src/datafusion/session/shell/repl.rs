@@ -101,8 +101,12 @@ pub async fn repl(
         };
         let trimmed = line.trim();
         if pending.is_empty() && trimmed.starts_with('\\') {
-            let _ = editor.add_history_entry(trimmed);
-            let sql = match backslash(trimmed) {
+            let command = backslash(trimmed);
+            // \q is not worth recalling: the next session's first Up would bring it back.
+            if !matches!(command, Backslash::Quit) {
+                remember(&mut editor, trimmed, history.as_deref());
+            }
+            let sql = match command {
                 Backslash::Quit => break,
                 Backslash::Help => {
                     print!("{HELP}");
@@ -135,7 +139,7 @@ pub async fn repl(
         end.push(&line);
         end.push("\n");
         if end.at_end() {
-            let _ = editor.add_history_entry(pending.trim());
+            remember(&mut editor, pending.trim(), history.as_deref());
             failed += usize::from(!run_one(ctx, &pending, format, max_rows, timing).await);
             pending.clear();
             end = StatementEnd::new();
@@ -146,10 +150,22 @@ pub async fn repl(
     if !pending.trim().is_empty() {
         failed += usize::from(!run_one(ctx, &pending, format, max_rows, timing).await);
     }
-    if let Some(path) = &history {
-        let _ = editor.save_history(path);
-    }
     Ok(failed)
+}
+
+/// Adds `entry` to the editor's history and appends it to the history file at once,
+/// under the file's lock (rustyline's `append_history` merges with what other shells
+/// appended meanwhile; saving would rewrite the file from this shell's memory alone and
+/// lose theirs). A shell that is killed keeps what it ran.
+fn remember(
+    editor: &mut Editor<SqlCompleter, DefaultHistory>,
+    entry: &str,
+    history: Option<&std::path::Path>,
+) {
+    let _ = editor.add_history_entry(entry);
+    if let Some(path) = history {
+        let _ = editor.append_history(path);
+    }
 }
 
 /// Runs `sql`, printing its results, then (with `timing`) its row count and time; Ctrl-C
