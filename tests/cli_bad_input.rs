@@ -251,6 +251,53 @@ fn info_says_what_it_checked() {
 mod sql {
     use super::*;
 
+    /// Arrow's parser accepts `Dictionary(Utf8, Int32)` (keys of strings), but building
+    /// such an array panics: refused when the query is planned.
+    #[test]
+    fn colzip_decompress_to_a_type_arrays_cannot_have_is_an_error() {
+        let err = fails_with(
+            1,
+            &[
+                "sql",
+                "-c",
+                "SELECT colzip_decompress(colzip_compress('abc', 'lzss'), 'Dictionary(Utf8, Int32)')",
+            ],
+        );
+        assert!(
+            err.contains("dictionary keys must be an integer type"),
+            "{err}"
+        );
+        // A valid dictionary type still decodes.
+        let out = ok(&[
+            "sql",
+            "--format",
+            "csv",
+            "-c",
+            "SELECT colzip_decompress(colzip_compress('abc', 'lzss'), 'Dictionary(Int32, Utf8)') AS v",
+        ]);
+        assert_eq!(out, "v\nabc\n");
+    }
+
+    /// `format.max_row_group_size '0'` reached an assertion in the parquet crate.
+    #[test]
+    fn copy_with_row_groups_of_zero_rows_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("z.parquet");
+        let err = fails_with(
+            1,
+            &[
+                "sql",
+                "-c",
+                &format!(
+                    "COPY (SELECT 1 AS a) TO '{}' STORED AS PARQUET OPTIONS ('format.max_row_group_size' '0')",
+                    s(&target)
+                ),
+            ],
+        );
+        assert!(err.contains("max_row_group_size"), "{err}");
+        assert!(!target.exists());
+    }
+
     /// Issue 13: a Parquet file with a corrupt footer panicked the shell through
     /// `CREATE EXTERNAL TABLE … ; SELECT *`. (Fixtures found by the fuzz harness: a
     /// column chunk of negative start, and an embedded Arrow schema with a 56-bit int.)

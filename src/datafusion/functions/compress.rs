@@ -222,8 +222,54 @@ fn value_type(args: &ReturnFieldArgs) -> Result<DataType> {
             "{DECOMPRESS}: '{text}' in {source} is not an Arrow type ({e}); expected e.g. 'Utf8', 'Int64', 'Decimal128(15, 2)'"
         ))
     })?;
+    check_buildable(&data_type).map_err(|why| {
+        DataFusionError::Plan(format!(
+            "{DECOMPRESS}: '{text}' in {source} is not a type Arrow arrays can have: {why}"
+        ))
+    })?;
     check_compressible(DECOMPRESS, 1, &data_type)?;
     Ok(data_type)
+}
+
+/// Why arrays of `data_type` cannot exist, where Arrow's parser accepts the notation but
+/// building an array panics: a dictionary's keys must be an integer type, a run-end
+/// encoded array's run ends Int16, Int32 or Int64 (at any depth).
+fn check_buildable(data_type: &DataType) -> std::result::Result<(), String> {
+    match data_type {
+        DataType::Dictionary(keys, values) => {
+            if !keys.is_dictionary_key_type() {
+                return Err(format!(
+                    "dictionary keys must be an integer type, not {keys}"
+                ));
+            }
+            check_buildable(values)
+        }
+        DataType::RunEndEncoded(run_ends, values) => {
+            if !matches!(
+                run_ends.data_type(),
+                DataType::Int16 | DataType::Int32 | DataType::Int64
+            ) {
+                return Err(format!(
+                    "run ends must be Int16, Int32 or Int64, not {}",
+                    run_ends.data_type()
+                ));
+            }
+            check_buildable(values.data_type())
+        }
+        DataType::List(field)
+        | DataType::LargeList(field)
+        | DataType::ListView(field)
+        | DataType::LargeListView(field)
+        | DataType::FixedSizeList(field, _)
+        | DataType::Map(field, _) => check_buildable(field.data_type()),
+        DataType::Struct(fields) => fields
+            .iter()
+            .try_for_each(|f| check_buildable(f.data_type())),
+        DataType::Union(fields, _) => fields
+            .iter()
+            .try_for_each(|(_, f)| check_buildable(f.data_type())),
+        _ => Ok(()),
+    }
 }
 
 /// The blobs of a binary (or all-NULL) array, row by row.

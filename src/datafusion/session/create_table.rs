@@ -72,6 +72,7 @@ pub async fn sql(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
 /// Runs `plan` like `SessionContext::execute_logical_plan`, but with `CREATE TABLE`
 /// holding its table as the session's [`table_kind`] says.
 pub async fn execute_logical_plan(ctx: &SessionContext, plan: LogicalPlan) -> Result<DataFrame> {
+    check_copy_options(&plan)?;
     match (plan, table_kind(ctx)) {
         (
             LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)),
@@ -79,6 +80,23 @@ pub async fn execute_logical_plan(ctx: &SessionContext, plan: LogicalPlan) -> Re
         ) => create_compressed_table(ctx, create, &options).await,
         (plan, _) => ctx.execute_logical_plan(plan).await.map_err(Error::from),
     }
+}
+
+/// Refuses a `COPY` whose options the writers would panic on: a row group of 0 rows
+/// (`format.max_row_group_size '0'`, which the parquet crate asserts against).
+fn check_copy_options(plan: &LogicalPlan) -> Result<()> {
+    let LogicalPlan::Copy(copy) = plan else {
+        return Ok(());
+    };
+    for (key, value) in &copy.options {
+        let name = key.rsplit('.').next().unwrap_or(key);
+        if name == "max_row_group_size" && value.trim().parse::<u64>() == Ok(0) {
+            return Err(Error::format(format!(
+                "COPY: option '{key}' is 0; a row group holds at least 1 row"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `CREATE TABLE` making a [`CompressedTable`], with the outcomes DataFusion gives a
