@@ -278,6 +278,29 @@ mod sql {
         assert_eq!(out, "v\nabc\n");
     }
 
+    /// `SET datafusion.execution.target_partitions = 1000000` took 24 GB.
+    #[test]
+    fn a_million_partitions_are_refused() {
+        let err = fails_with(
+            1,
+            &[
+                "sql",
+                "-c",
+                "SET datafusion.execution.target_partitions = 1000000",
+            ],
+        );
+        assert!(err.contains("partitions"), "{err}");
+        // A sensible count is still taken.
+        let out = ok(&[
+            "sql",
+            "--format",
+            "csv",
+            "-c",
+            "SET datafusion.execution.target_partitions = 3; SELECT 1 AS one",
+        ]);
+        assert!(out.ends_with("one\n1\n"), "{out}");
+    }
+
     /// `format.max_row_group_size '0'` reached an assertion in the parquet crate.
     #[test]
     fn copy_with_row_groups_of_zero_rows_is_an_error() {

@@ -73,6 +73,7 @@ pub async fn sql(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
 /// holding its table as the session's [`table_kind`] says.
 pub async fn execute_logical_plan(ctx: &SessionContext, plan: LogicalPlan) -> Result<DataFrame> {
     check_copy_options(&plan)?;
+    check_settings(&plan)?;
     match (plan, table_kind(ctx)) {
         (
             LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)),
@@ -97,6 +98,28 @@ fn check_copy_options(plan: &LogicalPlan) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Refuses a `SET` of the partitions a query runs in to far more than the machine has
+/// cores: every partition takes its own buffers, and a million took 24 GB.
+fn check_settings(plan: &LogicalPlan) -> Result<()> {
+    use datafusion::logical_expr::{SetVariable, Statement};
+    let LogicalPlan::Statement(Statement::SetVariable(SetVariable { variable, value })) = plan
+    else {
+        return Ok(());
+    };
+    let name = variable.rsplit('.').next().unwrap_or(variable);
+    if name != "target_partitions" {
+        return Ok(());
+    }
+    let cores = std::thread::available_parallelism().map_or(16, |n| n.get());
+    let most = (cores * 16).max(256);
+    match value.trim().parse::<usize>() {
+        Ok(n) if n > most => Err(Error::format(format!(
+            "SET {variable} = {n}: at most {most} partitions (16 per core of this machine)"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// `CREATE TABLE` making a [`CompressedTable`], with the outcomes DataFusion gives a
