@@ -354,6 +354,39 @@ mod sql {
         );
         assert!(err.contains("/proc/colzip-test.parquet"), "{err}");
         assert!(start.elapsed().as_secs() < 60);
+        // Every format, into a directory that exists but takes no new file.
+        for (format, name) in [
+            ("CSV", "x.csv"),
+            ("PARQUET", "x.parquet"),
+            ("JSON", "x.json"),
+        ] {
+            let sql = format!("COPY (SELECT 1 AS a) TO '/proc/self/{name}' STORED AS {format}");
+            let out = within_a_minute(&["sql", "-c", &sql]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{format}: {stderr}");
+            assert!(stderr.contains(&format!("/proc/self/{name}")), "{stderr}");
+        }
+    }
+
+    /// Runs colzip, killing it (and failing) when it has not ended within a minute.
+    fn within_a_minute(args: &[&str]) -> std::process::Output {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_colzip"))
+            .args(args)
+            .env_remove("RUST_BACKTRACE")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed().as_secs() > 60 {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("colzip {args:?} did not end within a minute");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        child.wait_with_output().unwrap()
     }
 
     /// Issue 13: `--tpch 1e9` aborted on an allocation.

@@ -89,6 +89,7 @@ fn check_copy_options(plan: &LogicalPlan) -> Result<()> {
     let LogicalPlan::Copy(copy) = plan else {
         return Ok(());
     };
+    check_local_target(&copy.output_url)?;
     for (key, value) in &copy.options {
         let name = key.rsplit('.').next().unwrap_or(key);
         if name == "max_row_group_size" && value.trim().parse::<u64>() == Ok(0) {
@@ -98,6 +99,35 @@ fn check_copy_options(plan: &LogicalPlan) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Fails with the path and the reason when a local `COPY` target's directory cannot take
+/// a new file. The local object store would otherwise loop forever where creating a file
+/// says "not found" in a directory that exists (`/proc/self`): it creates the directory
+/// and tries again. Missing directories are created first, as the store would.
+fn check_local_target(url: &str) -> Result<()> {
+    let path = match url.strip_prefix("file://") {
+        Some(path) => path,
+        None if url.contains("://") => return Ok(()),
+        None => url,
+    };
+    let target = std::path::Path::new(path);
+    let dir = if path.ends_with('/') {
+        target
+    } else {
+        match target.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => std::path::Path::new("."),
+        }
+    };
+    std::fs::create_dir_all(dir)
+        .and_then(|()| tempfile::tempfile_in(dir))
+        .map(drop)
+        .map_err(|source| Error::File {
+            action: "write",
+            path: target.to_path_buf(),
+            source,
+        })
 }
 
 /// Refuses a `SET` of the partitions a query runs in to far more than the machine has
