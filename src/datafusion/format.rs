@@ -539,16 +539,21 @@ impl Write for ChunkSender {
 fn check_writable(path: &datafusion::object_store::path::Path) -> datafusion::common::Result<()> {
     let file = std::path::PathBuf::from(format!("/{}", path.as_ref()));
     let dir = file.parent().unwrap_or(std::path::Path::new("/"));
+    dir_takes_files(dir).map_err(|source| {
+        DataFusionError::External(Box::new(Error::File {
+            action: "write",
+            path: file,
+            source,
+        }))
+    })
+}
+
+/// Whether `dir` (created with its parents when missing) takes a new file: one is
+/// created there and removed.
+pub(crate) fn dir_takes_files(dir: &std::path::Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
         .and_then(|()| tempfile::tempfile_in(dir))
         .map(drop)
-        .map_err(|source| {
-            DataFusionError::External(Box::new(Error::File {
-                action: "write",
-                path: file,
-                source,
-            }))
-        })
 }
 
 #[async_trait]

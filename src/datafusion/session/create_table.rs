@@ -120,14 +120,11 @@ fn check_local_target(url: &str) -> Result<()> {
             _ => std::path::Path::new("."),
         }
     };
-    std::fs::create_dir_all(dir)
-        .and_then(|()| tempfile::tempfile_in(dir))
-        .map(drop)
-        .map_err(|source| Error::File {
-            action: "write",
-            path: target.to_path_buf(),
-            source,
-        })
+    crate::datafusion::format::dir_takes_files(dir).map_err(|source| Error::File {
+        action: "write",
+        path: target.to_path_buf(),
+        source,
+    })
 }
 
 /// Refuses a `SET` of the partitions a query runs in to far more than the machine has
