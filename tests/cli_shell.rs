@@ -8,14 +8,12 @@ use std::time::Duration;
 
 use expectrl::{ControlCode, Eof, Expect, Session};
 
-#[test]
-fn the_terminal_shell_recalls_cancels_and_keeps_its_tables() {
-    let dir = tempfile::tempdir().unwrap();
-    let history = dir.path().join("history");
+/// `colzip sql` in a pseudo-terminal with its history in `history`, at its first prompt.
+fn shell(history: &std::path::Path) -> expectrl::session::OsSession {
     let mut command = Command::new(env!("CARGO_BIN_EXE_colzip"));
     command
         .arg("sql")
-        .env("COLZIP_HISTORY", &history)
+        .env("COLZIP_HISTORY", history)
         .env("COLZIP_BACKEND", "cpu")
         // A terminal rustyline edits on ("dumb" would make it read plain lines).
         .env("TERM", "xterm")
@@ -23,6 +21,14 @@ fn the_terminal_shell_recalls_cancels_and_keeps_its_tables() {
     let mut shell = Session::spawn(command).unwrap();
     shell.set_expect_timeout(Some(Duration::from_secs(120)));
     shell.expect("colzip> ").unwrap();
+    shell
+}
+
+#[test]
+fn the_terminal_shell_recalls_cancels_and_keeps_its_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history");
+    let mut shell = shell(&history);
 
     shell
         .send_line("CREATE TABLE t AS VALUES (1, 'one'), (2, 'two');")
@@ -70,21 +76,8 @@ fn the_terminal_shell_recalls_cancels_and_keeps_its_tables() {
 fn two_shells_sharing_a_history_file_keep_both_histories() {
     let dir = tempfile::tempdir().unwrap();
     let history = dir.path().join("history");
-    let spawn = || {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_colzip"));
-        command
-            .arg("sql")
-            .env("COLZIP_HISTORY", &history)
-            .env("COLZIP_BACKEND", "cpu")
-            .env("TERM", "xterm")
-            .env_remove("RUST_BACKTRACE");
-        let mut shell = Session::spawn(command).unwrap();
-        shell.set_expect_timeout(Some(Duration::from_secs(120)));
-        shell.expect("colzip> ").unwrap();
-        shell
-    };
-    let mut a = spawn();
-    let mut b = spawn();
+    let mut a = shell(&history);
+    let mut b = shell(&history);
     // Interleaved: each shell's file writes happen while the other has entries too.
     a.send_line("SELECT 1 AS from_a;").unwrap();
     a.expect("1 row in").unwrap();
