@@ -1201,7 +1201,7 @@ fn a_parquet_file_of_ten_thousand_one_row_groups_round_trips() {
     ok(&["compress", s(&input), "-o", s(&archive)]);
     let back = dir.path().join("back.parquet");
     // Decoded as one batch of 10,000 rows, written back as the source's one-row groups
-    // (this overflowed the writing thread's stack).
+    // (ArrowWriter alone would recurse once per row group, past the thread's stack).
     ok(&["decompress", s(&archive), "-o", s(&back)]);
     let (_, groups) = parquet_layout(&back);
     assert_eq!(groups.len(), rows);

@@ -278,7 +278,7 @@ mod sql {
         assert_eq!(out, "v\nabc\n");
     }
 
-    /// `SET datafusion.execution.target_partitions = 1000000` took 24 GB.
+    /// `SET datafusion.execution.target_partitions = 1000000` would take tens of GB.
     #[test]
     fn a_million_partitions_are_refused() {
         let err = fails_with(
@@ -301,7 +301,7 @@ mod sql {
         assert!(out.ends_with("one\n1\n"), "{out}");
     }
 
-    /// `format.max_row_group_size '0'` reached an assertion in the parquet crate.
+    /// `format.max_row_group_size '0'` would reach an assertion in the parquet crate.
     #[test]
     fn copy_with_row_groups_of_zero_rows_is_an_error() {
         let dir = tempfile::tempdir().unwrap();

@@ -258,7 +258,7 @@ pub fn sink<W: Write + Send + 'static>(
 /// A Parquet writer fed pieces that each fit the open row group. `ArrowWriter::write`
 /// splits a batch that overflows the row group by calling itself on the rest, one stack
 /// frame per row group: a batch of 10,000 rows for a file of one-row row groups (as the
-/// source file had) overflowed the writing thread's stack.
+/// source file had) would overflow the writing thread's stack.
 #[cfg(feature = "parquet")]
 struct ParquetSink<W: Write + Send> {
     writer: parquet::arrow::ArrowWriter<W>,

@@ -128,7 +128,7 @@ fn check_local_target(url: &str) -> Result<()> {
 }
 
 /// Refuses a `SET` of the partitions a query runs in to far more than the machine has
-/// cores: every partition takes its own buffers, and a million took 24 GB.
+/// cores: every partition takes its own buffers, and a million would take tens of GB.
 fn check_settings(plan: &LogicalPlan) -> Result<()> {
     use datafusion::logical_expr::{SetVariable, Statement};
     let LogicalPlan::Statement(Statement::SetVariable(SetVariable { variable, value })) = plan
