@@ -1129,6 +1129,23 @@ fn compressed_data_is_not_written_to_a_terminal() {
         .unwrap();
     session.expect("exit=1").unwrap();
     session.expect(Eof).unwrap();
+    // The terminal named as the output file is refused too.
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "'{}' compress '{}' -o /dev/stdout; echo \"exit=$?\"",
+            env!("CARGO_BIN_EXE_colzip"),
+            s(&input)
+        ))
+        .env_remove("RUST_BACKTRACE");
+    let mut session = Session::spawn(command).unwrap();
+    session.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
+    session
+        .expect("refusing to write compressed data to a terminal")
+        .unwrap();
+    session.expect("exit=1").unwrap();
+    session.expect(Eof).unwrap();
 }
 
 #[test]

@@ -493,12 +493,23 @@ enum Stream {
 /// and standard output is a terminal.
 fn pipes_to_terminal(output: Option<&Path>, input: &Path) -> bool {
     use std::io::IsTerminal;
+    use std::os::unix::fs::FileTypeExt;
     let dash = Path::new("-");
-    let to_stdout = match output {
-        Some(output) => output == dash,
-        None => input == dash,
-    };
-    to_stdout && std::io::stdout().is_terminal()
+    match output {
+        Some(output) if output == dash => std::io::stdout().is_terminal(),
+        // `-o /dev/stdout`, `-o /dev/tty`: a character device (opening one for writing
+        // does not wait, as a FIFO's would) that is a terminal.
+        Some(output) => {
+            output
+                .metadata()
+                .is_ok_and(|m| m.file_type().is_char_device())
+                && std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(output)
+                    .is_ok_and(|f| f.is_terminal())
+        }
+        None => input == dash && std::io::stdout().is_terminal(),
+    }
 }
 
 /// Whether `path` (symlinks followed) is a FIFO or a character device.
