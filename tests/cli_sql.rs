@@ -324,3 +324,24 @@ fn an_archive_is_a_table_by_its_path() {
     );
     assert!(stderr.contains("bad.czip"), "{stderr}");
 }
+
+#[test]
+fn backend_gpu_fails_the_same_way_for_every_statement_without_a_gpu() {
+    let gpu: serde_json::Value =
+        serde_json::from_slice(&cli_run::colzip(&["gpu", "--format", "json"]).stdout).unwrap();
+    let has_gpu = gpu["available"] == true;
+    for sql in [
+        "SELECT 1",
+        "SELECT colzip_ratio(x, 'gmatch') FROM (VALUES ('a'), ('b')) t(x)",
+    ] {
+        let out = colzip(&["sql", "--backend", "gpu", "-c", sql], "");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if has_gpu {
+            assert!(out.status.success(), "{sql}: {stderr}");
+        } else {
+            // As COLZIP_BACKEND=gpu and compress --backend gpu do: one line saying why.
+            assert_eq!(out.status.code(), Some(1), "{sql}: {stderr}");
+            assert!(stderr.contains("no usable GPU"), "{sql}: {stderr}");
+        }
+    }
+}

@@ -15,3 +15,9 @@ pub fn register(ctx: &SessionContext) -> crate::Result<()> {
     functions::register(ctx)?;
     format::register(ctx)
 }
+
+/// [`register`] with colzip's functions on `backend` instead of `COLZIP_BACKEND`'s.
+pub fn register_on(ctx: &SessionContext, backend: crate::gpu::Backend) -> crate::Result<()> {
+    functions::register_on(ctx, backend)?;
+    format::register(ctx)
+}

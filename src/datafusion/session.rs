@@ -54,6 +54,16 @@ pub fn context() -> Result<SessionContext> {
     context_with_config(SessionConfig::new())
 }
 
+/// [`context`] with colzip's functions on `backend` (a GPU backend without a usable GPU is
+/// an error here, before any statement).
+pub fn context_on(backend: crate::gpu::Backend) -> Result<SessionContext> {
+    let ctx = super::parquet_scan::enable_url_tables(SessionContext::new_with_config(
+        SessionConfig::new().with_information_schema(true),
+    ));
+    super::register_on(&ctx, backend)?;
+    Ok(ctx)
+}
+
 /// [`context`] with `config` (the information schema is turned on).
 pub fn context_with_config(config: SessionConfig) -> Result<SessionContext> {
     // Files are tables by their path too: SELECT * FROM 'data/t.parquet', Parquet read

@@ -254,7 +254,8 @@ pub fn sql(args: SqlArgs) -> Result<()> {
     };
     let ctx = match &args.remote {
         Some(url) => remote_context(url)?,
-        None => session::context()?,
+        // The functions run where --backend says (it is COLZIP_BACKEND's default too).
+        None => session::context_on(args.backend.backend)?,
     };
     session::set_table_kind(&ctx, kind.clone());
     if let Some(sf) = args.tpch {

@@ -189,7 +189,12 @@ pub use stats::{StatsExec, StatsScanParts, StatsTableParts};
 /// # }
 /// ```
 pub fn register(ctx: &SessionContext) -> Result<()> {
-    let backend = Backend::from_env()?;
+    register_on(ctx, Backend::from_env()?)
+}
+
+/// [`register`] with the functions running on `backend` (what `colzip sql --backend`
+/// chooses), not `COLZIP_BACKEND`'s.
+pub fn register_on(ctx: &SessionContext, backend: Backend) -> Result<()> {
     // Fail now, not in the first query, when the backend cannot be had.
     Placement::new(backend)?;
     ctx.register_udaf(AggregateUDF::from(CompressionAggregate::new(
