@@ -1113,39 +1113,25 @@ fn compressed_data_is_not_written_to_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("values.bin");
     std::fs::write(&input, vec![9u8; 1000]).unwrap();
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(format!(
-            "'{}' compress - < '{}'; echo \"exit=$?\"",
-            env!("CARGO_BIN_EXE_colzip"),
-            s(&input)
-        ))
-        .env_remove("RUST_BACKTRACE");
-    let mut session = Session::spawn(command).unwrap();
-    session.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
-    session
-        .expect("refusing to write compressed data to a terminal")
-        .unwrap();
-    session.expect("exit=1").unwrap();
-    session.expect(Eof).unwrap();
-    // The terminal named as the output file is refused too.
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(format!(
-            "'{}' compress '{}' -o /dev/stdout; echo \"exit=$?\"",
-            env!("CARGO_BIN_EXE_colzip"),
-            s(&input)
-        ))
-        .env_remove("RUST_BACKTRACE");
-    let mut session = Session::spawn(command).unwrap();
-    session.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
-    session
-        .expect("refusing to write compressed data to a terminal")
-        .unwrap();
-    session.expect("exit=1").unwrap();
-    session.expect(Eof).unwrap();
+    // Standard output a terminal, and the terminal named as the output file.
+    for redirect in ["- <", "-o /dev/stdout"] {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!(
+                "'{}' compress {redirect} '{}'; echo \"exit=$?\"",
+                env!("CARGO_BIN_EXE_colzip"),
+                s(&input)
+            ))
+            .env_remove("RUST_BACKTRACE");
+        let mut session = Session::spawn(command).unwrap();
+        session.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
+        session
+            .expect("refusing to write compressed data to a terminal")
+            .unwrap();
+        session.expect("exit=1").unwrap();
+        session.expect(Eof).unwrap();
+    }
 }
 
 #[test]
