@@ -49,6 +49,7 @@ pub mod column;
 pub mod datafusion;
 mod error;
 pub mod gpu;
+pub mod limits;
 pub mod memory;
 pub mod panics;
 #[cfg(feature = "parquet")]

@@ -20,6 +20,7 @@
 //! ```
 
 mod create_table;
+mod guards;
 pub mod query_bench;
 pub mod same_result;
 pub mod shell;

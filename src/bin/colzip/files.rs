@@ -154,8 +154,8 @@ pub fn compress_command(args: CompressArgs) -> Result<()> {
         ));
     }
     let (input, output) = pipes.paths(&input, output, default_output)?;
-    check_output(&input, &output, force || pipes.streams())?;
     let overwrite = force || pipes.streams();
+    check_output(&input, &output, overwrite)?;
     let what = Coding {
         codec,
         raw_type,
@@ -193,13 +193,14 @@ pub fn decompress_command(args: DecompressArgs) -> Result<()> {
     }
     let mut pipes = Pipes::default();
     let (input, output) = pipes.paths(&input, output, strip_extension)?;
-    check_output(&input, &output, force || pipes.streams())?;
+    let overwrite = force || pipes.streams();
+    check_output(&input, &output, overwrite)?;
     let options = archive::DecompressOptions {
         to,
         backend,
         max_output: max_output.unwrap_or(u64::MAX),
         parquet_codec: parquet_compression,
-        overwrite: force || pipes.streams(),
+        overwrite,
     };
     let summary = decompress(&input, &output, snappy, &options)?;
     pipes.finish(&output)?;
@@ -489,8 +490,9 @@ enum Stream {
     Special(PathBuf),
 }
 
-/// Whether the output goes to standard output (`-o -`, or a `-` input without `-o`)
-/// and standard output is a terminal.
+/// Whether the output is a terminal: standard output (`-o -`, or a `-` input without
+/// `-o`) when it is one, or a terminal named as the output file. Asked before standard
+/// input is spooled, so a refusal reads nothing.
 fn pipes_to_terminal(output: Option<&Path>, input: &Path) -> bool {
     use std::io::IsTerminal;
     use std::os::unix::fs::FileTypeExt;

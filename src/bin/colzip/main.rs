@@ -129,8 +129,7 @@ fn parse_scale_factor(text: &str) -> std::result::Result<f64, String> {
 /// A count of worker threads for clap: 1 to 16 per core (at least 256), so a mistyped
 /// count cannot spend minutes spawning threads.
 fn parse_threads(text: &str) -> std::result::Result<usize, String> {
-    let most = std::thread::available_parallelism().map_or(16, |n| n.get()) * 16;
-    let most = most.max(256);
+    let most = colzip::limits::most_workers();
     match text.parse::<usize>() {
         Ok(n) if (1..=most).contains(&n) => Ok(n),
         _ => Err(format!("'{text}' is not a thread count in 1..={most}")),
