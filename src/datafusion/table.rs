@@ -32,6 +32,7 @@
 //! ```
 
 mod archive;
+mod filter;
 mod memory;
 mod scan;
 mod sink;
@@ -85,11 +86,16 @@ pub struct CompressOptions {
     /// Plain bytes of the projected columns a scan decodes per batched call (a window of
     /// whole blocks, at least one): what a partition's scan holds, twice over, at a time.
     pub scan_window_bytes: usize,
+    /// Whether scans evaluate the filters they can themselves (exact pushdown: the rows
+    /// they hand out all pass, and the other columns are decoded only for blocks where
+    /// some row does). When false, every filter stays above the scan, which only skips
+    /// blocks by their zones.
+    pub scan_filters: bool,
 }
 
 impl Default for CompressOptions {
     /// `auto` for every column, on the CPU, blocks of [`DEFAULT_BLOCK_ROWS`], scans by
-    /// windows of [`scan::WINDOW_BYTES`].
+    /// windows of [`scan::WINDOW_BYTES`] that evaluate the filters they can.
     fn default() -> Self {
         CompressOptions {
             codec: CodecChoice::Auto,
@@ -97,6 +103,7 @@ impl Default for CompressOptions {
             placement: Placement::CPU,
             block_rows: DEFAULT_BLOCK_ROWS,
             scan_window_bytes: scan::WINDOW_BYTES,
+            scan_filters: true,
         }
     }
 }
@@ -635,6 +642,12 @@ impl TableProvider for CompressedTable {
             None => (0..self.schema.fields().len()).collect(),
         };
         let partitions = self.read().clone();
+        let exact: Vec<Expr> = filters
+            .iter()
+            .filter(|f| self.evaluates(f))
+            .cloned()
+            .collect();
+        let row_filter = filter::RowFilter::try_new(state, &self.schema, &exact)?;
         Ok(Arc::new(
             CompressedScanExec::try_new(
                 &self.schema,
@@ -644,17 +657,29 @@ impl TableProvider for CompressedTable {
                 self.options.placement,
                 self.options.scan_window_bytes,
             )?
-            .with_pruning(self.pruning_predicate(state, filters)),
+            .with_pruning(self.pruning_predicate(state, filters))
+            .with_filter(row_filter),
         ))
     }
 
-    /// Every filter is offered to the scan for pruning blocks by their zones, and stays
-    /// above it as well (inexact): the scan only skips blocks no row of which passes.
+    /// Every filter is offered to the scan for pruning blocks by their zones. Those the
+    /// scan evaluates itself (comparisons, `BETWEEN`, `IN`, `IS NULL`, `LIKE`, boolean
+    /// logic over columns and literals) are exact, and DataFusion drops them
+    /// above the scan; the others stay above it as well (inexact).
     fn supports_filters_pushdown(
         &self,
         filters: &[&Expr],
     ) -> datafusion::error::Result<Vec<TableProviderFilterPushDown>> {
-        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if self.evaluates(f) {
+                    TableProviderFilterPushDown::Exact
+                } else {
+                    TableProviderFilterPushDown::Inexact
+                }
+            })
+            .collect())
     }
 
     /// Exact row counts and, where the containers tell them, null counts; the total byte
@@ -691,6 +716,11 @@ impl TableProvider for CompressedTable {
 }
 
 impl CompressedTable {
+    /// Whether this table's scans apply `filter` to rows themselves.
+    fn evaluates(&self, filter: &Expr) -> bool {
+        self.options.scan_filters && filter::evaluable(filter, &self.schema)
+    }
+
     fn column_compressed_bytes_of(&self, partitions: &Partitions) -> Vec<usize> {
         let mut sizes = vec![0; self.schema.fields().len()];
         for block in partitions.iter().flatten() {

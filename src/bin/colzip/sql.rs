@@ -60,6 +60,10 @@ pub struct QueriesArgs {
     /// Also draw the median seconds per query and store as bars into this SVG file
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Leave every filter above the compressed store's scans (they only skip blocks by
+    /// their zones), to measure what evaluating them in the scan gives
+    #[arg(long)]
+    no_scan_filters: bool,
     #[command(flatten)]
     backend: BackendArg,
 }
@@ -79,6 +83,7 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
         codec: args.codec,
         backend: args.backend.backend,
         dir: args.dir,
+        scan_filters: !args.no_scan_filters,
     };
     let format: Format = args.format.parse()?;
     if let Some(path) = &args.plot {
@@ -210,6 +215,10 @@ pub struct SqlArgs {
     /// Codec of the compressed tables: auto[:among=…], lzss[:s=…,w=…,c=…], gmatch, bwt, intpack, stored
     #[arg(long, default_value = "auto", requires = "compressed")]
     codec: CodecChoice,
+    /// Leave every filter above the compressed tables' scans (they only skip blocks by
+    /// their zones) instead of evaluating it in the scan
+    #[arg(long, requires = "compressed")]
+    no_scan_filters: bool,
     /// SQL to run; several statements separated by ';' run in order
     #[arg(
         short = 'c',
@@ -242,6 +251,7 @@ pub fn sql(args: SqlArgs) -> Result<()> {
         TableKind::Compressed(CompressOptions {
             codec: args.codec,
             placement: Placement::new(args.backend.backend)?,
+            scan_filters: !args.no_scan_filters,
             ..CompressOptions::default()
         })
     } else {

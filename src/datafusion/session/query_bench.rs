@@ -158,6 +158,9 @@ pub struct Config {
     /// `<table>.colzip.parquet` for `colzip-parquet`, which must not exist yet; they are
     /// kept); `None`: a temporary directory, removed at the end.
     pub dir: Option<PathBuf>,
+    /// Whether the `compressed` store's scans evaluate the filters they can
+    /// ([`CompressOptions::scan_filters`]).
+    pub scan_filters: bool,
 }
 
 impl Default for Config {
@@ -171,6 +174,7 @@ impl Default for Config {
             codec: CodecChoice::Auto,
             backend: Backend::Cpu,
             dir: None,
+            scan_filters: true,
         }
     }
 }
@@ -233,11 +237,67 @@ pub struct Report {
     pub gpu: Option<String>,
     /// The `compressed` store's codec.
     pub codec: String,
+    /// Whether the `compressed` store's scans evaluated the filters they can.
+    pub scan_filters: bool,
     pub runs: usize,
     /// One row per store and query, store by store in [`Config::stores`] order.
     pub queries: Vec<QueryRow>,
     /// One row per store, in [`Config::stores`] order.
     pub stores: Vec<StoreRow>,
+    /// Each store's per-query times against the `memory` and `parquet` stores' (those
+    /// measured).
+    pub comparisons: Vec<Comparison>,
+}
+
+/// One store's query times relative to another's, query by query: totals hide a store
+/// that is slow on most queries behind one query that is slow elsewhere.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub store: Store,
+    /// The store compared with.
+    pub against: Store,
+    /// The geometric mean of the per-query ratios of medians (below 1: faster).
+    pub geometric_mean: f64,
+    /// The query with the largest ratio, and that ratio.
+    pub worst_query: usize,
+    pub worst_ratio: f64,
+    /// How many queries both stores ran.
+    pub queries: usize,
+}
+
+/// Every store against the `memory` and `parquet` stores, where both ran some query.
+pub fn comparisons(queries: &[QueryRow], stores: &[StoreRow]) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    for against in [Store::Memory, Store::Parquet] {
+        for store in stores.iter().map(|s| s.store).filter(|&s| s != against) {
+            let ratios: Vec<(usize, f64)> = queries
+                .iter()
+                .filter(|q| q.store == store)
+                .filter_map(|q| {
+                    let reference = queries
+                        .iter()
+                        .find(|r| r.store == against && r.query == q.query)?;
+                    (q.seconds > 0.0 && reference.seconds > 0.0)
+                        .then(|| (q.query, q.seconds / reference.seconds))
+                })
+                .collect();
+            let Some(&(worst_query, worst_ratio)) =
+                ratios.iter().max_by(|a, b| a.1.total_cmp(&b.1))
+            else {
+                continue;
+            };
+            let log_mean = ratios.iter().map(|r| r.1.ln()).sum::<f64>() / ratios.len() as f64;
+            out.push(Comparison {
+                store,
+                against,
+                geometric_mean: log_mean.exp(),
+                worst_query,
+                worst_ratio,
+                queries: ratios.len(),
+            });
+        }
+    }
+    out
 }
 
 /// Progress of a [`run`].
@@ -293,14 +353,19 @@ impl Report {
         let _ = writeln!(
             out,
             "TPC-H SF {}: median seconds of {} timed run(s) after a warm-up; compressed store: \
-             codec {}, backend {}{}",
+             codec {}, backend {}{}, filters {}",
             self.sf,
             self.runs,
             self.codec,
             self.backend,
             self.gpu
                 .as_ref()
-                .map_or(String::new(), |name| format!(" ({name})"))
+                .map_or(String::new(), |name| format!(" ({name})")),
+            if self.scan_filters {
+                "evaluated in the scan"
+            } else {
+                "above the scan"
+            }
         );
         let _ = write!(out, "{:<6}", "query");
         for store in &stores {
@@ -400,6 +465,18 @@ impl Report {
                 row.store.name()
             );
         }
+        for c in &self.comparisons {
+            let _ = writeln!(
+                out,
+                "{} against {}: per-query geometric mean {:.2}x, worst Q{} {:.2}x ({} queries)",
+                c.store.name(),
+                c.against.name(),
+                c.geometric_mean,
+                c.worst_query,
+                c.worst_ratio,
+                c.queries
+            );
+        }
         for row in self.queries.iter().filter(|q| !q.equal) {
             let _ = writeln!(
                 out,
@@ -442,10 +519,12 @@ pub fn run(config: &Config, progress: &(dyn Fn(Event<'_>) + Sync)) -> Result<Rep
         .build()?;
     let (queries, stores) = runtime.block_on(measure(config, placement, parquet_dir, progress))?;
     Ok(Report {
+        comparisons: comparisons(&queries, &stores),
         sf: config.sf,
         backend: config.backend.to_string(),
         gpu: placement.gpu().map(|g| g.info().name.clone()),
         codec: config.codec.to_string(),
+        scan_filters: config.scan_filters,
         runs: config.runs,
         queries,
         stores,
@@ -673,6 +752,7 @@ async fn load(
             let kind = TableKind::Compressed(CompressOptions {
                 codec: config.codec,
                 placement,
+                scan_filters: config.scan_filters,
                 ..CompressOptions::default()
             });
             sum(register_generated(&ctx, data.to_vec(), &kind, &|_| {})?)
@@ -916,7 +996,9 @@ mod tests {
             scan_seconds: store.is_parquet().then_some(4.0),
             decompress_seconds: (store == Store::ColzipParquet).then_some(1.0),
         };
-        let report = Report {
+        let mut report = Report {
+            comparisons: Vec::new(),
+            scan_filters: true,
             sf: 0.5,
             backend: "cpu".into(),
             gpu: None,
@@ -936,8 +1018,26 @@ mod tests {
                 store(Store::ColzipParquet, 2_500_000),
             ],
         };
+        report.comparisons = comparisons(&report.queries, &report.stores);
         assert!(!report.all_equal());
         assert_eq!(report.total_seconds(Store::Parquet), 5.5);
+        // colzip-parquet against memory: Q6 1.0x, Q1 1.5x; against parquet: 0.667x, 0.75x.
+        assert!(
+            text_has(
+                &report.to_table(),
+                "colzip-parquet against memory: per-query geometric mean 1.22x, worst Q1 1.50x (2 queries)"
+            ),
+            "{}",
+            report.to_table()
+        );
+        assert!(text_has(
+            &report.to_table(),
+            "colzip-parquet against parquet: per-query geometric mean 0.71x, worst Q1 0.75x"
+        ));
+        assert!(text_has(
+            &report.to_table(),
+            "parquet against memory: per-query geometric mean 1.73x, worst Q1 2.00x"
+        ));
         let text = report.to_table();
         let lines: Vec<&str> = text.lines().collect();
         assert!(
@@ -990,6 +1090,13 @@ mod tests {
             json["stores"][1]["rss_before_bytes"],
             serde_json::Value::Null
         );
+        assert_eq!(json["comparisons"][0]["store"], "parquet");
+        assert_eq!(json["comparisons"][0]["against"], "memory");
+        assert_eq!(json["comparisons"][0]["worst_query"], 1);
+    }
+
+    fn text_has(text: &str, line_start: &str) -> bool {
+        text.lines().any(|l| l.starts_with(line_start))
     }
 
     #[test]

@@ -6,10 +6,13 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow::compute::BatchCoalescer;
 use arrow::datatypes::SchemaRef;
 use datafusion::common::Statistics;
+use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
@@ -24,6 +27,7 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
+use super::filter::RowFilter;
 use super::zones::blocks_to_scan;
 use super::{Block, Partitions, block_statistics};
 use crate::codec::Placement;
@@ -33,13 +37,19 @@ use datafusion::physical_optimizer::pruning::PruningPredicate;
 /// Scans a [`CompressedTable`](super::CompressedTable): one output partition per table
 /// partition, only the projected columns decompressed.
 ///
-/// Blocks whose zones rule out every row under the pushed filters are skipped.
+/// Blocks whose zones rule out every row under the pushed filters are skipped. The filters
+/// the scan evaluates itself (pushed down as `Exact`) are applied to
+/// the rows: their columns are decoded first, and the other projected columns only for
+/// the blocks where some row passes.
 ///
 /// Metrics (shown by `EXPLAIN ANALYZE`): `output_rows`, `blocks_pruned` (blocks skipped by
 /// their zones), `decompressed_columns` (column blocks decompressed),
 /// `decompressed_bytes` (their plain parts) and `decompress_time`, the sum of
 /// `decode_parts_time` (the codecs' batched calls, checksums included) and
-/// `build_arrays_time` (Arrow arrays from the plain parts).
+/// `build_arrays_time` (Arrow arrays from the plain parts); with a row filter also
+/// `filter_rows_in` (rows the filter read), `blocks_without_survivors` (blocks whose other
+/// columns were never decoded) and `filter_time` (evaluating it and keeping the rows that
+/// pass).
 pub struct CompressedScanExec {
     /// The table's schema (the zones are of its columns).
     schema_full: SchemaRef,
@@ -53,6 +63,8 @@ pub struct CompressedScanExec {
     window_bytes: usize,
     /// Prunes blocks by their zones (from the pushed filters).
     pruning: Option<Arc<PruningPredicate>>,
+    /// The pushed filters the scan applies to rows (exact pushdown).
+    filter: Option<Arc<RowFilter>>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -87,6 +99,7 @@ impl CompressedScanExec {
             placement,
             window_bytes: window_bytes.max(1),
             pruning: None,
+            filter: None,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
         })
@@ -96,6 +109,28 @@ impl CompressedScanExec {
     pub(super) fn with_pruning(mut self, predicate: Option<Arc<PruningPredicate>>) -> Self {
         self.pruning = predicate;
         self
+    }
+
+    /// Applies `filter` to the rows: only those for which it is true are output.
+    pub(super) fn with_filter(mut self, filter: Option<RowFilter>) -> Self {
+        self.filter = filter.map(Arc::new);
+        self
+    }
+
+    /// The pushed filters the scan applies to rows itself, as text (`None` without).
+    pub fn filter(&self) -> Option<String> {
+        self.filter.as_ref().map(|f| f.to_string())
+    }
+
+    /// The columns a window decodes: the projected ones and those the row filter reads.
+    fn decoded_columns(&self) -> Vec<usize> {
+        let mut columns = self.projection.clone();
+        if let Some(filter) = &self.filter {
+            columns.extend(filter.columns());
+            columns.sort_unstable();
+            columns.dedup();
+        }
+        columns
     }
 
     /// Whether the scan prunes blocks by a pushed filter.
@@ -120,6 +155,7 @@ impl fmt::Debug for CompressedScanExec {
             .field("partitions", &self.partitions.len())
             .field("projection", &self.names)
             .field("limit", &self.limit)
+            .field("filter", &self.filter())
             .finish()
     }
 }
@@ -134,12 +170,21 @@ impl DisplayAs for CompressedScanExec {
                     self.partitions.len(),
                     self.names.join(", ")
                 )?;
+                if let Some(filter) = &self.filter {
+                    write!(f, ", filter=[{filter}]")?;
+                }
                 if let Some(limit) = self.limit {
                     write!(f, ", limit={limit}")?;
                 }
                 Ok(())
             }
-            DisplayFormatType::TreeRender => write!(f, "columns={}", self.names.join(", ")),
+            DisplayFormatType::TreeRender => {
+                write!(f, "columns={}", self.names.join(", "))?;
+                if let Some(filter) = &self.filter {
+                    write!(f, "\nfilter={filter}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -200,7 +245,8 @@ impl ExecutionPlan for CompressedScanExec {
         })?;
         let metrics = Metrics::new(&self.metrics, partition);
         // The blocks the pushed filters do not rule out, then only those a limit needs
-        // (each partition may stop at the limit).
+        // (each partition may stop at the limit; under a row filter a block's rows are
+        // only an upper bound of what it gives, so the limit is applied to the output).
         let keep = match &self.pruning {
             Some(predicate) => blocks_to_scan(predicate, blocks, &self.schema_full),
             None => vec![true; blocks.len()],
@@ -208,6 +254,7 @@ impl ExecutionPlan for CompressedScanExec {
         metrics
             .pruned
             .add(keep.iter().filter(|&&scan| !scan).count());
+        let limit = self.limit.filter(|_| self.filter.is_none());
         let mut needed = Vec::new();
         let mut rows = 0;
         for block in blocks
@@ -216,7 +263,7 @@ impl ExecutionPlan for CompressedScanExec {
             .filter(|(_, scan)| **scan)
             .map(|(b, _)| b)
         {
-            if self.limit.is_some_and(|limit| rows >= limit) {
+            if limit.is_some_and(|limit| rows >= limit) {
                 break;
             }
             rows += block.rows;
@@ -227,13 +274,16 @@ impl ExecutionPlan for CompressedScanExec {
             schema: self.schema(),
             batch_size: context.session_config().batch_size().max(1),
             placement: self.placement,
+            filter: self.filter.clone(),
+            decode_in_one_call: AtomicBool::new(false),
             metrics,
         });
-        let windows = windows(&needed, &self.projection, self.limit, self.window_bytes);
+        let windows = windows(&needed, &self.decoded_columns(), limit, self.window_bytes);
         let state = Windows {
             job,
             windows: windows.into_iter(),
             next: None,
+            remaining: self.limit.unwrap_or(usize::MAX),
         };
         // Each window decodes on a blocking thread; the next one starts as soon as the
         // current one is handed out, so decoding overlaps the query's work on it, and at
@@ -244,13 +294,13 @@ impl ExecutionPlan for CompressedScanExec {
                 None => state.start_next()?,
             };
             let result = match current.await {
-                Ok(result) => result,
+                Ok(result) => result.map(|batches| state.take_up_to_limit(batches)),
                 Err(e) => Err(DataFusionError::External(Box::new(e))),
             };
-            if result.is_ok() {
+            if result.is_ok() && state.remaining > 0 {
                 state.next = state.start_next();
             } else {
-                state.windows = Vec::new().into_iter(); // stop after an error
+                state.windows = Vec::new().into_iter(); // stop after an error or the limit
             }
             Some((result, state))
         })
@@ -286,7 +336,7 @@ impl ExecutionPlan for CompressedScanExec {
 
 impl CompressedScanExec {
     fn statistics_of(&self, partition: Option<usize>) -> Result<Arc<Statistics>> {
-        let statistics = match partition {
+        let mut statistics = match partition {
             Some(p) => {
                 let blocks = self.partitions.get(p).ok_or_else(|| {
                     DataFusionError::Internal(format!("no partition {p} in CompressedScanExec"))
@@ -307,9 +357,27 @@ impl CompressedScanExec {
                 s
             }
         };
+        if self.filter.is_some() {
+            // The blocks' counts bound what passes the filter; they no longer tell it. The
+            // estimate is DataFusion's own for a filter it cannot analyse (a `FilterExec`
+            // over this scan would give the same), so that join planning sees the same
+            // sizes with the filter in the scan as with the filter above it.
+            statistics = statistics.to_inexact();
+            let keep = |n: usize| (n as f64 * FILTER_SELECTIVITY_ESTIMATE).ceil() as usize;
+            statistics.num_rows = statistics.num_rows.map(keep);
+            statistics.total_byte_size = statistics.total_byte_size.map(keep);
+            for column in &mut statistics.column_statistics {
+                column.byte_size = column.byte_size.map(keep);
+                column.null_count = Precision::Absent;
+            }
+        }
         Ok(Arc::new(statistics))
     }
 }
+
+/// The share of rows a row filter is assumed to keep when estimating the scan's output:
+/// the default selectivity of DataFusion's `FilterExec`.
+const FILTER_SELECTIVITY_ESTIMATE: f64 = 0.2;
 
 struct Metrics {
     output_rows: datafusion::physical_plan::metrics::Count,
@@ -319,6 +387,9 @@ struct Metrics {
     time: datafusion::physical_plan::metrics::Time,
     parts_time: datafusion::physical_plan::metrics::Time,
     arrays_time: datafusion::physical_plan::metrics::Time,
+    filter_rows_in: datafusion::physical_plan::metrics::Count,
+    blocks_without_survivors: datafusion::physical_plan::metrics::Count,
+    filter_time: datafusion::physical_plan::metrics::Time,
 }
 
 impl Metrics {
@@ -331,6 +402,10 @@ impl Metrics {
             time: MetricBuilder::new(set).subset_time("decompress_time", partition),
             parts_time: MetricBuilder::new(set).subset_time("decode_parts_time", partition),
             arrays_time: MetricBuilder::new(set).subset_time("build_arrays_time", partition),
+            filter_rows_in: MetricBuilder::new(set).counter("filter_rows_in", partition),
+            blocks_without_survivors: MetricBuilder::new(set)
+                .counter("blocks_without_survivors", partition),
+            filter_time: MetricBuilder::new(set).subset_time("filter_time", partition),
         }
     }
 }
@@ -399,6 +474,8 @@ struct Windows {
     job: Arc<Job>,
     windows: std::vec::IntoIter<Window>,
     next: Option<tokio::task::JoinHandle<Result<Vec<RecordBatch>>>>,
+    /// Rows still to hand out under the scan's limit.
+    remaining: usize,
 }
 
 impl Windows {
@@ -408,6 +485,28 @@ impl Windows {
         let job = self.job.clone();
         Some(tokio::task::spawn_blocking(move || job.run(&window)))
     }
+
+    /// The first of `batches`' rows up to the rows still to hand out (counted as the
+    /// scan's output).
+    fn take_up_to_limit(&mut self, mut batches: Vec<RecordBatch>) -> Vec<RecordBatch> {
+        let mut kept = 0;
+        for batch in batches.iter_mut() {
+            if self.remaining == 0 {
+                break;
+            }
+            if batch.num_rows() > self.remaining {
+                *batch = batch.slice(0, self.remaining);
+            }
+            self.remaining -= batch.num_rows();
+            kept += 1;
+        }
+        batches.truncate(kept);
+        self.job
+            .metrics
+            .output_rows
+            .add(batches.iter().map(|b| b.num_rows()).sum());
+        batches
+    }
 }
 
 /// What every window of one partition's scan decodes with.
@@ -416,40 +515,31 @@ struct Job {
     schema: SchemaRef,
     batch_size: usize,
     placement: Placement,
+    filter: Option<Arc<RowFilter>>,
+    /// Whether the next window decodes the filter's columns and the others in one call
+    /// (see [`Job::run_filtered`]).
+    decode_in_one_call: AtomicBool,
     metrics: Metrics,
 }
 
 impl Job {
-    /// Decodes `window`'s projected columns in one batched call and cuts its rows into
-    /// batches of the session's batch size.
+    /// Decodes `window`'s projected columns (batched calls) and cuts its rows, those the
+    /// row filter keeps, into batches of the session's batch size.
     fn run(&self, window: &Window) -> Result<Vec<RecordBatch>> {
-        let timer = self.metrics.time.timer();
-        // Every (block, column) pair at once: the pool (or the GPU) sees the whole window.
-        let pairs: Vec<(usize, usize)> = (0..window.blocks.len())
-            .flat_map(|b| self.projection.iter().map(move |&c| (b, c)))
-            .collect();
-        let columns: Vec<&column::CompressedColumn> = pairs
-            .iter()
-            .map(|&(b, c)| &window.blocks[b].columns[c])
-            .collect();
-        let parts_timer = self.metrics.parts_time.timer();
-        let nodes = column::decompress_columns_to_plain(&columns, self.placement)
-            .map_err(DataFusionError::from)?;
-        parts_timer.done();
-        let arrays_timer = self.metrics.arrays_time.timer();
-        let arrays: Vec<ArrayRef> =
-            column::arrays_from_plain(&columns, nodes).map_err(DataFusionError::from)?;
-        arrays_timer.done();
-        timer.done();
-        self.metrics.columns.add(arrays.len());
-        self.metrics
-            .bytes
-            .add(columns.iter().map(|c| c.plain_bytes()).sum());
+        let blocks: Vec<&Block> = window.blocks.iter().map(|b| b.as_ref()).collect();
+        match &self.filter {
+            Some(filter) => self.run_filtered(&blocks, filter),
+            None => self.run_unfiltered(&blocks, window.rows),
+        }
+    }
+
+    /// Every row of the window up to `rows`.
+    fn run_unfiltered(&self, blocks: &[&Block], rows: usize) -> Result<Vec<RecordBatch>> {
         let width = self.projection.len();
-        let mut arrays = arrays.into_iter();
+        let mut arrays = self.decode(blocks, &self.projection)?.into_iter();
         let mut out = Vec::new();
-        let mut remaining = window.rows;
-        for block in &window.blocks {
+        let mut remaining = rows;
+        for block in blocks {
             let columns: Vec<ArrayRef> = arrays.by_ref().take(width).collect();
             let options = RecordBatchOptions::new().with_row_count(Some(block.rows));
             let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
@@ -466,11 +556,179 @@ impl Job {
                 break;
             }
         }
-        self.metrics
-            .output_rows
-            .add(out.iter().map(|b| b.num_rows()).sum());
         Ok(out)
     }
+
+    /// The rows of the window `filter` keeps, gathered into batches of the session's batch
+    /// size. Late materialisation: the filter's columns are decoded and it is evaluated
+    /// first, then the other projected columns are decoded only for the blocks where some
+    /// row passes. That costs a second batched call per window, which buys nothing while
+    /// every block has a passing row (most filters of TPC-H over unsorted columns): after
+    /// such a window the partition decodes every column in one call, until a block
+    /// without a passing row turns up again.
+    fn run_filtered(&self, blocks: &[&Block], filter: &RowFilter) -> Result<Vec<RecordBatch>> {
+        let read = filter.columns();
+        // Each output column comes from the filter's arrays (`Ok(i)`) or from the other
+        // columns' (`Err(j)`).
+        let mut others: Vec<usize> = Vec::new();
+        let sources: Vec<std::result::Result<usize, usize>> = self
+            .projection
+            .iter()
+            .map(|c| {
+                read.binary_search(c).map_err(|_| {
+                    others.push(*c);
+                    others.len() - 1
+                })
+            })
+            .collect();
+        let one_call = !others.is_empty() && self.decode_in_one_call.load(Ordering::Relaxed);
+        let first: Vec<usize> = if one_call {
+            read.iter().chain(&others).copied().collect()
+        } else {
+            read.to_vec()
+        };
+        let mut decoded = self.decode(blocks, &first)?.into_iter();
+        let timer = self.metrics.filter_time.timer();
+        let mut filter_arrays = Vec::with_capacity(blocks.len());
+        let mut early_others = Vec::with_capacity(blocks.len());
+        let mut masks = Vec::with_capacity(blocks.len());
+        for block in blocks {
+            let arrays: Vec<ArrayRef> = decoded.by_ref().take(read.len()).collect();
+            early_others.push(decoded.by_ref().take(first.len() - read.len()).collect());
+            masks.push(filter.evaluate(arrays.clone(), block.rows)?);
+            filter_arrays.push(arrays);
+        }
+        timer.done();
+        let passing: Vec<usize> = masks.iter().map(BooleanArray::true_count).collect();
+        let without = passing.iter().filter(|&&n| n == 0).count();
+        self.metrics
+            .filter_rows_in
+            .add(blocks.iter().map(|b| b.rows).sum());
+        self.metrics.blocks_without_survivors.add(without);
+        self.decode_in_one_call
+            .store(without == 0, Ordering::Relaxed);
+        if self.projection.is_empty() {
+            // Only a row count (`count(*)` under a filter): batches without columns.
+            return row_count_batches(&self.schema, passing.iter().sum(), self.batch_size);
+        }
+
+        // The other projected columns, only where some row passes (decoded already in
+        // one-call mode).
+        let other_arrays: Vec<Vec<ArrayRef>> = if one_call || others.is_empty() {
+            early_others
+        } else {
+            let live: Vec<&Block> = blocks
+                .iter()
+                .zip(&passing)
+                .filter(|(_, n)| **n > 0)
+                .map(|(b, _)| *b)
+                .collect();
+            let mut late = if live.is_empty() {
+                Vec::new().into_iter()
+            } else {
+                self.decode(&live, &others)?.into_iter()
+            };
+            passing
+                .iter()
+                .map(|&n| {
+                    let take = if n > 0 { others.len() } else { 0 };
+                    late.by_ref().take(take).collect()
+                })
+                .collect()
+        };
+
+        let timer = self.metrics.filter_time.timer();
+        // As DataFusion's own filter does: batches of the session's size are filtered one
+        // at a time; a result of at least half that size is handed out as it is, smaller
+        // ones are gathered. Where most rows pass, nothing is copied twice.
+        let mut coalescer = BatchCoalescer::new(self.schema.clone(), self.batch_size)
+            .with_biggest_coalesce_batch_size(Some(self.batch_size / 2));
+        let mut out = Vec::new();
+        for (((block, mask), arrays), other) in blocks
+            .iter()
+            .zip(&masks)
+            .zip(filter_arrays)
+            .zip(other_arrays)
+        {
+            if mask.true_count() == 0 {
+                continue;
+            }
+            let columns: Vec<ArrayRef> = sources
+                .iter()
+                .map(|source| match *source {
+                    Ok(i) => arrays[i].clone(),
+                    Err(j) => other[j].clone(),
+                })
+                .collect();
+            let options = RecordBatchOptions::new().with_row_count(Some(block.rows));
+            let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
+            let mut offset = 0;
+            while offset < block.rows {
+                let len = self.batch_size.min(block.rows - offset);
+                let part = mask.slice(offset, len);
+                match part.true_count() {
+                    0 => {}
+                    n if n == len => coalescer.push_batch(batch.slice(offset, len))?,
+                    _ => coalescer.push_batch_with_filter(batch.slice(offset, len), &part)?,
+                }
+                offset += len;
+            }
+            while let Some(batch) = coalescer.next_completed_batch() {
+                out.push(batch);
+            }
+        }
+        coalescer.finish_buffered_batch()?;
+        while let Some(batch) = coalescer.next_completed_batch() {
+            out.push(batch);
+        }
+        timer.done();
+        Ok(out)
+    }
+
+    /// Decodes `columns` of every block of `blocks` in one batched call: the pool (or the
+    /// GPU) sees the whole window. The arrays come block by block, each block's in the
+    /// order of `columns`.
+    fn decode(&self, blocks: &[&Block], columns: &[usize]) -> Result<Vec<ArrayRef>> {
+        let timer = self.metrics.time.timer();
+        let parts: Vec<&column::CompressedColumn> = blocks
+            .iter()
+            .flat_map(|b| columns.iter().map(move |&c| &b.columns[c]))
+            .collect();
+        let parts_timer = self.metrics.parts_time.timer();
+        let nodes = column::decompress_columns_to_plain(&parts, self.placement)
+            .map_err(DataFusionError::from)?;
+        parts_timer.done();
+        let arrays_timer = self.metrics.arrays_time.timer();
+        let arrays = column::arrays_from_plain(&parts, nodes).map_err(DataFusionError::from)?;
+        arrays_timer.done();
+        timer.done();
+        self.metrics.columns.add(arrays.len());
+        self.metrics
+            .bytes
+            .add(parts.iter().map(|c| c.plain_bytes()).sum());
+        Ok(arrays)
+    }
+}
+
+/// `rows` rows of `schema`, which has no fields, in batches of `batch_size`.
+fn row_count_batches(
+    schema: &SchemaRef,
+    rows: usize,
+    batch_size: usize,
+) -> Result<Vec<RecordBatch>> {
+    let mut out = Vec::new();
+    let mut left = rows;
+    while left > 0 {
+        let n = left.min(batch_size);
+        let options = RecordBatchOptions::new().with_row_count(Some(n));
+        out.push(RecordBatch::try_new_with_options(
+            schema.clone(),
+            Vec::new(),
+            &options,
+        )?);
+        left -= n;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! Zone maps: each block keeps the minimum and maximum of its columns, taken from the plain
 //! arrays before compression, so that a scan skips (never decompresses) the blocks a
 //! pushed filter rules out. DataFusion's [`PruningPredicate`] reads them through
-//! [`PruningStatistics`], as it reads Parquet row groups' statistics; the filters stay
-//! above the scan too (they are pushed down as inexact), so pruning only saves work.
+//! [`PruningStatistics`], as it reads Parquet row groups' statistics. Pruning only saves
+//! work: the rows of the blocks scanned are still filtered, by the scan (the filters it
+//! evaluates itself) or above it (the others).
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -1,0 +1,294 @@
+//! The filters a compressed scan evaluates itself, so that DataFusion drops its own filter
+//! above the scan (`Exact` pushdown): comparisons, `BETWEEN`, `IN` lists, `IS [NOT] NULL`,
+//! `LIKE` with a literal pattern, boolean columns, and `AND` / `OR` / `NOT` of these, over
+//! columns and literals of integer, float, decimal, date, time, timestamp, boolean and
+//! string types (and casts between them, which type coercion inserts).
+//!
+//! The scan evaluates them with DataFusion's own physical expressions on the decoded filter
+//! columns, so a pushed filter keeps exactly DataFusion's semantics (NULL, NaN, ±0.0,
+//! decimal scales, collation of strings), and then decodes the other projected columns
+//! only for blocks where some row passes (late materialisation).
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow::compute::prep_null_mask_filter;
+use arrow::datatypes::{DataType, Schema, SchemaRef};
+use datafusion::catalog::Session;
+use datafusion::common::{Column, DFSchema};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::expr::{Between, InList, Like};
+use datafusion::logical_expr::expr_rewriter::unnormalize_col;
+use datafusion::logical_expr::utils::{conjunction, expr_to_columns};
+use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+use datafusion::physical_expr::PhysicalExpr;
+
+/// Whether the scan evaluates `filter` itself (pushed down as `Exact`), judged against the
+/// table's `schema`.
+pub(crate) fn evaluable(filter: &Expr, schema: &Schema) -> bool {
+    predicate(filter, schema)
+}
+
+/// A boolean expression the scan evaluates.
+fn predicate(expr: &Expr, schema: &Schema) -> bool {
+    match expr {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
+            Operator::And | Operator::Or => predicate(left, schema) && predicate(right, schema),
+            Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq
+            | Operator::IsDistinctFrom
+            | Operator::IsNotDistinctFrom => {
+                operand(left, schema)
+                    && operand(right, schema)
+                    && (reads_a_column(left) || reads_a_column(right))
+            }
+            _ => false,
+        },
+        Expr::Not(inner)
+        | Expr::IsTrue(inner)
+        | Expr::IsFalse(inner)
+        | Expr::IsUnknown(inner)
+        | Expr::IsNotTrue(inner)
+        | Expr::IsNotFalse(inner)
+        | Expr::IsNotUnknown(inner) => predicate(inner, schema),
+        Expr::IsNull(inner) | Expr::IsNotNull(inner) => {
+            operand(inner, schema) && reads_a_column(inner)
+        }
+        Expr::Between(Between {
+            expr, low, high, ..
+        }) => {
+            operand(expr, schema)
+                && reads_a_column(expr)
+                && literal(low).is_some()
+                && literal(high).is_some()
+        }
+        Expr::InList(InList { expr, list, .. }) => {
+            operand(expr, schema)
+                && reads_a_column(expr)
+                && !list.is_empty()
+                && list.iter().all(|e| literal(e).is_some())
+        }
+        Expr::Like(Like {
+            expr,
+            pattern,
+            escape_char,
+            case_insensitive,
+            ..
+        }) => {
+            !case_insensitive
+                && escape_char.is_none()
+                && operand(expr, schema)
+                && reads_a_column(expr)
+                && matches!(
+                    literal(pattern),
+                    Some(DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+                )
+        }
+        Expr::Column(c) => column_type(c, schema) == Some(&DataType::Boolean),
+        _ => false,
+    }
+}
+
+/// A value a comparison reads: a column or a literal of a supported type, or a cast of
+/// one to a supported type.
+fn operand(expr: &Expr, schema: &Schema) -> bool {
+    match expr {
+        Expr::Column(c) => column_type(c, schema).is_some_and(supported),
+        Expr::Literal(..) => literal(expr).is_some(),
+        Expr::Cast(cast) => supported(cast.field.data_type()) && operand(&cast.expr, schema),
+        Expr::TryCast(cast) => supported(cast.field.data_type()) && operand(&cast.expr, schema),
+        _ => false,
+    }
+}
+
+/// The type of a literal of a supported type (a typed NULL included).
+fn literal(expr: &Expr) -> Option<DataType> {
+    match expr {
+        Expr::Literal(value, _) => {
+            let ty = value.data_type();
+            (supported(&ty) || ty == DataType::Null).then_some(ty)
+        }
+        _ => None,
+    }
+}
+
+fn reads_a_column(expr: &Expr) -> bool {
+    match expr {
+        Expr::Column(_) => true,
+        Expr::Cast(cast) => reads_a_column(&cast.expr),
+        Expr::TryCast(cast) => reads_a_column(&cast.expr),
+        _ => false,
+    }
+}
+
+fn column_type<'a>(column: &Column, schema: &'a Schema) -> Option<&'a DataType> {
+    schema
+        .field_with_name(&column.name)
+        .ok()
+        .map(|f| f.data_type())
+}
+
+/// The value types a pushed filter may compare.
+fn supported(ty: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        ty,
+        Boolean
+            | Int8
+            | Int16
+            | Int32
+            | Int64
+            | UInt8
+            | UInt16
+            | UInt32
+            | UInt64
+            | Float16
+            | Float32
+            | Float64
+            | Decimal32(..)
+            | Decimal64(..)
+            | Decimal128(..)
+            | Decimal256(..)
+            | Date32
+            | Date64
+            | Time32(_)
+            | Time64(_)
+            | Timestamp(..)
+            | Utf8
+            | LargeUtf8
+            | Utf8View
+    )
+}
+
+/// The conjunction of a scan's exact filters as one physical predicate over the columns it
+/// reads.
+pub(crate) struct RowFilter {
+    /// The table columns the predicate reads, ascending.
+    columns: Vec<usize>,
+    /// The schema of those columns, in that order: what `predicate` is evaluated on.
+    schema: SchemaRef,
+    predicate: Arc<dyn PhysicalExpr>,
+    /// The logical filters, for display.
+    text: String,
+}
+
+impl RowFilter {
+    /// The predicate of `filters` (each [`evaluable`]) over `table`'s columns, `None`
+    /// when there are none.
+    pub(crate) fn try_new(
+        state: &dyn Session,
+        table: &SchemaRef,
+        filters: &[Expr],
+    ) -> Result<Option<RowFilter>> {
+        let Some(expr) = conjunction(filters.iter().cloned().map(unnormalize_col)) else {
+            return Ok(None);
+        };
+        let mut used = HashSet::new();
+        expr_to_columns(&expr, &mut used)?;
+        let mut columns = used
+            .iter()
+            .map(|c| table.index_of(&c.name).map_err(DataFusionError::from))
+            .collect::<Result<Vec<usize>>>()?;
+        columns.sort_unstable();
+        columns.dedup();
+        let schema = Arc::new(table.project(&columns)?);
+        let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
+        // The conjunction's own display puts parentheses where precedence needs them.
+        let text = expr.to_string();
+        let predicate = state.create_physical_expr(expr, &df_schema)?;
+        Ok(Some(RowFilter {
+            columns,
+            schema,
+            predicate,
+            text,
+        }))
+    }
+
+    /// The table columns the predicate reads, ascending.
+    pub(crate) fn columns(&self) -> &[usize] {
+        &self.columns
+    }
+
+    /// Which of `rows` rows pass, given the arrays of [`Self::columns`] (in that order):
+    /// true only where the predicate is true (NULL drops the row, as `WHERE` does).
+    pub(crate) fn evaluate(&self, arrays: Vec<ArrayRef>, rows: usize) -> Result<BooleanArray> {
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        let batch = RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?;
+        let value = self.predicate.evaluate(&batch)?.into_array(rows)?;
+        let mask = value.as_boolean_opt().ok_or_else(|| {
+            DataFusionError::Internal(format!(
+                "the pushed filter {} gave {} instead of booleans",
+                self.text,
+                value.data_type()
+            ))
+        })?;
+        Ok(if mask.null_count() > 0 {
+            prep_null_mask_filter(mask)
+        } else {
+            mask.clone()
+        })
+    }
+}
+
+impl fmt::Display for RowFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::Field;
+    use datafusion::logical_expr::{col, lit};
+
+    fn schema() -> Schema {
+        Schema::new(vec![
+            Field::new("i", DataType::Int64, true),
+            Field::new("f", DataType::Float64, true),
+            Field::new("s", DataType::Utf8View, true),
+            Field::new("b", DataType::Boolean, true),
+            Field::new("d", DataType::Decimal128(15, 2), true),
+            Field::new("l", DataType::new_list(DataType::Int32, true), true),
+        ])
+    }
+
+    #[test]
+    fn the_listed_shapes_are_evaluable_and_others_are_not() {
+        let schema = schema();
+        let yes = [
+            col("i").gt(lit(3i64)),
+            lit(3i64).lt_eq(col("i")),
+            col("i").eq(col("f")),
+            col("f").gt(lit(-0.0f64)).or(col("i").is_null()),
+            col("d").between(lit(1i64), lit(5i64)),
+            col("s").in_list(vec![lit("a"), lit("")], true),
+            col("s").like(lit("ab%")),
+            col("b"),
+            col("b").is_not_true(),
+            col("i").is_not_null().and(col("s").not_eq(lit("x"))),
+        ];
+        let no = [
+            col("l").is_null(),
+            (col("i") + lit(1i64)).gt(lit(3i64)),
+            col("s").ilike(lit("ab%")),
+            col("s").like(col("s")),
+            col("i").in_list(vec![col("i")], false),
+            lit(1i64).eq(lit(1i64)),
+            datafusion::functions::expr_fn::upper(col("s")).eq(lit("A")),
+            col("missing").eq(lit(1i64)),
+        ];
+        for e in &yes {
+            assert!(evaluable(e, &schema), "{e}");
+        }
+        for e in &no {
+            assert!(!evaluable(e, &schema), "{e}");
+        }
+    }
+}
