@@ -247,6 +247,35 @@ async fn filters_skip_the_blocks_their_zones_rule_out() {
 }
 
 #[tokio::test]
+async fn low_cardinality_strings_are_held_as_dictionaries_and_scanned_back_equal() {
+    // `name` has 13 values: every block holds it as a dictionary under `auto`; `id` is
+    // not a string, and the same names as a given codec stay plain.
+    let table = table();
+    assert_eq!(table.column_dictionary_blocks(), vec![0, 0, 9]);
+    let options = CompressOptions {
+        block_rows: 2_500,
+        ..CompressOptions::default()
+    }
+    .with_column("name", "gmatch".parse().unwrap());
+    let plain_names =
+        CompressedTable::try_new(schema(), vec![vec![sample(7_000)]], &options).unwrap();
+    assert_eq!(plain_names.column_dictionary_blocks(), vec![0, 0, 0]);
+
+    let ctx = SessionContext::new();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let plain = plain_context();
+    for sql in [
+        "SELECT * FROM t ORDER BY id",
+        "SELECT name, count(*) FROM t WHERE name IN ('name 3', 'name 12') GROUP BY name ORDER BY name",
+    ] {
+        let got = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+        let want = plain.sql(sql).await.unwrap().collect().await.unwrap();
+        assert_eq!(got[0].schema(), want[0].schema(), "{sql}");
+        assert_eq!(text(&got), text(&want), "{sql}");
+    }
+}
+
+#[tokio::test]
 async fn scans_decompress_only_the_projected_columns() {
     let table = table();
     assert_eq!(table.partition_count(), 3);

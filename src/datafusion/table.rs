@@ -32,6 +32,7 @@
 //! ```
 
 mod archive;
+mod dictionary;
 mod filter;
 mod memory;
 mod scan;
@@ -42,7 +43,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
-use arrow::array::{Array, RecordBatch, RecordBatchOptions};
+use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::{DataType, Field, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
@@ -301,6 +302,24 @@ impl CompressedTable {
         codecs
     }
 
+    /// How many blocks of each column hold it as a dictionary (low-cardinality strings
+    /// under `auto`), in schema order.
+    pub fn column_dictionary_blocks(&self) -> Vec<usize> {
+        let mut counts = vec![0; self.schema.fields().len()];
+        for block in self.read().iter().flatten() {
+            for ((count, column), field) in counts
+                .iter_mut()
+                .zip(&block.columns)
+                .zip(self.schema.fields())
+            {
+                if column.data_type() != field.data_type() {
+                    *count += 1;
+                }
+            }
+        }
+        counts
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Partitions> {
         // A panic while holding the lock cannot leave the lists half-written: writers
         // only push whole blocks.
@@ -452,6 +471,9 @@ fn compress_blocks(
         for (slot, column) in slots.zip(compressed) {
             columns[slot] = Some(column);
         }
+        if matches!(codec, CodecChoice::Auto | CodecChoice::AutoAmong(_)) {
+            try_dictionaries(schema, batches, &members, &codec, placement, &mut columns)?;
+        }
     }
     let mut columns = columns.into_iter();
     batches
@@ -474,6 +496,53 @@ fn compress_blocks(
             }))
         })
         .collect()
+}
+
+/// Under `auto`, the low-cardinality string columns among `members` of each of `batches`
+/// are compressed as dictionaries too (one batched call), and the dictionary replaces the
+/// plain column in `columns` (block-major, a slot per table column) where
+/// [`dictionary::keep`] says.
+fn try_dictionaries(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    members: &[usize],
+    codec: &CodecChoice,
+    placement: Placement,
+    columns: &mut [Option<CompressedColumn>],
+) -> Result<()> {
+    let width = schema.fields().len();
+    let candidates: Vec<(usize, usize, ArrayRef)> = batches
+        .par_iter()
+        .enumerate()
+        .flat_map_iter(|(b, batch)| {
+            members.iter().filter_map(move |&i| {
+                dictionary::candidate(batch.column(i)).map(|d| (b * width + i, batch.num_rows(), d))
+            })
+        })
+        .collect();
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    let fields: Vec<Field> = candidates
+        .iter()
+        .map(|(slot, _, array)| {
+            let field = schema.field(slot % width);
+            Field::new(field.name(), array.data_type().clone(), field.is_nullable())
+        })
+        .collect();
+    let inputs: Vec<(&Field, &dyn Array)> = fields
+        .iter()
+        .zip(&candidates)
+        .map(|(field, (_, _, array))| (field, array.as_ref()))
+        .collect();
+    let compressed = column::compress_columns_on(&inputs, codec, placement)?;
+    for ((slot, rows, _), dictionary) in candidates.iter().zip(compressed) {
+        let plain = columns[*slot].as_ref().map_or(0, |c| c.compressed_bytes());
+        if dictionary::keep(dictionary.compressed_bytes(), plain, *rows) {
+            columns[*slot] = Some(dictionary);
+        }
+    }
+    Ok(())
 }
 
 /// The batches of one partition as blocks of `block_rows` rows (the last one shorter),

@@ -27,6 +27,7 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
+use super::dictionary;
 use super::filter::RowFilter;
 use super::zones::blocks_to_scan;
 use super::{Block, Partitions, block_statistics};
@@ -270,6 +271,7 @@ impl ExecutionPlan for CompressedScanExec {
             needed.push(block.clone());
         }
         let job = Arc::new(Job {
+            table: self.schema_full.clone(),
             projection: self.projection.clone(),
             schema: self.schema(),
             batch_size: context.session_config().batch_size().max(1),
@@ -294,13 +296,22 @@ impl ExecutionPlan for CompressedScanExec {
                 None => state.start_next()?,
             };
             let result = match current.await {
-                Ok(result) => result.map(|batches| state.take_up_to_limit(batches)),
+                Ok(result) => result,
                 Err(e) => Err(DataFusionError::External(Box::new(e))),
             };
-            if result.is_ok() && state.remaining > 0 {
+            // The next window decodes while this one's rows are gathered and consumed.
+            if result.is_ok() {
                 state.next = state.start_next();
-            } else {
-                state.windows = Vec::new().into_iter(); // stop after an error or the limit
+            }
+            let result = result
+                .and_then(|slices| state.gather(slices))
+                .map(|batches| state.take_up_to_limit(batches));
+            if result.is_err() || state.remaining == 0 {
+                // Stop after an error or at the limit.
+                state.windows = Vec::new().into_iter();
+                if let Some(next) = state.next.take() {
+                    next.abort();
+                }
             }
             Some((result, state))
         })
@@ -473,17 +484,56 @@ fn windows(
 struct Windows {
     job: Arc<Job>,
     windows: std::vec::IntoIter<Window>,
-    next: Option<tokio::task::JoinHandle<Result<Vec<RecordBatch>>>>,
+    next: Option<tokio::task::JoinHandle<Result<Vec<Slice>>>>,
     /// Rows still to hand out under the scan's limit.
     remaining: usize,
 }
 
+/// Up to a batch of the session's size of a decoded window, and which of its rows the row
+/// filter keeps (`None`: all of them).
+struct Slice {
+    batch: RecordBatch,
+    keep: Option<BooleanArray>,
+}
+
 impl Windows {
     /// Starts decoding the next window on a blocking thread (`None` when none is left).
-    fn start_next(&mut self) -> Option<tokio::task::JoinHandle<Result<Vec<RecordBatch>>>> {
+    fn start_next(&mut self) -> Option<tokio::task::JoinHandle<Result<Vec<Slice>>>> {
         let window = self.windows.next()?;
         let job = self.job.clone();
         Some(tokio::task::spawn_blocking(move || job.run(&window)))
+    }
+
+    /// The rows of a window's slices that the row filter keeps, as batches of the
+    /// session's size. This runs on the task that consumes the scan, as DataFusion's own
+    /// filter would, while the next window decodes on a blocking thread: the copy of the
+    /// passing rows does not hold up the decoding. Filtered slices are gathered as
+    /// `FilterExec` gathers them: a result of at least half a batch is handed out as it
+    /// is, smaller ones are joined.
+    fn gather(&self, slices: Vec<Slice>) -> Result<Vec<RecordBatch>> {
+        if slices.iter().all(|s| s.keep.is_none()) {
+            return Ok(slices.into_iter().map(|s| s.batch).collect());
+        }
+        let timer = self.job.metrics.filter_time.timer();
+        let batch_size = self.job.batch_size;
+        let mut coalescer = BatchCoalescer::new(self.job.schema.clone(), batch_size)
+            .with_biggest_coalesce_batch_size(Some(batch_size / 2));
+        let mut out = Vec::with_capacity(slices.len());
+        for slice in slices {
+            match slice.keep {
+                None => coalescer.push_batch(slice.batch)?,
+                Some(keep) => coalescer.push_batch_with_filter(slice.batch, &keep)?,
+            }
+            while let Some(batch) = coalescer.next_completed_batch() {
+                out.push(batch);
+            }
+        }
+        coalescer.finish_buffered_batch()?;
+        while let Some(batch) = coalescer.next_completed_batch() {
+            out.push(batch);
+        }
+        timer.done();
+        Ok(out)
     }
 
     /// The first of `batches`' rows up to the rows still to hand out (counted as the
@@ -511,6 +561,8 @@ impl Windows {
 
 /// What every window of one partition's scan decodes with.
 struct Job {
+    /// The table's schema (the types its columns are handed out in).
+    table: SchemaRef,
     projection: Vec<usize>,
     schema: SchemaRef,
     batch_size: usize,
@@ -523,9 +575,9 @@ struct Job {
 }
 
 impl Job {
-    /// Decodes `window`'s projected columns (batched calls) and cuts its rows, those the
-    /// row filter keeps, into batches of the session's batch size.
-    fn run(&self, window: &Window) -> Result<Vec<RecordBatch>> {
+    /// Decodes `window`'s projected columns (batched calls) and cuts its rows into slices
+    /// of the session's batch size, with the rows of each the row filter keeps.
+    fn run(&self, window: &Window) -> Result<Vec<Slice>> {
         let blocks: Vec<&Block> = window.blocks.iter().map(|b| b.as_ref()).collect();
         match &self.filter {
             Some(filter) => self.run_filtered(&blocks, filter),
@@ -534,7 +586,7 @@ impl Job {
     }
 
     /// Every row of the window up to `rows`.
-    fn run_unfiltered(&self, blocks: &[&Block], rows: usize) -> Result<Vec<RecordBatch>> {
+    fn run_unfiltered(&self, blocks: &[&Block], rows: usize) -> Result<Vec<Slice>> {
         let width = self.projection.len();
         let mut arrays = self.decode(blocks, &self.projection)?.into_iter();
         let mut out = Vec::new();
@@ -549,7 +601,10 @@ impl Job {
             let mut offset = 0;
             while offset < rows {
                 let len = self.batch_size.min(rows - offset);
-                out.push(batch.slice(offset, len));
+                out.push(Slice {
+                    batch: batch.slice(offset, len),
+                    keep: None,
+                });
                 offset += len;
             }
             if remaining == 0 {
@@ -566,7 +621,7 @@ impl Job {
     /// every block has a passing row (most filters of TPC-H over unsorted columns): after
     /// such a window the partition decodes every column in one call, until a block
     /// without a passing row turns up again.
-    fn run_filtered(&self, blocks: &[&Block], filter: &RowFilter) -> Result<Vec<RecordBatch>> {
+    fn run_filtered(&self, blocks: &[&Block], filter: &RowFilter) -> Result<Vec<Slice>> {
         let read = filter.columns();
         // Each output column comes from the filter's arrays (`Ok(i)`) or from the other
         // columns' (`Err(j)`).
@@ -609,7 +664,11 @@ impl Job {
             .store(without == 0, Ordering::Relaxed);
         if self.projection.is_empty() {
             // Only a row count (`count(*)` under a filter): batches without columns.
-            return row_count_batches(&self.schema, passing.iter().sum(), self.batch_size);
+            let batches = row_count_batches(&self.schema, passing.iter().sum(), self.batch_size)?;
+            return Ok(batches
+                .into_iter()
+                .map(|batch| Slice { batch, keep: None })
+                .collect());
         }
 
         // The other projected columns, only where some row passes (decoded already in
@@ -637,12 +696,6 @@ impl Job {
                 .collect()
         };
 
-        let timer = self.metrics.filter_time.timer();
-        // As DataFusion's own filter does: batches of the session's size are filtered one
-        // at a time; a result of at least half that size is handed out as it is, smaller
-        // ones are gathered. Where most rows pass, nothing is copied twice.
-        let mut coalescer = BatchCoalescer::new(self.schema.clone(), self.batch_size)
-            .with_biggest_coalesce_batch_size(Some(self.batch_size / 2));
         let mut out = Vec::new();
         for (((block, mask), arrays), other) in blocks
             .iter()
@@ -665,23 +718,17 @@ impl Job {
             let mut offset = 0;
             while offset < block.rows {
                 let len = self.batch_size.min(block.rows - offset);
-                let part = mask.slice(offset, len);
-                match part.true_count() {
-                    0 => {}
-                    n if n == len => coalescer.push_batch(batch.slice(offset, len))?,
-                    _ => coalescer.push_batch_with_filter(batch.slice(offset, len), &part)?,
+                let keep = mask.slice(offset, len);
+                let passing = keep.true_count();
+                if passing > 0 {
+                    out.push(Slice {
+                        batch: batch.slice(offset, len),
+                        keep: (passing < len).then_some(keep),
+                    });
                 }
                 offset += len;
             }
-            while let Some(batch) = coalescer.next_completed_batch() {
-                out.push(batch);
-            }
         }
-        coalescer.finish_buffered_batch()?;
-        while let Some(batch) = coalescer.next_completed_batch() {
-            out.push(batch);
-        }
-        timer.done();
         Ok(out)
     }
 
@@ -700,6 +747,17 @@ impl Job {
         parts_timer.done();
         let arrays_timer = self.metrics.arrays_time.timer();
         let arrays = column::arrays_from_plain(&parts, nodes).map_err(DataFusionError::from)?;
+        // Columns stored as dictionaries come back in the table's string type.
+        let types = columns
+            .iter()
+            .cycle()
+            .map(|&c| self.table.field(c).data_type());
+        let arrays = arrays
+            .into_iter()
+            .zip(types)
+            .map(|(array, ty)| dictionary::in_table_type(array, ty))
+            .collect::<crate::Result<Vec<ArrayRef>>>()
+            .map_err(DataFusionError::from)?;
         arrays_timer.done();
         timer.done();
         self.metrics.columns.add(arrays.len());
