@@ -73,6 +73,18 @@ fn all_queries_on_every_store_equal_the_memory_store() {
     assert_eq!(report["gpu"], serde_json::Value::Null);
     assert_eq!(report["codec"], "auto");
     assert_eq!(report["runs"], 1);
+    assert_eq!(report["scan_filters"], true);
+    // Every store against memory and against parquet, query by query.
+    let comparisons = report["comparisons"].as_array().unwrap();
+    assert_eq!(comparisons.len(), 3 + 3, "{comparisons:?}");
+    for c in comparisons {
+        assert_eq!(c["queries"], 22, "{c}");
+        let (mean, worst) = (
+            c["geometric_mean"].as_f64().unwrap(),
+            c["worst_ratio"].as_f64().unwrap(),
+        );
+        assert!(mean > 0.0 && mean <= worst, "{c}");
+    }
     let queries = report["queries"].as_array().unwrap();
     assert_eq!(queries.len(), 22 * 4);
     let order = ["memory", "compressed", "parquet", "colzip-parquet"];
