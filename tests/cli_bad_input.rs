@@ -435,4 +435,43 @@ mod sql {
             "{err}"
         );
     }
+
+    /// A 10,000-term `1+1+…` overflowed the main thread's stack (exit 134, no message);
+    /// 10,000 ORs too. Chains deeper than colzip plans are refused before planning, and a
+    /// file of SQL over the size limit before it is read.
+    #[test]
+    fn deep_or_huge_sql_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("deep.sql");
+        let sum = vec!["1"; 10_000].join("+");
+        std::fs::write(&deep, format!("SELECT {sum};")).unwrap();
+        let err = fails_with(1, &["sql", "--file", s(&deep)]);
+        assert!(err.contains("nests more than 1000 levels"), "{err}");
+        let ors = vec!["x = 1"; 10_000].join(" OR ");
+        let err = fails_with(
+            1,
+            &[
+                "sql",
+                "-c",
+                &format!("SELECT 1 FROM (VALUES (1)) AS t(x) WHERE {ors}"),
+            ],
+        );
+        assert!(err.contains("x IN (1, 2, …)"), "{err}");
+        // Within the limit, a deep chain runs.
+        let sum = vec!["1"; 300].join("+");
+        let out = ok(&[
+            "sql",
+            "--format",
+            "csv",
+            "-c",
+            &format!("SELECT {sum} AS n"),
+        ]);
+        assert!(out.contains("300"), "{out}");
+
+        let huge = dir.path().join("huge.sql");
+        let file = std::fs::File::create(&huge).unwrap();
+        file.set_len(17 << 20).unwrap();
+        let err = fails_with(1, &["sql", "--file", s(&huge)]);
+        assert!(err.contains("over the 16 MB colzip plans at once"), "{err}");
+    }
 }

@@ -86,7 +86,54 @@ pub fn parse(ctx: &SessionContext, sql: &str) -> Result<Vec<Statement>> {
         .build()
         .and_then(|mut parser| parser.parse_statements())
         .map_err(Error::from)?;
+    for statement in &statements {
+        check_depth(statement)?;
+    }
     Ok(statements.into_iter().collect())
+}
+
+/// Refuses a statement whose expressions nest deeper than
+/// [`crate::limits::MOST_EXPRESSION_DEPTH`].
+fn check_depth(statement: &Statement) -> Result<()> {
+    use datafusion::sql::sqlparser::ast::{Expr, Visit, Visitor};
+    use std::ops::ControlFlow;
+
+    struct Depth {
+        now: usize,
+    }
+    impl Visitor for Depth {
+        type Break = ();
+        fn pre_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
+            self.now += 1;
+            if self.now > crate::limits::MOST_EXPRESSION_DEPTH {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
+            self.now -= 1;
+            ControlFlow::Continue(())
+        }
+    }
+    use datafusion::sql::parser::CopyToSource;
+    let too_deep = match statement {
+        Statement::Statement(statement) => statement.visit(&mut Depth { now: 0 }).is_break(),
+        Statement::CopyTo(copy) => match &copy.source {
+            CopyToSource::Query(query) => query.visit(&mut Depth { now: 0 }).is_break(),
+            CopyToSource::Relation(_) => false,
+        },
+        Statement::Explain(explain) => return check_depth(&explain.statement),
+        Statement::CreateExternalTable(_) | Statement::Reset(_) => false,
+    };
+    if too_deep {
+        return Err(Error::format(format!(
+            "an expression of this statement nests more than {} levels deep (a chain of \
+             that many operators: `x = 1 OR x = 2 OR …` is `x IN (1, 2, …)`), more than \
+             colzip plans",
+            crate::limits::MOST_EXPRESSION_DEPTH
+        )));
+    }
+    Ok(())
 }
 
 /// Runs one parsed statement and returns its result; `CREATE TABLE` holds its table as
@@ -359,6 +406,28 @@ pub enum Input {
     Stdin,
 }
 
+/// The SQL text of `path`, refused when over [`crate::limits::MOST_SQL_BYTES`] (checked
+/// before reading it).
+fn read_sql_file(path: &std::path::Path) -> Result<String> {
+    let cannot = |e: std::io::Error| Error::format(format!("cannot read {}: {e}", path.display()));
+    let size = std::fs::metadata(path).map_err(cannot)?.len();
+    check_sql_size(size, &path.display().to_string())?;
+    std::fs::read_to_string(path).map_err(cannot)
+}
+
+/// Refuses SQL text of `bytes` bytes from `source` over [`crate::limits::MOST_SQL_BYTES`].
+fn check_sql_size(bytes: u64, source: &str) -> Result<()> {
+    let most = crate::limits::MOST_SQL_BYTES as u64;
+    if bytes > most {
+        return Err(Error::format(format!(
+            "{source} holds {:.1} MB of SQL, over the {} MB colzip plans at once; split it into smaller files",
+            bytes as f64 / 1e6,
+            most >> 20
+        )));
+    }
+    Ok(())
+}
+
 /// Runs `input` in `ctx` on a new multi-threaded runtime, printing to stdout (tables of at
 /// most `max_rows` rows). Text and files stop at their first error, which is returned.
 /// From a terminal, the [`repl`] runs (line editing, history, Ctrl-C cancelling a
@@ -373,9 +442,31 @@ pub fn run(
     max_rows: Option<usize>,
     timing: bool,
 ) -> Result<()> {
+    // Deeply nested statements recurse deeply: they run on a thread with a large stack
+    // (the main thread's cannot grow), with workers of the same.
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("colzip-sql".into())
+            .stack_size(crate::limits::SQL_STACK_BYTES)
+            .spawn_scoped(scope, || run_here(ctx, input, format, max_rows, timing))
+            .map_err(Error::from)?
+            .join()
+            .unwrap_or_else(|payload| Err(crate::panics::error(payload)))
+    })
+}
+
+/// [`run`] on the calling thread.
+fn run_here(
+    ctx: &SessionContext,
+    input: Input,
+    format: OutputFormat,
+    max_rows: Option<usize>,
+    timing: bool,
+) -> Result<()> {
     use std::io::IsTerminal;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(crate::limits::SQL_STACK_BYTES)
         .enable_all()
         .build()?;
     let stdout = std::io::stdout();
@@ -384,13 +475,13 @@ pub fn run(
     runtime.block_on(async {
         match input {
             Input::Command(sql) => {
+                check_sql_size(sql.len() as u64, "the command")?;
                 run_sql_timed(ctx, &sql, format, max_rows, &mut stdout.lock(), timings)
                     .await
                     .map(drop)
             }
             Input::File(path) => {
-                let sql = std::fs::read_to_string(&path)
-                    .map_err(|e| Error::format(format!("cannot read {}: {e}", path.display())))?;
+                let sql = read_sql_file(&path)?;
                 run_sql_timed(ctx, &sql, format, max_rows, &mut stdout.lock(), timings)
                     .await
                     .map(drop)
