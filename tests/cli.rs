@@ -473,7 +473,7 @@ fn parquet_files_round_trip() {
     writer.write(&batch).unwrap();
     writer.close().unwrap();
     let archive = dir.path().join("table.czip");
-    ok(&[
+    let summary = ok(&[
         "compress",
         s(&input),
         "-o",
@@ -481,6 +481,34 @@ fn parquet_files_round_trip() {
         "--codec",
         "gmatch",
     ]);
+    // Two ratios, each named: of the columns' plain bytes and of the Parquet file's size.
+    let file_bytes = std::fs::metadata(&input).unwrap().len();
+    let archive_bytes = std::fs::metadata(&archive).unwrap().len();
+    assert!(
+        summary.contains("plain ratio")
+            && summary.contains(&format!(
+                "input file {file_bytes} bytes (file ratio {:.3})",
+                file_bytes as f64 / archive_bytes as f64
+            )),
+        "{summary}"
+    );
+    let again = dir.path().join("again.czip");
+    let json: serde_json::Value = serde_json::from_str(&ok(&[
+        "compress",
+        s(&input),
+        "-o",
+        s(&again),
+        "--codec",
+        "gmatch",
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(json["input_file_bytes"], file_bytes);
+    assert_eq!(json["compressed_bytes"], archive_bytes);
+    let file_ratio = json["file_ratio"].as_f64().unwrap();
+    assert!((file_ratio - file_bytes as f64 / archive_bytes as f64).abs() < 1e-9);
+    assert!(json["ratio"].as_f64().unwrap() > file_ratio, "{json}");
     // --type is for raw files: on a Parquet file it is an error, not ignored.
     let err = fails(&[
         "compress",

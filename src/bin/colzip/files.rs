@@ -161,12 +161,17 @@ pub fn compress_command(args: CompressArgs) -> Result<()> {
         raw_type,
         snappy,
     };
+    // The input's size on disk, for the ratio a user compares with other tools.
+    let input_bytes = std::fs::metadata(&input).map(|m| m.len()).ok();
     let result = compress(&input, &output, what, placement, backend, overwrite)?;
     pipes.finish(&output)?;
     print_summary(
         &pipes.shown(&output),
-        result.0,
-        result.1,
+        Sizes {
+            input: input_bytes,
+            plain: result.0,
+            archive: result.1,
+        },
         format,
         pipes.to_stdout(),
     )
@@ -666,21 +671,47 @@ fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
-/// The summary of a compression, on stdout, or on stderr when stdout holds the data.
-fn print_summary(
-    output: &Path,
+/// The sizes a compression reports.
+struct Sizes {
+    /// The input file's bytes (`None` when its size could not be read).
+    input: Option<u64>,
+    /// The plain bytes of its columns (what `colzip info` and `colzip_ratio` divide).
     plain: u64,
-    compressed: u64,
-    format: Format,
-    on_stderr: bool,
-) -> Result<()> {
-    let ratio = plain as f64 / compressed.max(1) as f64;
+    /// The archive's bytes.
+    archive: u64,
+}
+
+/// The summary of a compression, on stdout, or on stderr when stdout holds the data: two
+/// ratios, each named. The plain ratio divides the columns' plain bytes (a Parquet file's
+/// values decoded), the file ratio the input file's size, the one other tools print.
+fn print_summary(output: &Path, sizes: Sizes, format: Format, on_stderr: bool) -> Result<()> {
+    let Sizes {
+        input,
+        plain,
+        archive,
+    } = sizes;
+    let ratio = plain as f64 / archive.max(1) as f64;
+    let file_ratio = input.map(|bytes| bytes as f64 / archive.max(1) as f64);
     let line = match format {
-        Format::Json => serde_json::json!({"output": output.display().to_string(), "plain_bytes": plain, "compressed_bytes": compressed, "ratio": ratio}).to_string(),
-        _ => format!(
-            "{}: {plain} -> {compressed} bytes (ratio {ratio:.3})",
-            output.display()
-        ),
+        Format::Json => serde_json::json!({
+            "output": output.display().to_string(),
+            "plain_bytes": plain,
+            "compressed_bytes": archive,
+            "ratio": ratio,
+            "input_file_bytes": input,
+            "file_ratio": file_ratio,
+        })
+        .to_string(),
+        _ => {
+            let file = match (input, file_ratio) {
+                (Some(bytes), Some(r)) => format!("; input file {bytes} bytes (file ratio {r:.3})"),
+                _ => String::new(),
+            };
+            format!(
+                "{}: {plain} plain bytes -> {archive} bytes (plain ratio {ratio:.3}){file}",
+                output.display()
+            )
+        }
     };
     if on_stderr {
         eprintln!("{line}");
