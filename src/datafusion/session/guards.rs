@@ -1,6 +1,7 @@
 //! Statements refused before they run, for what they would do to the process: options the
-//! writers would panic on, local COPY targets that would make the object store loop, and
-//! settings that would take the machine's memory.
+//! writers would panic on, local COPY targets that would make the object store loop,
+//! local Parquet files whose footers DataFusion's reader would panic on, and settings that
+//! would take the machine's memory.
 
 use datafusion::logical_expr::LogicalPlan;
 
@@ -9,7 +10,48 @@ use crate::{Error, Result};
 /// Checks `plan` before it is executed: an error naming what is wrong, else `Ok`.
 pub(super) fn check(plan: &LogicalPlan) -> Result<()> {
     check_copy_options(plan)?;
+    check_external_parquet(plan)?;
     check_settings(plan)
+}
+
+/// Refuses `CREATE EXTERNAL TABLE … STORED AS PARQUET` over a local file, or a directory's
+/// `.parquet` files, whose footer is corrupt: DataFusion's reader panics on some (a
+/// metadata length past the file's start, a column chunk of negative start), where the
+/// footer check of [`crate::parquet::footer`] names the file and what is wrong.
+fn check_external_parquet(plan: &LogicalPlan) -> Result<()> {
+    use datafusion::logical_expr::DdlStatement;
+    let LogicalPlan::Ddl(DdlStatement::CreateExternalTable(table)) = plan else {
+        return Ok(());
+    };
+    if !table.file_type.eq_ignore_ascii_case("parquet") {
+        return Ok(());
+    }
+    for location in &table.locations {
+        let path = match location.strip_prefix("file://") {
+            Some(path) => path,
+            None if location.contains("://") => continue,
+            None => location.as_str(),
+        };
+        let path = std::path::Path::new(path);
+        let files: Vec<std::path::PathBuf> = if path.is_dir() {
+            std::fs::read_dir(path)
+                .map_err(Error::file("list", path))?
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "parquet"))
+                .collect()
+        } else if path.is_file() {
+            vec![path.to_path_buf()]
+        } else {
+            continue; // DataFusion says what is missing
+        };
+        for file in files {
+            let opened = std::fs::File::open(&file).map_err(Error::file("open", &file))?;
+            crate::parquet::footer::read_metadata(&opened).map_err(|e| {
+                Error::format(format!("{}: not a valid Parquet file: {e}", file.display()))
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a `COPY` whose options the writers would panic on: a row group of 0 rows
