@@ -27,10 +27,8 @@ fn check_external_parquet(plan: &LogicalPlan) -> Result<()> {
         return Ok(());
     }
     for location in &table.locations {
-        let path = match location.strip_prefix("file://") {
-            Some(path) => path,
-            None if location.contains("://") => continue,
-            None => location.as_str(),
+        let Some(path) = local_path(location) else {
+            continue;
         };
         let path = std::path::Path::new(path);
         let files: Vec<std::path::PathBuf> = if path.is_dir() {
@@ -77,10 +75,8 @@ fn check_copy_options(plan: &LogicalPlan) -> Result<()> {
 /// says "not found" in a directory that exists (`/proc/self`): it creates the directory
 /// and tries again. Missing directories are created first, as the store would.
 fn check_local_target(url: &str) -> Result<()> {
-    let path = match url.strip_prefix("file://") {
-        Some(path) => path,
-        None if url.contains("://") => return Ok(()),
-        None => url,
+    let Some(path) = local_path(url) else {
+        return Ok(());
     };
     let target = std::path::Path::new(path);
     let dir = if path.ends_with('/') {
@@ -96,6 +92,16 @@ fn check_local_target(url: &str) -> Result<()> {
         path: target.to_path_buf(),
         source,
     })
+}
+
+/// The local path a statement's URL names (`file://` or no scheme), `None` for other
+/// object stores.
+fn local_path(url: &str) -> Option<&str> {
+    match url.strip_prefix("file://") {
+        Some(path) => Some(path),
+        None if url.contains("://") => None,
+        None => Some(url),
+    }
 }
 
 /// Refuses a `SET` of the partitions a query runs in to far more than the machine has

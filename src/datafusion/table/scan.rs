@@ -598,14 +598,11 @@ impl Job {
             let rows = block.rows.min(remaining);
             remaining -= rows;
             // Slices of the session's batch size, as other sources hand out.
-            let mut offset = 0;
-            while offset < rows {
-                let len = self.batch_size.min(rows - offset);
+            for (offset, len) in chunks(rows, self.batch_size) {
                 out.push(Slice {
                     batch: batch.slice(offset, len),
                     keep: None,
                 });
-                offset += len;
             }
             if remaining == 0 {
                 break;
@@ -697,13 +694,14 @@ impl Job {
         };
 
         let mut out = Vec::new();
-        for (((block, mask), arrays), other) in blocks
+        for ((((block, mask), arrays), other), &n) in blocks
             .iter()
             .zip(&masks)
             .zip(filter_arrays)
             .zip(other_arrays)
+            .zip(&passing)
         {
-            if mask.true_count() == 0 {
+            if n == 0 {
                 continue;
             }
             let columns: Vec<ArrayRef> = sources
@@ -715,9 +713,7 @@ impl Job {
                 .collect();
             let options = RecordBatchOptions::new().with_row_count(Some(block.rows));
             let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
-            let mut offset = 0;
-            while offset < block.rows {
-                let len = self.batch_size.min(block.rows - offset);
+            for (offset, len) in chunks(block.rows, self.batch_size) {
                 let keep = mask.slice(offset, len);
                 let passing = keep.true_count();
                 if passing > 0 {
@@ -726,7 +722,6 @@ impl Job {
                         keep: (passing < len).then_some(keep),
                     });
                 }
-                offset += len;
             }
         }
         Ok(out)
@@ -768,25 +763,30 @@ impl Job {
     }
 }
 
+/// `(offset, length)` of each piece of `rows` rows cut into pieces of `size` (the last
+/// shorter); `size` is at least 1.
+fn chunks(rows: usize, size: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..rows)
+        .step_by(size)
+        .map(move |offset| (offset, size.min(rows - offset)))
+}
+
 /// `rows` rows of `schema`, which has no fields, in batches of `batch_size`.
 fn row_count_batches(
     schema: &SchemaRef,
     rows: usize,
     batch_size: usize,
 ) -> Result<Vec<RecordBatch>> {
-    let mut out = Vec::new();
-    let mut left = rows;
-    while left > 0 {
-        let n = left.min(batch_size);
-        let options = RecordBatchOptions::new().with_row_count(Some(n));
-        out.push(RecordBatch::try_new_with_options(
-            schema.clone(),
-            Vec::new(),
-            &options,
-        )?);
-        left -= n;
-    }
-    Ok(out)
+    chunks(rows, batch_size)
+        .map(|(_, n)| {
+            let options = RecordBatchOptions::new().with_row_count(Some(n));
+            Ok(RecordBatch::try_new_with_options(
+                schema.clone(),
+                Vec::new(),
+                &options,
+            )?)
+        })
+        .collect()
 }
 
 #[cfg(test)]
