@@ -431,3 +431,63 @@ async fn filters_the_scan_cannot_evaluate_stay_above_it() {
         assert!(shown.contains("FilterExec"), "{sql}\n{shown}");
     }
 }
+
+#[tokio::test]
+async fn filters_on_columns_without_nulls_stored_as_dictionaries() {
+    // Low-cardinality strings become dictionaries; a conjunct over one is evaluated once
+    // per distinct value and once for NULL, which such a column's field must not refuse.
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("mode", DataType::Utf8View, false),
+        Field::new("qty", DataType::Int32, false),
+    ]));
+    let modes = ["AIR", "MAIL", "SHIP", "", "é", "TRUCK BY A LONG ROAD"];
+    let rows = 3_000;
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..rows as i64)),
+            Arc::new(StringViewArray::from_iter_values(
+                (0..rows).map(|i| modes[i * 7 % modes.len()]),
+            )),
+            Arc::new(Int32Array::from_iter_values(
+                (0..rows as i32).map(|i| i % 50),
+            )),
+        ],
+    )
+    .unwrap();
+    let options = CompressOptions {
+        block_rows: 1_000,
+        ..CompressOptions::default()
+    };
+    let partitions = vec![vec![batch]];
+    let compressed = SessionContext::new();
+    let table = CompressedTable::try_new(schema.clone(), partitions.clone(), &options).unwrap();
+    assert!(
+        table.column_dictionary_blocks()[1] > 0,
+        "the strings are stored as dictionaries"
+    );
+    compressed.register_table("t", Arc::new(table)).unwrap();
+    let plain = SessionContext::new();
+    plain
+        .register_table(
+            "t",
+            Arc::new(MemTable::try_new(schema, partitions).unwrap()),
+        )
+        .unwrap();
+    for predicate in [
+        "mode = 'MAIL'",
+        "mode IN ('AIR', '') AND qty < 10",
+        "mode LIKE 'TR%'",
+        "mode IS NULL",
+        "mode IS NOT NULL AND qty BETWEEN 3 AND 5",
+        "NOT (mode <> 'é') OR qty = 49",
+    ] {
+        for sql in [
+            format!("SELECT id, mode FROM t WHERE {predicate} ORDER BY id"),
+            format!("SELECT count(*) FROM t WHERE {predicate}"),
+        ] {
+            same_answer(&compressed, &plain, &sql).await;
+        }
+    }
+}

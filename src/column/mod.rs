@@ -60,6 +60,7 @@ mod layout;
 mod nested;
 mod parts;
 pub mod plain;
+mod rows;
 mod run_end;
 mod types;
 mod union;
@@ -78,6 +79,7 @@ pub(crate) use bytes::Reader;
 pub use checksum::part_checksum;
 pub use container::{MAGIC, VERSION};
 pub use plain::{PartRole, PlainNode, PlainPart};
+pub use rows::decode_rows;
 
 /// Which codec compresses a column's parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]

@@ -32,9 +32,12 @@
 //! ```
 
 mod archive;
+mod decoded;
 mod dictionary;
 mod filter;
 mod memory;
+mod plain_test;
+mod row_filter;
 mod scan;
 mod sink;
 mod zones;
@@ -716,7 +719,7 @@ impl TableProvider for CompressedTable {
             .filter(|f| self.evaluates(f))
             .cloned()
             .collect();
-        let row_filter = filter::RowFilter::try_new(state, &self.schema, &exact)?;
+        let row_filter = row_filter::RowFilter::try_new(state, &self.schema, &exact)?;
         Ok(Arc::new(
             CompressedScanExec::try_new(
                 &self.schema,

@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 
 use arrow::array::{Array, ArrayRef, AsArray};
-use arrow::compute::cast;
+use arrow::compute::{cast, take};
 use arrow::datatypes::DataType;
 
 use crate::Result;
@@ -66,6 +66,12 @@ pub(crate) fn in_table_type(array: ArrayRef, ty: &DataType) -> Result<ArrayRef> 
     if array.data_type() == ty {
         return Ok(array);
     }
+    if let (Some(keyed), DataType::Utf8View) = (array.as_any_dictionary_opt(), ty) {
+        // Each distinct string's view is made once and each row takes a copy of its key's
+        // (16 bytes, pointing into the same data): a cast would make a view per row.
+        let views = cast(keyed.values(), ty)?;
+        return Ok(take(views.as_ref(), keyed.keys(), None)?);
+    }
     Ok(cast(&array, ty)?)
 }
 
@@ -77,7 +83,7 @@ mod tests {
 
     #[test]
     fn few_distinct_strings_become_a_dictionary_and_come_back_equal() {
-        let modes = ["AIR", "MAIL", "SHIP", "", "é"];
+        let modes = ["AIR", "MAIL", "SHIP", "", "é", "longer than twelve bytes"];
         let values: Vec<Option<&str>> = (0..1_000)
             .map(|i| (i % 7 != 0).then_some(modes[i % modes.len()]))
             .collect();
@@ -85,7 +91,7 @@ mod tests {
             Arc::new(StringArray::from(values.clone())) as ArrayRef,
             Arc::new(StringViewArray::from(values.clone())) as ArrayRef,
         ] {
-            let dictionary = candidate(&array).expect("5 distinct values in 1,000 rows");
+            let dictionary = candidate(&array).expect("6 distinct values in 1,000 rows");
             assert_eq!(dictionary.data_type(), &dictionary_type());
             let back = in_table_type(dictionary, array.data_type()).unwrap();
             assert_eq!(back.as_ref(), array.as_ref());

@@ -4,26 +4,12 @@
 //! columns and literals of integer, float, decimal, date, time, timestamp, boolean and
 //! string types (and casts between them, which type coercion inserts).
 //!
-//! The scan evaluates them with DataFusion's own physical expressions on the decoded filter
-//! columns, so a pushed filter keeps exactly DataFusion's semantics (NULL, NaN, ±0.0,
-//! decimal scales, collation of strings), and then decodes the other projected columns
-//! only for blocks where some row passes (late materialisation).
+//! How the scan evaluates them is the `row_filter` module's.
 
-use std::collections::HashSet;
-use std::fmt;
-use std::sync::Arc;
-
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions};
-use arrow::compute::prep_null_mask_filter;
-use arrow::datatypes::{DataType, Schema, SchemaRef};
-use datafusion::catalog::Session;
-use datafusion::common::{Column, DFSchema};
-use datafusion::error::{DataFusionError, Result};
+use arrow::datatypes::{DataType, Schema};
+use datafusion::common::Column;
 use datafusion::logical_expr::expr::{Between, InList, Like};
-use datafusion::logical_expr::expr_rewriter::unnormalize_col;
-use datafusion::logical_expr::utils::{conjunction, expr_to_columns};
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
-use datafusion::physical_expr::PhysicalExpr;
 
 /// Whether the scan evaluates `filter` itself (pushed down as `Exact`), judged against the
 /// table's `schema`.
@@ -164,82 +150,6 @@ fn supported(ty: &DataType) -> bool {
             | LargeUtf8
             | Utf8View
     )
-}
-
-/// The conjunction of a scan's exact filters as one physical predicate over the columns it
-/// reads.
-pub(crate) struct RowFilter {
-    /// The table columns the predicate reads, ascending.
-    columns: Vec<usize>,
-    /// The schema of those columns, in that order: what `predicate` is evaluated on.
-    schema: SchemaRef,
-    predicate: Arc<dyn PhysicalExpr>,
-    /// The logical filters, for display.
-    text: String,
-}
-
-impl RowFilter {
-    /// The predicate of `filters` (each [`evaluable`]) over `table`'s columns, `None`
-    /// when there are none.
-    pub(crate) fn try_new(
-        state: &dyn Session,
-        table: &SchemaRef,
-        filters: &[Expr],
-    ) -> Result<Option<RowFilter>> {
-        let Some(expr) = conjunction(filters.iter().cloned().map(unnormalize_col)) else {
-            return Ok(None);
-        };
-        let mut used = HashSet::new();
-        expr_to_columns(&expr, &mut used)?;
-        let mut columns = used
-            .iter()
-            .map(|c| table.index_of(&c.name).map_err(DataFusionError::from))
-            .collect::<Result<Vec<usize>>>()?;
-        columns.sort_unstable();
-        columns.dedup();
-        let schema = Arc::new(table.project(&columns)?);
-        let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
-        // The conjunction's own display puts parentheses where precedence needs them.
-        let text = expr.to_string();
-        let predicate = state.create_physical_expr(expr, &df_schema)?;
-        Ok(Some(RowFilter {
-            columns,
-            schema,
-            predicate,
-            text,
-        }))
-    }
-
-    /// The table columns the predicate reads, ascending.
-    pub(crate) fn columns(&self) -> &[usize] {
-        &self.columns
-    }
-
-    /// Which of `rows` rows pass, given the arrays of [`Self::columns`] (in that order):
-    /// true only where the predicate is true (NULL drops the row, as `WHERE` does).
-    pub(crate) fn evaluate(&self, arrays: Vec<ArrayRef>, rows: usize) -> Result<BooleanArray> {
-        let options = RecordBatchOptions::new().with_row_count(Some(rows));
-        let batch = RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?;
-        let value = self.predicate.evaluate(&batch)?.into_array(rows)?;
-        let mask = value.as_boolean_opt().ok_or_else(|| {
-            DataFusionError::Internal(format!(
-                "the pushed filter {} gave {} instead of booleans",
-                self.text,
-                value.data_type()
-            ))
-        })?;
-        Ok(if mask.null_count() > 0 {
-            prep_null_mask_filter(mask)
-        } else {
-            mask.clone()
-        })
-    }
-}
-
-impl fmt::Display for RowFilter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
-    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow::array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow::buffer::BooleanBuffer;
 use arrow::compute::BatchCoalescer;
 use arrow::datatypes::SchemaRef;
 use datafusion::common::Statistics;
@@ -27,13 +28,15 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
+use super::decoded::DecodedBlock;
 use super::dictionary;
-use super::filter::RowFilter;
+use super::row_filter::RowFilter;
 use super::zones::blocks_to_scan;
 use super::{Block, Partitions, block_statistics};
 use crate::codec::Placement;
-use crate::column;
+use crate::column::{self, PlainNode};
 use datafusion::physical_optimizer::pruning::PruningPredicate;
+use rayon::prelude::*;
 
 /// Scans a [`CompressedTable`](super::CompressedTable): one output partition per table
 /// partition, only the projected columns decompressed.
@@ -611,27 +614,20 @@ impl Job {
         Ok(out)
     }
 
-    /// The rows of the window `filter` keeps, gathered into batches of the session's batch
-    /// size. Late materialisation: the filter's columns are decoded and it is evaluated
-    /// first, then the other projected columns are decoded only for the blocks where some
-    /// row passes. That costs a second batched call per window, which buys nothing while
-    /// every block has a passing row (most filters of TPC-H over unsorted columns): after
-    /// such a window the partition decodes every column in one call, until a block
-    /// without a passing row turns up again.
+    /// The rows of the window `filter` keeps, in batches of the session's batch size. Late
+    /// materialisation: the filter's columns are decoded and it is evaluated first (on
+    /// the plain parts where it can be: `row_filter`), then the other projected columns
+    /// are decoded only for the blocks where some row passes. That costs a second batched
+    /// call per window, which buys nothing while every block has a passing row (most
+    /// filters of TPC-H over unsorted columns): after such a window the partition decodes
+    /// every column in one call, until a block without a passing row turns up again.
     fn run_filtered(&self, blocks: &[&Block], filter: &RowFilter) -> Result<Vec<Slice>> {
         let read = filter.columns();
-        // Each output column comes from the filter's arrays (`Ok(i)`) or from the other
-        // columns' (`Err(j)`).
-        let mut others: Vec<usize> = Vec::new();
-        let sources: Vec<std::result::Result<usize, usize>> = self
+        let others: Vec<usize> = self
             .projection
             .iter()
-            .map(|c| {
-                read.binary_search(c).map_err(|_| {
-                    others.push(*c);
-                    others.len() - 1
-                })
-            })
+            .copied()
+            .filter(|c| read.binary_search(c).is_err())
             .collect();
         let one_call = !others.is_empty() && self.decode_in_one_call.load(Ordering::Relaxed);
         let first: Vec<usize> = if one_call {
@@ -639,19 +635,20 @@ impl Job {
         } else {
             read.to_vec()
         };
-        let mut decoded = self.decode(blocks, &first)?.into_iter();
+        let mut decoded: Vec<DecodedBlock<'_>> = blocks
+            .iter()
+            .map(|block| DecodedBlock::new(block, &self.table))
+            .collect();
+        let all: Vec<&mut DecodedBlock<'_>> = decoded.iter_mut().collect();
+        self.decode_into(all, &first)?;
+
         let timer = self.metrics.filter_time.timer();
-        let mut filter_arrays = Vec::with_capacity(blocks.len());
-        let mut early_others = Vec::with_capacity(blocks.len());
-        let mut masks = Vec::with_capacity(blocks.len());
-        for block in blocks {
-            let arrays: Vec<ArrayRef> = decoded.by_ref().take(read.len()).collect();
-            early_others.push(decoded.by_ref().take(first.len() - read.len()).collect());
-            masks.push(filter.evaluate(arrays.clone(), block.rows)?);
-            filter_arrays.push(arrays);
-        }
+        let masks = decoded
+            .par_iter()
+            .map(|block| filter.evaluate(block))
+            .collect::<Result<Vec<BooleanBuffer>>>()?;
         timer.done();
-        let passing: Vec<usize> = masks.iter().map(BooleanArray::true_count).collect();
+        let passing: Vec<usize> = masks.iter().map(BooleanBuffer::count_set_bits).collect();
         let without = passing.iter().filter(|&&n| n == 0).count();
         self.metrics
             .filter_rows_in
@@ -667,70 +664,100 @@ impl Job {
                 .map(|batch| Slice { batch, keep: None })
                 .collect());
         }
-
-        // The other projected columns, only where some row passes (decoded already in
-        // one-call mode).
-        let other_arrays: Vec<Vec<ArrayRef>> = if one_call || others.is_empty() {
-            early_others
-        } else {
-            let live: Vec<&Block> = blocks
-                .iter()
+        if !one_call && !others.is_empty() {
+            // The other projected columns, only where some row passes.
+            let live: Vec<&mut DecodedBlock<'_>> = decoded
+                .iter_mut()
                 .zip(&passing)
                 .filter(|(_, n)| **n > 0)
-                .map(|(b, _)| *b)
+                .map(|(block, _)| block)
                 .collect();
-            let mut late = if live.is_empty() {
-                Vec::new().into_iter()
-            } else {
-                self.decode(&live, &others)?.into_iter()
-            };
-            passing
-                .iter()
-                .map(|&n| {
-                    let take = if n > 0 { others.len() } else { 0 };
-                    late.by_ref().take(take).collect()
-                })
-                .collect()
-        };
+            if !live.is_empty() {
+                self.decode_into(live, &others)?;
+            }
+        }
 
-        let mut out = Vec::new();
-        for ((((block, mask), arrays), other), &n) in blocks
-            .iter()
+        let timer = self.metrics.arrays_time.timer();
+        let slices = decoded
+            .par_iter()
             .zip(&masks)
-            .zip(filter_arrays)
-            .zip(other_arrays)
             .zip(&passing)
-        {
-            if n == 0 {
+            .map(|((block, keep), &n)| self.slices_of(block, keep, n))
+            .collect::<Result<Vec<Vec<Slice>>>>()?;
+        timer.done();
+        Ok(slices.into_iter().flatten().collect())
+    }
+
+    /// The projected columns of `block`'s `passing` rows that `keep` marks. When fewer
+    /// than half pass, only they are built (one batch of them, cut to the session's batch
+    /// size); otherwise the whole block is built and each slice carries its part of the
+    /// mask, for the consuming task to apply (see [`Windows::gather`]).
+    fn slices_of(
+        &self,
+        block: &DecodedBlock<'_>,
+        keep: &BooleanBuffer,
+        passing: usize,
+    ) -> Result<Vec<Slice>> {
+        if passing == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = block.rows();
+        let few = passing * 2 < rows;
+        let columns = self
+            .projection
+            .iter()
+            .map(|&c| {
+                if few {
+                    block.kept_rows(c, keep)
+                } else {
+                    block.array(c)
+                }
+            })
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        let batch_rows = if few { passing } else { rows };
+        let options = RecordBatchOptions::new().with_row_count(Some(batch_rows));
+        let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
+        let mut out = Vec::new();
+        for (offset, len) in chunks(batch_rows, self.batch_size) {
+            if few {
+                out.push(Slice {
+                    batch: batch.slice(offset, len),
+                    keep: None,
+                });
                 continue;
             }
-            let columns: Vec<ArrayRef> = sources
-                .iter()
-                .map(|source| match *source {
-                    Ok(i) => arrays[i].clone(),
-                    Err(j) => other[j].clone(),
-                })
-                .collect();
-            let options = RecordBatchOptions::new().with_row_count(Some(block.rows));
-            let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
-            for (offset, len) in chunks(block.rows, self.batch_size) {
-                let keep = mask.slice(offset, len);
-                let passing = keep.true_count();
-                if passing > 0 {
-                    out.push(Slice {
-                        batch: batch.slice(offset, len),
-                        keep: (passing < len).then_some(keep),
-                    });
-                }
+            let slice_keep = keep.slice(offset, len);
+            let slice_passing = slice_keep.count_set_bits();
+            if slice_passing > 0 {
+                out.push(Slice {
+                    batch: batch.slice(offset, len),
+                    keep: (slice_passing < len).then(|| BooleanArray::new(slice_keep, None)),
+                });
             }
         }
         Ok(out)
     }
 
-    /// Decodes `columns` of every block of `blocks` in one batched call: the pool (or the
-    /// GPU) sees the whole window. The arrays come block by block, each block's in the
-    /// order of `columns`.
-    fn decode(&self, blocks: &[&Block], columns: &[usize]) -> Result<Vec<ArrayRef>> {
+    /// Decodes `columns` of every block of `blocks` to plain parts in one batched call and
+    /// hands each block its columns' nodes.
+    fn decode_into(&self, blocks: Vec<&mut DecodedBlock<'_>>, columns: &[usize]) -> Result<()> {
+        let parts: Vec<&Block> = blocks.iter().map(|b| b.block()).collect();
+        let mut nodes = self.decode_plain(&parts, columns)?.into_iter();
+        for block in blocks {
+            for &c in columns {
+                let node = nodes.next().ok_or_else(|| {
+                    DataFusionError::Internal("fewer plain nodes than columns decoded".into())
+                })?;
+                block.insert(c, node);
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes `columns` of every block of `blocks` to plain parts in one batched call:
+    /// the pool (or the GPU) sees the whole window. The nodes come block by block, each
+    /// block's in the order of `columns`.
+    fn decode_plain(&self, blocks: &[&Block], columns: &[usize]) -> Result<Vec<PlainNode>> {
         let timer = self.metrics.time.timer();
         let parts: Vec<&column::CompressedColumn> = blocks
             .iter()
@@ -740,7 +767,24 @@ impl Job {
         let nodes = column::decompress_columns_to_plain(&parts, self.placement)
             .map_err(DataFusionError::from)?;
         parts_timer.done();
+        timer.done();
+        self.metrics.columns.add(parts.len());
+        self.metrics
+            .bytes
+            .add(parts.iter().map(|c| c.plain_bytes()).sum());
+        Ok(nodes)
+    }
+
+    /// Decodes `columns` of every block of `blocks` to arrays in the table's types, block
+    /// by block, each block's in the order of `columns`.
+    fn decode(&self, blocks: &[&Block], columns: &[usize]) -> Result<Vec<ArrayRef>> {
+        let nodes = self.decode_plain(blocks, columns)?;
+        let timer = self.metrics.time.timer();
         let arrays_timer = self.metrics.arrays_time.timer();
+        let parts: Vec<&column::CompressedColumn> = blocks
+            .iter()
+            .flat_map(|b| columns.iter().map(move |&c| &b.columns[c]))
+            .collect();
         let arrays = column::arrays_from_plain(&parts, nodes).map_err(DataFusionError::from)?;
         // Columns stored as dictionaries come back in the table's string type.
         let types = columns
@@ -755,10 +799,6 @@ impl Job {
             .map_err(DataFusionError::from)?;
         arrays_timer.done();
         timer.done();
-        self.metrics.columns.add(arrays.len());
-        self.metrics
-            .bytes
-            .add(parts.iter().map(|c| c.plain_bytes()).sum());
         Ok(arrays)
     }
 }
