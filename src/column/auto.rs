@@ -67,6 +67,13 @@ impl AutoCodecs {
         Ok(AutoCodecs { bits })
     }
 
+    /// The set without the codec family `family`.
+    pub fn without(self, family: &str) -> AutoCodecs {
+        AutoCodecs {
+            bits: self.bits & !bit(family),
+        }
+    }
+
     /// Whether `spec`'s codec is in the set.
     pub fn allows(self, spec: &CodecSpec) -> bool {
         self.bits & bit(spec.family()) != 0

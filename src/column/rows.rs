@@ -1,11 +1,11 @@
 //! Some rows of a decoded column: the array of only the rows a mask keeps, built from the
 //! plain parts. A scan whose filter keeps few rows of a block pays for those rows only:
-//! fixed-width values are gathered at their stored width and only then widened (a
+//! fixed-width values are filtered at their stored width and only then widened (a
 //! decimal stored in 4 bytes costs 4 bytes a kept row, not 16 for every row).
 
-use arrow::array::{ArrayRef, BooleanArray};
-use arrow::buffer::{BooleanBuffer, Buffer, MutableBuffer};
-use arrow::datatypes::DataType;
+use arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, BooleanArray, PrimitiveArray};
+use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
+use arrow::datatypes::{DataType, Decimal128Type, Int8Type, Int16Type, Int32Type, Int64Type};
 
 use super::plain::{self, PartRole, PlainNode, PlainPart};
 use crate::{Error, Result};
@@ -83,44 +83,42 @@ fn gather_fixed_width(
     };
     let rows = node.rows;
     let width = values.width as usize;
-    if width == 0 || values.bytes.len() != rows.saturating_mul(width) {
+    if values.bytes.len() != rows.saturating_mul(width) {
         // Left to the full decode, which names what is wrong.
         return Ok(None);
     }
-    let kept = keep.count_set_bits();
-    let mut gathered = MutableBuffer::new(kept * width);
-    for (start, end) in keep.set_slices() {
-        gathered.extend_from_slice(&values.bytes[start * width..end * width]);
-    }
+    let nulls = match validity {
+        Some(validity) if validity.bytes.len() == rows.div_ceil(8) => Some(NullBuffer::new(
+            BooleanBuffer::new(validity.bytes.clone(), 0, rows),
+        )),
+        Some(_) => return Ok(None),
+        None => None,
+    };
+    // The stored values filtered as integers of their width, by Arrow's filter kernel
+    // (which picks its way by the selection's density).
+    let keep = BooleanArray::new(keep.clone(), None);
+    let (bytes, nulls) = match width {
+        1 => kept_values::<Int8Type>(&values.bytes, rows, nulls, &keep)?,
+        2 => kept_values::<Int16Type>(&values.bytes, rows, nulls, &keep)?,
+        4 => kept_values::<Int32Type>(&values.bytes, rows, nulls, &keep)?,
+        8 => kept_values::<Int64Type>(&values.bytes, rows, nulls, &keep)?,
+        16 => kept_values::<Decimal128Type>(&values.bytes, rows, nulls, &keep)?,
+        _ => return Ok(None),
+    };
+    let kept = keep.true_count();
+    let null_count = nulls.as_ref().map_or(0, NullBuffer::null_count);
     let mut parts = Vec::with_capacity(2);
-    let mut null_count = 0;
-    if let Some(validity) = validity {
-        if validity.bytes.len() != rows.div_ceil(8) {
-            return Ok(None);
-        }
-        let bits = BooleanBuffer::new(validity.bytes.clone(), 0, rows);
-        let kept_bits = arrow::compute::filter(
-            &BooleanArray::new(bits, None),
-            &BooleanArray::new(keep.clone(), None),
-        )?;
-        let kept_bits = kept_bits
-            .as_any()
-            .downcast_ref::<BooleanArray>()
-            .map(|b| b.values().clone())
-            .ok_or_else(|| Error::format("the kept validity bits are not booleans"))?;
-        null_count = kept - kept_bits.count_set_bits();
-        if null_count > 0 {
-            parts.push(PlainPart {
-                role: PartRole::Validity,
-                width: 1,
-                bytes: kept_bits.sliced(),
-            });
-        }
+    if let Some(nulls) = nulls.filter(|n| n.null_count() > 0) {
+        parts.push(PlainPart {
+            role: PartRole::Validity,
+            width: 1,
+            bytes: nulls.inner().sliced(),
+        });
     }
     parts.push(PlainPart {
         role: PartRole::Values,
         width: values.width,
-        bytes: Buffer::from(gathered),
+        bytes,
     });
     Ok(Some(PlainNode {
         rows: kept,
@@ -128,6 +126,20 @@ fn gather_fixed_width(
         parts,
         children: Vec::new(),
     }))
+}
+
+/// The values (`rows` of `T`'s width in `bytes`) and nulls of the rows `keep` marks.
+fn kept_values<T: ArrowPrimitiveType>(
+    bytes: &Buffer,
+    rows: usize,
+    nulls: Option<NullBuffer>,
+    keep: &BooleanArray,
+) -> Result<(Buffer, Option<NullBuffer>)> {
+    let values =
+        ScalarBuffer::<T::Native>::new(plain::aligned::<T::Native>(bytes.clone()), 0, rows);
+    let kept = arrow::compute::filter(&PrimitiveArray::<T>::new(values, nulls), keep)?;
+    let kept = kept.as_primitive::<T>();
+    Ok((kept.values().inner().clone(), kept.nulls().cloned()))
 }
 
 #[cfg(test)]

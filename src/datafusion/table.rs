@@ -64,7 +64,7 @@ use datafusion::prelude::SessionContext;
 use rayon::prelude::*;
 
 use crate::codec::Placement;
-use crate::column::{self, CodecChoice, CompressedColumn};
+use crate::column::{self, AutoCodecs, CodecChoice, CompressedColumn};
 use crate::gpu::Backend;
 use crate::{Error, Result};
 
@@ -137,9 +137,28 @@ impl CompressOptions {
         self
     }
 
-    /// The codec column `name` is compressed with.
+    /// The codec column `name` is compressed with. Plain `auto` on a placement without a
+    /// GPU leaves bwt out: every scan decodes on the CPU then, where bwt decodes about 30
+    /// times slower than gmatch (0.25 against 7 GB/s on 16 cores, docs/PERFORMANCE.md), and
+    /// a query reading a comment column would wait on it. Named codecs and `auto:among=`
+    /// are kept as given.
+    ///
+    /// ```
+    /// use colzip::codec::Placement;
+    /// use colzip::column::{AutoCodecs, CodecChoice};
+    /// use colzip::datafusion::table::CompressOptions;
+    /// let on_cpu = CompressOptions { placement: Placement::CPU, ..CompressOptions::default() };
+    /// let fast = AutoCodecs::parse("lzss+gmatch+intpack").unwrap();
+    /// assert_eq!(on_cpu.codec_for("l_comment"), CodecChoice::AutoAmong(fast));
+    /// # Ok::<(), colzip::Error>(())
+    /// ```
     pub fn codec_for(&self, name: &str) -> CodecChoice {
-        self.columns.get(name).copied().unwrap_or(self.codec)
+        match self.columns.get(name).copied().unwrap_or(self.codec) {
+            CodecChoice::Auto if self.placement.gpu().is_none() => {
+                CodecChoice::AutoAmong(AutoCodecs::ALL.without(crate::codec::bwt::NAME))
+            }
+            choice => choice,
+        }
     }
 }
 
