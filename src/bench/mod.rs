@@ -71,19 +71,40 @@ impl Suite {
     }
 }
 
+impl Suite {
+    /// Every suite, in the registry's order of their codecs.
+    pub const ALL: [Suite; 4] = [Suite::Lzss, Suite::Gmatch, Suite::Bwt, Suite::Intpack];
+
+    /// The suite's name: its codec's.
+    pub fn name(self) -> &'static str {
+        match self {
+            Suite::Lzss => crate::codec::lzss::NAME,
+            Suite::Gmatch => crate::codec::gmatch::NAME,
+            Suite::Bwt => crate::codec::bwt::NAME,
+            Suite::Intpack => crate::codec::intpack::NAME,
+        }
+    }
+
+    /// Every suite's name.
+    pub fn names() -> Vec<&'static str> {
+        Suite::ALL.iter().map(|s| s.name()).collect()
+    }
+}
+
 impl std::str::FromStr for Suite {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        match s.trim() {
-            "lzss" => Ok(Suite::Lzss),
-            "gmatch" => Ok(Suite::Gmatch),
-            "bwt" => Ok(Suite::Bwt),
-            "intpack" => Ok(Suite::Intpack),
-            other => Err(Error::format(format!(
-                "unknown benchmark suite '{other}' (expected lzss, gmatch, bwt or intpack)"
-            ))),
-        }
+        Suite::ALL
+            .into_iter()
+            .find(|suite| suite.name() == s.trim())
+            .ok_or_else(|| {
+                Error::format(format!(
+                    "unknown benchmark suite '{}' (expected {})",
+                    s.trim(),
+                    crate::codec::registry::or_list(&Suite::names())
+                ))
+            })
     }
 }
 
