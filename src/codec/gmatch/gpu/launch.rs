@@ -14,7 +14,7 @@ use cudarc::driver::{
 
 use super::super::BLOCK_SIZE;
 use super::super::hash::{HASH_BITS, HASH_MULTIPLIER, NO_CANDIDATE};
-use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, launch_error};
+use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, grid_blocks, launch_error};
 
 /// The compression kernels.
 pub const GMATCH_COMPRESS: KernelSource = KernelSource {
@@ -170,10 +170,6 @@ fn crc_kernel(gpu: &Gpu) -> GpuResult<CudaFunction> {
     gpu.function(&CRC32C, &[], "crc32c_masked")
 }
 
-fn grid(count: usize, what: &str) -> GpuResult<u32> {
-    crate::gpu::grid_blocks(count, what)
-}
-
 fn check_len(what: &str, have: usize, need: usize) -> GpuResult<()> {
     crate::gpu::check_device_len("gmatch", what, have, need)
 }
@@ -232,7 +228,7 @@ pub(crate) fn enqueue_compress(
         .arg(&mut l.slots)
         .arg(&mut l.sizes);
     let config = LaunchConfig {
-        grid_dim: (grid(count, "blocks")?, 1, 1),
+        grid_dim: (grid_blocks(count, "blocks")?, 1, 1),
         block_dim: (BLOCK_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -251,7 +247,7 @@ pub(crate) fn enqueue_compress(
             .arg(&count64)
             .arg(&mut l.crcs);
         let config = LaunchConfig {
-            grid_dim: (grid(count, "ranges")?, 1, 1),
+            grid_dim: (grid_blocks(count, "ranges")?, 1, 1),
             block_dim: (COPY_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
@@ -290,7 +286,7 @@ pub(crate) fn enqueue_compress(
         .arg(&mut l.crcs)
         .arg(&mut l.output);
     let config = LaunchConfig {
-        grid_dim: (grid(count, "records")?, 1, 1),
+        grid_dim: (grid_blocks(count, "records")?, 1, 1),
         block_dim: (COPY_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
