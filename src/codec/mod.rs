@@ -24,6 +24,7 @@
 pub mod batch;
 mod blocks_gpu;
 pub mod bwt;
+mod crc_gpu;
 mod error;
 pub mod gmatch;
 mod id;
@@ -50,10 +51,11 @@ pub use registry::{Codec, CodecSpec};
 
 /// Every kernel file of the codecs with the `-D` defines its launchers compile it with:
 /// `colzip gpu` loads them all (so the on-disk kernel cache is warm for later
-/// processes), and the tests compile them with NVRTC alone. The shared pipelines of the
-/// codecs with a u16 size table bring their scan kernel.
+/// processes), and the tests compile them with NVRTC alone. Kernels codecs share (the
+/// scan of the codecs with a u16 size table, the CRC-32C) are listed once, here.
 pub fn kernel_builds() -> Vec<(crate::gpu::KernelSource, Vec<crate::gpu::Define>)> {
     let mut builds = registry::kernel_builds();
     builds.extend(blocks_gpu::launch::kernel_builds());
+    builds.push((crc_gpu::CRC32C, Vec::new()));
     builds
 }

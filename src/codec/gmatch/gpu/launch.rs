@@ -14,17 +14,13 @@ use cudarc::driver::{
 
 use super::super::BLOCK_SIZE;
 use super::super::hash::{HASH_BITS, HASH_MULTIPLIER, NO_CANDIDATE};
+use crate::codec::crc_gpu::crc_function;
 use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, grid_blocks, launch_error};
 
 /// The compression kernels.
 pub const GMATCH_COMPRESS: KernelSource = KernelSource {
     name: "gmatch_compress.cu",
     source: include_str!("../../../../kernels/gmatch_compress.cu"),
-};
-/// Masked CRC-32C of byte ranges.
-pub const CRC32C: KernelSource = KernelSource {
-    name: "crc32c.cu",
-    source: include_str!("../../../../kernels/crc32c.cu"),
 };
 /// The batched raw decoder.
 pub const SNAPPY_DECOMPRESS: KernelSource = KernelSource {
@@ -111,7 +107,6 @@ impl SnappyDecodeError {
 pub(crate) fn kernel_builds() -> Vec<(KernelSource, Vec<Define>)> {
     vec![
         (GMATCH_COMPRESS, compress_defines()),
-        (CRC32C, Vec::new()),
         (SNAPPY_DECOMPRESS, decode_defines()),
     ]
 }
@@ -161,13 +156,9 @@ impl CompressKernels {
             blocks: gpu.function(&GMATCH_COMPRESS, &defines, "gmatch_blocks")?,
             layout: gpu.function(&GMATCH_COMPRESS, &defines, "gmatch_layout")?,
             assemble: gpu.function(&GMATCH_COMPRESS, &defines, "gmatch_assemble")?,
-            crc: crc_kernel(gpu)?,
+            crc: crc_function(gpu)?,
         })
     }
-}
-
-fn crc_kernel(gpu: &Gpu) -> GpuResult<CudaFunction> {
-    gpu.function(&CRC32C, &[], "crc32c_masked")
 }
 
 fn check_len(what: &str, have: usize, need: usize) -> GpuResult<()> {
@@ -315,7 +306,7 @@ impl DecodeKernels {
     pub(crate) fn new(gpu: &Gpu) -> GpuResult<Self> {
         Ok(DecodeKernels {
             decode: gpu.function(&SNAPPY_DECOMPRESS, &decode_defines(), "snappy_decode_raw")?,
-            crc: crc_kernel(gpu)?,
+            crc: crc_function(gpu)?,
         })
     }
 }
