@@ -137,34 +137,6 @@ extern "C" __global__ void bwt_huffman(const BlockInfo* blocks, const u32* sub_b
     if (!write) counts[s] = count;
 }
 
-// Exclusive prefix sum of u64 over the block (blockDim.x a multiple of 32); `warp_sums`
-// is 32 entries of shared memory; `total` receives the block's sum.
-__device__ __forceinline__ u64 block_exclusive_sum64(u64 v, u64* warp_sums, u64* total) {
-    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    u64 inclusive = v;
-#pragma unroll
-    for (u32 d = 1; d < 32; d <<= 1) {
-        const u64 up = __shfl_up_sync(FULL_MASK, inclusive, d);
-        if (lane >= d) inclusive += up;
-    }
-    if (lane == 31) warp_sums[warp] = inclusive;
-    __syncthreads();
-    if (warp == 0) {
-        u64 w = lane < warps ? warp_sums[lane] : 0;
-#pragma unroll
-        for (u32 d = 1; d < 32; d <<= 1) {
-            const u64 up = __shfl_up_sync(FULL_MASK, w, d);
-            if (lane >= d) w += up;
-        }
-        warp_sums[lane] = w;
-    }
-    __syncthreads();
-    const u64 before = warp > 0 ? warp_sums[warp - 1] : 0;
-    *total = warp_sums[warps - 1];
-    __syncthreads();
-    return before + inclusive - v;
-}
-
 // Stage 1, between the passes: per block, the exclusive prefix sums of its subsequences'
 // counts (in place), and the total into sym_counts[b]; more symbols than bytes is an
 // error. One block of 256 threads per data block.

@@ -353,18 +353,6 @@ extern "C" __global__ void __launch_bounds__(HUF_THREADS)
 // ---------------------------------------------------------------------------------------
 // The segmentation
 
-// Inclusive warp scan of a u64 holding four 16-bit fields (no field overflows: 32
-// lengths of at most 16 bits each).
-__device__ __forceinline__ u64 warp_scan64(u64 v) {
-    const u32 lane = threadIdx.x & 31;
-#pragma unroll
-    for (u32 k = 1; k < 32; k <<= 1) {
-        const u64 up = __shfl_up_sync(FULL_MASK, v, k);
-        if (lane >= k) v += up;
-    }
-    return v;
-}
-
 // The segmentation of a block by one warp (the CPU's assign_segments): for each segment
 // in turn, the table under which the most codewords start in it (ties: the earlier end,
 // then the lower table), every table at once, 32 symbols a step by a warp scan of the
@@ -420,7 +408,8 @@ extern "C" __global__ void __launch_bounds__(32)
                 w0 = packed[v][0];
                 w1 = packed[v][1];
             }
-            const u64 inc[2] = {warp_scan64(w0), warp_scan64(w1)};
+            // Four 16-bit fields per word: no field overflows (32 lengths of at most 16 bits).
+            const u64 inc[2] = {warp_inclusive_sum64(w0), warp_inclusive_sum64(w1)};
             const u64 w[2] = {w0, w1};
             u32 got[MAX_TABLES], incl[MAX_TABLES];
 #pragma unroll

@@ -192,33 +192,6 @@ __device__ void parse(const u8* enc, u32 size, u32 n, Parsed* p) {
     p->code = code;
 }
 
-// Exclusive prefix sum of 64-bit words over the block (wrapping); `warp_sums` holds 32
-// words. Every thread of the block must call it.
-__device__ __forceinline__ u64 block_exclusive_sum64(u64 v, u64* warp_sums) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    u64 inclusive = v;
-#pragma unroll
-    for (int k = 1; k < 32; k <<= 1) {
-        const u64 up = __shfl_up_sync(FULL_MASK, inclusive, k);
-        if (lane >= k) inclusive += up;
-    }
-    if (lane == 31) warp_sums[warp] = inclusive;
-    __syncthreads();
-    if (warp == 0) {
-        u64 s = lane < WARPS ? warp_sums[lane] : 0;
-#pragma unroll
-        for (int k = 1; k < 32; k <<= 1) {
-            const u64 up = __shfl_up_sync(FULL_MASK, s, k);
-            if (lane >= k) s += up;
-        }
-        warp_sums[lane] = s;
-    }
-    __syncthreads();
-    const u64 before = warp > 0 ? warp_sums[warp - 1] : 0;
-    __syncthreads();  // warp_sums may be reused right after
-    return before + inclusive - v;
-}
-
 // The `count` values of a delta frame (the first, then each one the one before plus
 // ref plus its field) into dst: a block prefix sum, each thread over its ITEMS values.
 template <typename T>
@@ -235,7 +208,8 @@ __device__ __forceinline__ void delta_values(const u8* enc, const Parsed& p, u32
                                                        p.values.b);
         inclusive[i] = local;
     }
-    const u64 before = block_exclusive_sum64(local, warp_sums);
+    u64 block_total;
+    const u64 before = block_exclusive_sum64(local, warp_sums, &block_total);
 #pragma unroll
     for (u32 i = 0; i < ITEMS; ++i) {
         const u32 k = ITEMS * threadIdx.x + i;

@@ -13,12 +13,15 @@
 //! - **intpack**: integers in blocks of 1024 by frame of reference, delta, runs or
 //!   dictionary, bit-packed.
 //!
-//! Layers, from the bottom (each uses only those below it):
+//! Layers, from the bottom (each uses only those below it; `docs/ARCHITECTURE.md` has
+//! the details):
 //!
+//! - [`memory`], [`limits`], [`trace`], [`panics`]: helpers every layer may use;
 //! - [`gpu`]: the device runtime (devices, lanes, pinned memory, the step pipeline, the
 //!   kernel cache) the GPU codecs are built on;
-//! - [`codec`]: the codecs on plain bytes, driven through one batched interface on the
-//!   CPU or the GPU;
+//! - [`codec`]: the codecs on plain bytes, each a folder implementing one trait and
+//!   listed in one registry ([`codec::registry`]), driven through one batched interface
+//!   on the CPU or the GPU;
 //! - [`column`](mod@column): Arrow arrays to compressed columns (containers) and back;
 //! - [`archive`]: files of many columns, and conversions from and to raw, Arrow IPC and
 //!   Parquet files; `parquet`: Parquet files with gmatch-made SNAPPY pages;

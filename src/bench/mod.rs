@@ -7,7 +7,9 @@
 //! (`gmatch:raw` on 64 KiB pages in one batch, as nvCOMP's Snappy batches; `gmatch`, the
 //! blocks format containers store, and `gmatch:framed`, on the column as one buffer; and
 //! `snap-stream:raw`, the GPU decoding pages the `snap` crate wrote) and `bwt` (the
-//! column as one buffer, with `bzip2 -9` on all cores as its CPU peer). Each GPU row has
+//! column as one buffer, with `bzip2 -9` on all cores as its CPU peer); every other codec
+//! of the registry with a GPU path (`intpack`) has a suite of its default spec, settled
+//! for the column's width, on the column as one buffer. Each GPU row has
 //! three forms ([`measure`]): kernel (device-resident), pinned host→host, and ordinary
 //! memory (the public call); each has its CPU row from the same run (all cores, ordinary
 //! memory; `snap` for the Snappy rows). GB/s are uncompressed bytes per second (10^9); a
@@ -19,7 +21,7 @@
 //! decode back; a difference is an error, not a row.
 //!
 //! lzss and gmatch measure lineitem's fixed-width plain columns, bwt the string columns
-//! [`BWT_COLUMNS`], unless columns are named (of any table: their prefix says which).
+//! [`BWT_COLUMNS`], codecs for integers [`INTPACK_COLUMNS`], unless columns are named (of any table: their prefix says which).
 //!
 //! ```no_run
 //! use colzip::bench::{Config, gpulz_grid, run};
@@ -39,7 +41,8 @@ use arrow::array::{Array, ArrayRef};
 use serde::Serialize;
 
 use crate::archive::RawType;
-use crate::codec::lzss::LzssParams;
+use crate::codec::lzss::{self, LzssParams};
+use crate::codec::{CodecSpec, Suited, bwt, gmatch, registry};
 use crate::gpu::Gpu;
 use crate::tpch::{ReportRow, Row, Table, generate, peer_form};
 use crate::{Error, Result};
@@ -54,8 +57,9 @@ pub enum Suite {
     Gmatch,
     /// `bwt` on the column as one buffer, and `bzip2 -9`.
     Bwt,
-    /// `intpack` on the column as one buffer, its width the column's.
-    Intpack,
+    /// Any other codec of the registry with a GPU path (`intpack`, ...): its default spec
+    /// on the column as one buffer, settled for the column's width.
+    Codec(CodecSpec),
 }
 
 impl Suite {
@@ -65,9 +69,41 @@ impl Suite {
             Suite::Lzss => (grid, grid),
             Suite::Gmatch => (GMATCH_ROWS / 2, GMATCH_ROWS / 2),
             Suite::Bwt => (1, 2),
-            Suite::Intpack => (1, 1),
+            Suite::Codec(_) => (1, 1),
         };
         (if gpu { gpu_rows } else { 0 }) + if cpu { cpu_rows } else { 0 }
+    }
+}
+
+impl Suite {
+    /// Every suite: one per codec of the registry with a GPU path, in the registry's
+    /// order.
+    pub fn all() -> Vec<Suite> {
+        registry::codecs()
+            .filter(|c| c.has_gpu_path)
+            .filter_map(|c| CodecSpec::named(c.name))
+            .map(|spec| match spec.family() {
+                lzss::NAME => Suite::Lzss,
+                gmatch::NAME => Suite::Gmatch,
+                bwt::NAME => Suite::Bwt,
+                _ => Suite::Codec(spec),
+            })
+            .collect()
+    }
+
+    /// The suite's name: its codec's.
+    pub fn name(self) -> &'static str {
+        match self {
+            Suite::Lzss => lzss::NAME,
+            Suite::Gmatch => gmatch::NAME,
+            Suite::Bwt => bwt::NAME,
+            Suite::Codec(spec) => spec.family(),
+        }
+    }
+
+    /// Every suite's name.
+    pub fn names() -> Vec<&'static str> {
+        Suite::all().into_iter().map(Suite::name).collect()
     }
 }
 
@@ -75,15 +111,16 @@ impl std::str::FromStr for Suite {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        match s.trim() {
-            "lzss" => Ok(Suite::Lzss),
-            "gmatch" => Ok(Suite::Gmatch),
-            "bwt" => Ok(Suite::Bwt),
-            "intpack" => Ok(Suite::Intpack),
-            other => Err(Error::format(format!(
-                "unknown benchmark suite '{other}' (expected lzss, gmatch, bwt or intpack)"
-            ))),
-        }
+        Suite::all()
+            .into_iter()
+            .find(|suite| suite.name() == s.trim())
+            .ok_or_else(|| {
+                Error::format(format!(
+                    "unknown benchmark suite '{}' (expected {})",
+                    s.trim(),
+                    crate::codec::registry::or_list(&Suite::names())
+                ))
+            })
     }
 }
 
@@ -164,8 +201,8 @@ pub fn plain_columns(table: Table, sf: f64, only: Option<&[String]>) -> Result<V
     Ok(columns)
 }
 
-/// The integer columns the intpack suite measures when no columns are named: lineitem's
-/// keys, quantities, prices, discounts and dates.
+/// The integer columns the suites of codecs for integers (intpack) measure when no columns
+/// are named: lineitem's keys, quantities, prices, discounts and dates.
 pub const INTPACK_COLUMNS: [&str; 7] = [
     "l_quantity",
     "l_shipdate",
@@ -175,6 +212,21 @@ pub const INTPACK_COLUMNS: [&str; 7] = [
     "l_suppkey",
     "l_discount",
 ];
+
+/// The columns a suite measures when none are named, or `None` for lineitem's
+/// fixed-width columns.
+fn default_columns(suite: Suite) -> Option<&'static [&'static str]> {
+    match suite {
+        Suite::Bwt => Some(&BWT_COLUMNS),
+        Suite::Codec(spec) if codec_suits(spec, Suited::Integers) => Some(&INTPACK_COLUMNS),
+        _ => None,
+    }
+}
+
+/// Whether the codec of `spec` suits `suited`.
+fn codec_suits(spec: CodecSpec, suited: Suited) -> bool {
+    registry::codecs().any(|c| c.name == spec.family() && c.suited == suited)
+}
 
 /// A column to measure and the suites that measure it.
 #[derive(Clone, Debug)]
@@ -204,21 +256,18 @@ pub fn tpch_plan(sf: f64, named: Option<&[String]>, suites: &[Suite]) -> Result<
                     wants.push((table, Some(name.as_str()), suite));
                 }
             }
-            (None, Some(suite @ (Suite::Bwt | Suite::Intpack))) => {
-                let names: &[&str] = if suite == Suite::Bwt {
-                    &BWT_COLUMNS
-                } else {
-                    &INTPACK_COLUMNS
-                };
-                for &name in names {
-                    wants.push((
-                        Table::of_column(name).expect("a TPC-H column"),
-                        Some(name),
-                        Some(suite),
-                    ));
+            (None, suite) => match suite.and_then(default_columns) {
+                Some(names) => {
+                    for &name in names {
+                        wants.push((
+                            Table::of_column(name).expect("a TPC-H column"),
+                            Some(name),
+                            suite,
+                        ));
+                    }
                 }
-            }
-            (None, _) => wants.push((Table::Lineitem, None, suite)),
+                None => wants.push((Table::Lineitem, None, suite)),
+            },
         }
     }
     let mut tables: Vec<Table> = Vec::new();
@@ -495,8 +544,10 @@ pub fn run(config: &Config, on_event: &mut dyn FnMut(Event<'_>)) -> Result<Vec<B
         if suites.contains(&Suite::Bwt) {
             rows::bwt(gpu, config, column, &mut emit)?;
         }
-        if suites.contains(&Suite::Intpack) {
-            rows::intpack(gpu, config, column, &mut emit)?;
+        for suite in suites {
+            if let Suite::Codec(spec) = suite {
+                rows::codec(gpu, config, column, spec, &mut emit)?;
+            }
         }
     }
     Ok(rows)

@@ -5,9 +5,8 @@ use rayon::prelude::*;
 use super::measure::{Figures, cpu_row, gpu_decode_row, gpu_row, median_seconds};
 use super::{BenchRow, Config, PlainColumn, codec_name};
 use crate::codec::bwt::BwtParams;
-use crate::codec::intpack::IntpackParams;
 use crate::codec::lzss::LzssParams;
-use crate::codec::{Codec, CodecId, Direction, Placement, SnappyFormat};
+use crate::codec::{Codec, CodecId, CodecSpec, Direction, Placement, SnappyFormat};
 use crate::gpu::Gpu;
 use crate::tpch::{Baseline, Row};
 use crate::{Error, Result};
@@ -233,19 +232,21 @@ pub(super) fn lzss(
     )
 }
 
-/// The intpack suite of one column (the column as one buffer, values of its width).
-pub(super) fn intpack(
+/// The suite of a codec without a suite of its own (intpack, ...): its `spec` settled for
+/// the column's width, on the column as one buffer.
+pub(super) fn codec(
     gpu: Option<&'static Gpu>,
     config: &Config,
     column: &PlainColumn,
+    spec: &CodecSpec,
     emit: &mut dyn FnMut(BenchRow),
 ) -> Result<()> {
-    let codec = Codec::Intpack(IntpackParams::for_type_width(column.width));
+    let codec = spec.settle(column.width, &column.bytes)?;
     pair(
         gpu,
         config,
         column,
-        "intpack",
+        &spec.to_string(),
         &codec,
         &[&column.bytes[..]],
         emit,

@@ -8,6 +8,11 @@
 //! | BWT + MTF + Huffman | [`bwt`] | header + independent blocks with gap arrays |
 //! | frame of reference, delta, runs, dictionary | [`intpack`] | header + block size table + blocks of 1024 bit-packed values |
 //!
+//! Each codec implements one trait (`CodecFamily`, in `interface`) in its own folder, and
+//! the registry ([`registry`]) lists them: the settled [`Codec`], the [`CodecSpec`], the
+//! lookup of a stream's codec by its [`CodecId`] and every list of codec names come from
+//! that list.
+//!
 //! Every codec is driven through one batched interface ([`batch`]): [`Codec`] (a codec
 //! with settled parameters) compresses many buffers in one call and [`CodecId`] decodes
 //! them, on the CPU's cores or on the GPU as a [`Placement`] decides, writing the same
@@ -19,6 +24,7 @@
 pub mod batch;
 mod blocks_gpu;
 pub mod bwt;
+mod crc_gpu;
 mod error;
 pub mod gmatch;
 mod id;
@@ -27,37 +33,29 @@ pub mod intpack;
 #[cfg(test)]
 mod kernels_compile;
 pub mod lzss;
+mod output;
 mod placement;
+pub mod registry;
 mod spec;
+pub mod stored;
 #[cfg(test)]
 pub(crate) mod test_data;
 pub mod varint;
 
-pub use batch::Codec;
 pub use error::{CodecError, Result};
+pub use gmatch::SnappyFormat;
 pub use id::CodecId;
-pub use interface::{DeviceJob, Packed};
-pub use placement::{Direction, GPU_MIN_BYTES, Placement};
-pub use spec::{CodecSpec, SnappyFormat};
+pub use interface::{AutoUse, DeviceJob, Direction, Packed, Suited};
+pub use placement::{GPU_MIN_BYTES, Placement};
+pub use registry::{Codec, CodecSpec};
 
 /// Every kernel file of the codecs with the `-D` defines its launchers compile it with:
 /// `colzip gpu` loads them all (so the on-disk kernel cache is warm for later
-/// processes), and the tests compile them with NVRTC alone.
+/// processes), and the tests compile them with NVRTC alone. Kernels codecs share (the
+/// scan of the codecs with a u16 size table, the CRC-32C) are listed once, here.
 pub fn kernel_builds() -> Vec<(crate::gpu::KernelSource, Vec<crate::gpu::Define>)> {
-    let mut builds = gmatch::gpu::launch::kernel_builds();
-    builds.extend(lzss::gpu::launch::kernel_builds());
+    let mut builds = registry::kernel_builds();
     builds.extend(blocks_gpu::launch::kernel_builds());
-    builds.extend(bwt::gpu::launch::kernel_builds());
-    builds.extend(intpack::gpu::launch::kernel_builds());
+    builds.push((crc_gpu::CRC32C, Vec::new()));
     builds
-}
-
-/// Appends `additional` zero bytes to `out`, an error instead of an abort when memory is
-/// short. Decoders grow their output with this as they decode, never by a claimed size.
-pub(crate) fn grow(out: &mut Vec<u8>, additional: usize, codec: &'static str) -> Result<()> {
-    let bytes = out.len() as u64 + additional as u64;
-    out.try_reserve(additional)
-        .map_err(|_| CodecError::OutOfMemory { codec, bytes })?;
-    out.resize(out.len() + additional, 0);
-    Ok(())
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::error::CodecError;
 use super::id::CodecId;
+use super::interface::Direction;
 use crate::gpu::{Backend, Gpu, GpuError};
 
 /// Batches smaller than this (in uncompressed bytes) stay on the CPU under
@@ -14,13 +15,6 @@ use crate::gpu::{Backend, Gpu, GpuError};
 /// per call on the batch's total, so a table's many small parts go to the GPU together.
 /// An explicit [`Backend::Gpu`] uses the GPU for every size.
 pub const GPU_MIN_BYTES: usize = 1 << 20;
-
-/// Which way a codec runs: a codec may have a GPU path in one direction only.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Direction {
-    Compress,
-    Decompress,
-}
 
 /// Where codecs run: a [`Backend`] resolved once, so the per-call decision neither fails
 /// nor looks for a device again. Cheap to copy; pass it down to every call.

@@ -10,68 +10,104 @@
 use std::fmt;
 
 use super::plain::{PartRole, PlainPart};
-use crate::codec::{CodecSpec, bwt, gmatch, intpack, lzss};
+use crate::codec::registry::{CodecInfo, codecs, or_list};
+use crate::codec::{AutoUse, CodecSpec};
 
 /// Bytes per sample slice; three slices are taken.
 const SLICE: usize = 64 * 1024;
 
-/// The codecs `auto` may choose among, as written after `auto:among=` (`lzss+gmatch`).
+/// The codecs `auto` may choose among, as written after `auto:among=` (`lzss+gmatch`):
+/// a bit per codec the registry lets `auto` try, in registry order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AutoCodecs {
-    bits: u8,
+    bits: u32,
 }
 
-/// Each codec `auto` knows, in the order it is written; its bit in [`AutoCodecs`] is
+/// Each codec `auto` may try, in registry order; its bit in [`AutoCodecs`] is
 /// `1 << index`.
-const NAMES: [&str; 4] = [lzss::NAME, gmatch::NAME, bwt::NAME, intpack::NAME];
-
-/// The bits of the codecs named in `names`.
-fn bits_of(names: &[&str]) -> u8 {
-    names.iter().map(|name| bit(name)).fold(0, |a, b| a | b)
+fn candidates() -> impl Iterator<Item = (CodecInfo, AutoUse)> {
+    codecs().filter_map(|info| info.auto.map(|auto| (info, auto)))
 }
 
 /// The bit of a codec family (0 for one `auto` never chooses).
-fn bit(family: &str) -> u8 {
-    NAMES
-        .iter()
-        .position(|n| n.eq_ignore_ascii_case(family))
+fn bit(family: &str) -> u32 {
+    candidates()
+        .position(|(info, _)| info.name.eq_ignore_ascii_case(family))
         .map_or(0, |i| 1 << i)
 }
 
-impl AutoCodecs {
-    /// Every codec: what plain `auto` chooses among.
-    pub const ALL: AutoCodecs = AutoCodecs {
-        bits: (1 << NAMES.len()) - 1,
-    };
+/// The codecs `auto` tries where `serves` says, slowest decoder first (the order they are
+/// tried in: of equal sizes the later wins).
+fn serving(serves: impl Fn(&AutoUse) -> bool) -> Vec<(CodecInfo, AutoUse)> {
+    let mut tried: Vec<(CodecInfo, AutoUse)> =
+        candidates().filter(|(_, auto)| serves(auto)).collect();
+    tried.sort_by_key(|(_, auto)| auto.decode_speed);
+    tried
+}
 
-    /// Parses `lzss+gmatch+bwt`; the set must serve string bytes (bwt or gmatch) and
-    /// fixed-width values (lzss, gmatch or intpack), so every part has a candidate.
+/// The names of [`serving`]'s codecs.
+fn names_serving(serves: impl Fn(&AutoUse) -> bool) -> Vec<&'static str> {
+    serving(serves).iter().map(|(info, _)| info.name).collect()
+}
+
+/// The bits of `names`.
+fn bits_of(names: &[&str]) -> u32 {
+    names.iter().map(|name| bit(name)).fold(0, |a, b| a | b)
+}
+
+impl AutoCodecs {
+    /// Every codec `auto` may try: what plain `auto` chooses among (every bit set, so a
+    /// set naming every codec equals it).
+    pub const ALL: AutoCodecs = AutoCodecs { bits: u32::MAX };
+
+    /// Parses `lzss+gmatch+bwt`; the set must serve string bytes and fixed-width values
+    /// (each codec says which it serves), so every part has a candidate.
     pub fn parse(list: &str) -> std::result::Result<Self, String> {
         let mut bits = 0;
         for name in list.split('+').map(str::trim) {
             match bit(name) {
                 0 => {
+                    let names: Vec<&str> = candidates().map(|(info, _)| info.name).collect();
                     return Err(format!(
-                        "among names codecs joined by '+' (lzss, gmatch, bwt, intpack), got '{name}'"
+                        "among names codecs joined by '+' ({}), got '{name}'",
+                        names.join(", ")
                     ));
                 }
                 b => bits |= b,
             }
         }
-        if bits & bits_of(&["bwt", "gmatch"]) == 0 {
-            return Err("among needs bwt or gmatch for string bytes".into());
+        let strings = names_serving(|auto| auto.strings);
+        if bits & bits_of(&strings) == 0 {
+            return Err(format!(
+                "among needs {} for string bytes",
+                or_list(&strings)
+            ));
         }
-        if bits & bits_of(&["lzss", "gmatch", "intpack"]) == 0 {
-            return Err("among needs lzss, gmatch or intpack for fixed-width values".into());
+        let fixed = names_serving(|auto| auto.fixed_width);
+        if bits & bits_of(&fixed) == 0 {
+            return Err(format!(
+                "among needs {} for fixed-width values",
+                or_list(&fixed)
+            ));
+        }
+        if bits == (1 << candidates().count()) - 1 {
+            return Ok(AutoCodecs::ALL);
         }
         Ok(AutoCodecs { bits })
     }
 
     /// The set without the codec family `family`.
     pub fn without(self, family: &str) -> AutoCodecs {
+        let known = (1u32 << candidates().count()) - 1;
         AutoCodecs {
-            bits: self.bits & !bit(family),
+            bits: self.bits & known & !bit(family),
         }
+    }
+
+    /// The syntax of `auto` as help texts show it: `auto[:among=lzss+gmatch+bwt+intpack]`.
+    pub fn syntax() -> String {
+        let names: Vec<&str> = candidates().map(|(info, _)| info.name).collect();
+        format!("auto[:among={}]", names.join("+"))
     }
 
     /// Whether `spec`'s codec is in the set.
@@ -82,9 +118,8 @@ impl AutoCodecs {
 
 impl fmt::Display for AutoCodecs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = NAMES
-            .iter()
-            .copied()
+        let names: Vec<&str> = candidates()
+            .map(|(info, _)| info.name)
             .filter(|name| self.bits & bit(name) != 0)
             .collect();
         f.write_str(&names.join("+"))
@@ -93,20 +128,20 @@ impl fmt::Display for AutoCodecs {
 
 /// Picks the codec for `part` among the candidates for its role that `among` allows.
 pub fn choose(part: &PlainPart, among: AutoCodecs) -> CodecSpec {
-    let candidates: Vec<CodecSpec> = match part.role {
-        PartRole::Data => vec![
-            CodecSpec::Bwt(Default::default()),
-            CodecSpec::Gmatch(Default::default()),
-        ],
-        // intpack last: it decodes fastest, so it wins ties.
-        _ => vec![
-            CodecSpec::lzss_default(),
-            CodecSpec::Gmatch(Default::default()),
-            CodecSpec::Intpack { width: None },
-        ],
-    };
+    let strings = part.role == PartRole::Data;
+    let tried = serving(|auto| {
+        if strings {
+            auto.strings
+        } else {
+            auto.fixed_width
+        }
+    });
     // `AutoCodecs::parse` guarantees a candidate for each role.
-    let candidates: Vec<CodecSpec> = candidates.into_iter().filter(|c| among.allows(c)).collect();
+    let candidates: Vec<CodecSpec> = tried
+        .iter()
+        .map(|(info, _)| CodecSpec::named(info.name).expect("a registered name"))
+        .filter(|c| among.allows(c))
+        .collect();
     let sample = sample(&part.bytes, part.symbol_width());
     if sample.is_empty() {
         return candidates[candidates.len() - 1];

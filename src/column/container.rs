@@ -71,7 +71,7 @@ fn node_pieces<'a>(head: &mut Vec<u8>, pieces: &mut Vec<Piece<'a>>, node: &'a Co
     for part in &node.parts {
         head.push(part.role as u8);
         varint::write_u64(head, u64::from(part.width));
-        head.push(part.codec as u8);
+        head.push(part.codec.to_u8());
         varint::write_u64(head, part.raw_len as u64);
         varint::write_u64(head, part.bytes.len() as u64);
         head.extend_from_slice(&part.checksum.to_le_bytes());

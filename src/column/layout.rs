@@ -8,7 +8,7 @@ use arrow::datatypes::{DataType, UnionMode};
 
 use super::plain::PartRole;
 use super::{CompressedNode, CompressedPart};
-use crate::codec::{CodecId, bwt, gmatch, intpack, lzss};
+use crate::codec::CodecId;
 use crate::{Error, Result};
 
 /// Checks `node` (and its children) as the node of a `data_type` array.
@@ -228,13 +228,5 @@ fn expect(part: &CompressedPart, widths: &[u32], raw_len: Option<usize>) -> Resu
 /// The output a codec stream claims, checked against its own bytes (headers, size tables
 /// and directories; nothing is decoded).
 fn stream_claim(codec: CodecId, stream: &[u8]) -> Result<u64> {
-    Ok(match codec {
-        CodecId::Stored => stream.len() as u64,
-        CodecId::Lzss => lzss::decompressed_len(stream)? as u64,
-        CodecId::GmatchRaw => gmatch::raw_output_len(stream)? as u64,
-        CodecId::GmatchFramed => gmatch::framed_output_len(stream)?,
-        CodecId::GmatchBlocks => gmatch::blocks_output_len(stream)?,
-        CodecId::Bwt => bwt::decompressed_len(stream)?,
-        CodecId::Intpack => intpack::decompressed_len(stream)? as u64,
-    })
+    Ok(codec.claimed_len(stream)?)
 }

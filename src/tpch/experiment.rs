@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::baselines::Baseline;
 use super::generate::{self, Table, TableData};
-use crate::codec::Placement;
+use crate::codec::{CodecSpec, Placement, Suited, registry};
 use crate::column::{self, CodecChoice, CompressedColumn, plain};
 use crate::gpu::Backend;
 use crate::{Error, Result};
@@ -25,14 +25,22 @@ pub enum Contender {
 }
 
 impl Contender {
-    /// colzip's three codecs with default parameters, then the baselines.
+    /// colzip's codecs for any bytes with default parameters, then the baselines.
     pub fn defaults() -> Vec<Contender> {
-        let mut all: Vec<Contender> = ["lzss", "gmatch", "bwt"]
-            .iter()
-            .map(|s| Contender::Colzip(s.parse().expect("valid spec")))
-            .collect();
+        let mut all = Contender::colzip_defaults();
         all.extend(Baseline::DEFAULTS.into_iter().map(Contender::Baseline));
         all
+    }
+
+    /// colzip's codecs for any bytes (the registry's), with default parameters.
+    pub fn colzip_defaults() -> Vec<Contender> {
+        registry::names_suited(Suited::AnyBytes)
+            .into_iter()
+            .map(|name| {
+                let spec = CodecSpec::named(name).expect("a registered name");
+                Contender::Colzip(CodecChoice::Spec(spec))
+            })
+            .collect()
     }
 
     /// Parses a comma-separated list. A piece of the form `key=value` continues the codec
@@ -70,17 +78,13 @@ impl fmt::Display for Contender {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Contender::Colzip(CodecChoice::Spec(spec)) => {
-                // Short names for default parameters keep reports readable.
-                let text = spec.to_string();
-                let short = [
-                    "lzss:s=auto,w=128,c=2048",
-                    "gmatch:raw",
-                    "bwt:block=4194304",
-                ]
-                .iter()
-                .position(|d| *d == text)
-                .map(|i| ["lzss", "gmatch", "bwt"][i]);
-                f.write_str(short.unwrap_or(&text))
+                // A codec with its default parameters goes by its bare name, which keeps
+                // reports readable.
+                if CodecSpec::named(spec.family()) == Some(*spec) {
+                    f.write_str(spec.family())
+                } else {
+                    spec.fmt(f)
+                }
             }
             Contender::Colzip(choice) => choice.fmt(f),
             Contender::Baseline(baseline) => baseline.fmt(f),

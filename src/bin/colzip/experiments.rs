@@ -31,8 +31,7 @@ pub struct TpchArgs {
     /// Comma-separated tables [default: all eight]
     #[arg(long)]
     tables: Option<String>,
-    /// Comma-separated codecs and baselines, e.g. lzss:s=2,w=128,c=2048,gmatch,bwt,intpack,auto,snap,lz4,zstd-1,zstd-3,bzip2-9
-    #[arg(long)]
+    #[arg(long, help = codecs_help())]
     codecs: Option<String>,
     /// table, json or csv
     #[arg(long, default_value = "table")]
@@ -74,9 +73,7 @@ pub struct BenchArgs {
     /// peers such as ../shared/tools/peers.py on the same bytes)
     #[arg(long)]
     write_columns: Option<PathBuf>,
-    /// Suites to run: lzss, gmatch, bwt, intpack (`none` with --write-columns: only write
-    /// the files)
-    #[arg(long, value_delimiter = ',', default_value = "lzss,gmatch")]
+    #[arg(long, value_delimiter = ',', default_value = "lzss,gmatch", help = suites_help())]
     suites: Vec<String>,
     /// Comma-separated TPC-H columns of any table (l_comment, o_comment, ...) [default:
     /// lzss and gmatch: lineitem's fixed-width plain columns; bwt: l_comment, o_comment,
@@ -391,4 +388,24 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
         .lock()
         .write_all(tpch::render(&rows, format)?.as_bytes())?;
     Ok(())
+}
+
+/// The help of `--codecs`: an example naming every codec of the registry, then baselines.
+fn codecs_help() -> String {
+    let names: Vec<&str> = colzip::codec::registry::codecs()
+        .filter(|c| c.suited != colzip::codec::Suited::Nothing)
+        .map(|c| c.name)
+        .collect();
+    format!(
+        "Comma-separated codecs and baselines, e.g. {},lzss:s=2,w=128,auto,snap,lz4,zstd-1,zstd-3,bzip2-9",
+        names.join(",")
+    )
+}
+
+/// The help of `--suites`: every benchmark suite.
+fn suites_help() -> String {
+    format!(
+        "Suites to run: {} (`none` with --write-columns: only write the files)",
+        bench::Suite::names().join(", ")
+    )
 }

@@ -22,9 +22,8 @@ pub struct CompressArgs {
     /// Output path [default: INPUT.czip, or INPUT.snappy / INPUT.sz with --snappy]
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Codec: auto[:among=lzss+gmatch+bwt+intpack], lzss[:s=1|2|4|8,w=1..255,c=2048..16384,level=1..4], gmatch[:raw|framed], bwt[:block=4m], intpack[:w=1|2|4|8] (integers), stored
     // No short flag: `-c` is `colzip sql`'s command (one meaning per short flag).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", help = crate::codec_help("Codec"))]
     codec: CodecChoice,
     /// How a raw file's bytes are read: bytes, int8..int64, uint8..uint64, float32,
     /// float64, utf8-lines [default: bytes]; not for Arrow IPC and Parquet files, whose

@@ -109,6 +109,22 @@ fn main() -> ExitCode {
 }
 
 /// A byte count for clap: [`colzip::memory::parse_byte_size`].
+/// The help of a `--codec` option: `auto` and every codec's spec, from the codec
+/// registry.
+fn codec_help(what: &str) -> String {
+    let forms: Vec<String> = colzip::codec::registry::codecs()
+        .map(|c| match c.suited {
+            colzip::codec::Suited::Integers => format!("{} (integers)", c.syntax),
+            _ => c.syntax.to_string(),
+        })
+        .collect();
+    format!(
+        "{what}: {}, {}",
+        colzip::column::AutoCodecs::syntax(),
+        forms.join(", ")
+    )
+}
+
 fn parse_size(text: &str) -> std::result::Result<u64, String> {
     colzip::memory::parse_byte_size(text)
         .ok_or_else(|| format!("'{text}' is not a byte count (e.g. 4096, 64k, 512m, 2g)"))

@@ -47,8 +47,7 @@ pub struct QueriesArgs {
     /// Timed runs per query and store, after one warm-up run
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
-    /// Codec of the compressed store: auto[:among=…], lzss[:s=…,w=…,c=…], gmatch, bwt, intpack, stored
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", help = crate::codec_help("Codec of the compressed store"))]
     codec: CodecChoice,
     /// Directory for the parquet store's files, <table>.parquet (kept; they must not
     /// exist yet) [default: a temporary directory, removed at the end]
@@ -212,8 +211,12 @@ pub struct SqlArgs {
     /// CREATE TABLE [AS query] (which INSERT INTO then fills compressed too)
     #[arg(long)]
     compressed: bool,
-    /// Codec of the compressed tables: auto[:among=…], lzss[:s=…,w=…,c=…], gmatch, bwt, intpack, stored
-    #[arg(long, default_value = "auto", requires = "compressed")]
+    #[arg(
+        long,
+        default_value = "auto",
+        requires = "compressed",
+        help = crate::codec_help("Codec of the compressed tables")
+    )]
     codec: CodecChoice,
     /// Leave every filter above the compressed tables' scans (they only skip blocks by
     /// their zones) instead of evaluating it in the scan

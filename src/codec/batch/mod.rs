@@ -35,71 +35,21 @@ mod devices;
 
 use std::ops::Range;
 
-use super::interface::Sink;
-pub use super::interface::{DeviceJob, Packed};
-
-use super::bwt::{self, BwtParams};
 use super::error::{CodecError, Result};
-use super::gmatch;
 use super::id::CodecId;
-use super::intpack::{self, IntpackParams};
-use super::lzss::{self, LzssParams};
-use super::placement::{Direction, Placement};
-use super::spec::SnappyFormat;
+pub use super::interface::{DeviceJob, Packed};
+use super::interface::{Direction, Sink};
+use super::placement::Placement;
+pub use super::registry::Codec;
 use crate::gpu::{Gpu, HostMemory, Lane, PIPELINE_LANES, PinnedBuffer, step_bytes};
 use rayon::prelude::*;
 
-/// A codec with its parameters settled: what every buffer of a batch is compressed with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Codec {
-    Stored,
-    Lzss(LzssParams),
-    Gmatch(SnappyFormat),
-    Bwt(BwtParams),
-    Intpack(IntpackParams),
-}
-
 impl Codec {
-    /// The id of the streams this codec writes.
-    pub fn id(&self) -> CodecId {
-        match self {
-            Codec::Stored => CodecId::Stored,
-            Codec::Lzss(_) => CodecId::Lzss,
-            Codec::Gmatch(format) => format.id(),
-            Codec::Bwt(_) => CodecId::Bwt,
-            Codec::Intpack(_) => CodecId::Intpack,
-        }
-    }
-
-    /// The largest stream an input of `len` bytes can give: an output buffer of this size
-    /// always suffices.
-    pub fn max_compressed_len(&self, len: usize) -> usize {
-        match self {
-            Codec::Stored => len,
-            Codec::Lzss(params) => lzss::max_compressed_len(len, params),
-            Codec::Gmatch(SnappyFormat::Raw) => gmatch::max_compressed_len(len) + 8,
-            Codec::Gmatch(SnappyFormat::Framed) => {
-                let chunks = len.div_ceil(gmatch::BLOCK_SIZE);
-                10 + chunks * 8 + len
-            }
-            Codec::Gmatch(SnappyFormat::Blocks) => gmatch::max_blocks_len(len),
-            Codec::Bwt(params) => bwt::max_compressed_len(len, params),
-            Codec::Intpack(params) => intpack::max_compressed_len(len, params),
-        }
-    }
-
     /// Device memory a GPU call on buffers of `lens` takes at most (the pipeline's lanes
     /// and their buffers; 0 for codecs without a GPU path).
     pub fn gpu_scratch_bytes(&self, lens: &[usize]) -> usize {
         let step = lens.iter().sum::<usize>().min(step_bytes());
-        // Input, scratch (gmatch: 6 bytes per input byte; lzss: 1), slots and output.
-        let per_step = match self {
-            Codec::Gmatch(_) => step * (1 + 6 + 1) + 2 * step,
-            // Input, a slot per block (a little over its values) and output.
-            Codec::Lzss(_) | Codec::Intpack(_) => step * 4,
-            _ => return 0,
-        };
-        PIPELINE_LANES * per_step
+        PIPELINE_LANES * self.gpu_bytes_per_lane(step)
     }
 
     /// Compresses every input into the caller's `outputs` (each at least
@@ -130,7 +80,7 @@ impl Codec {
             let jobs = groups.iter().zip(devices::split_groups(outputs, &groups));
             let done = devices::across(gpus, jobs.collect(), |gpu, (group, outputs)| {
                 let sink = &mut Sink::Buffers(outputs);
-                self.compress_gpu(gpu, &inputs[group.clone()], HostMemory::Ordinary, sink)
+                self.compress_on_gpu(gpu, &inputs[group.clone()], HostMemory::Ordinary, sink)
             });
             match done {
                 Err(e) if placement.retries_on_cpu(&e) => {}
@@ -162,7 +112,7 @@ impl Codec {
             let jobs = groups.iter().zip(regions);
             let done = devices::across(gpus, jobs.collect(), |gpu, (group, region)| {
                 let sink = &mut Sink::packed(region, group.len());
-                self.compress_gpu(gpu, &inputs[group.clone()], HostMemory::Ordinary, sink)
+                self.compress_on_gpu(gpu, &inputs[group.clone()], HostMemory::Ordinary, sink)
             });
             match done {
                 Ok(sizes) => {
@@ -214,7 +164,7 @@ impl Codec {
             return Err(CodecError::invalid(self.name(), "no GPU path"));
         }
         let mut sink = Sink::pinned(output.as_mut_slice(), inputs.len());
-        let sizes = self.compress_gpu(gpu, inputs, HostMemory::Pinned, &mut sink)?;
+        let sizes = self.compress_on_gpu(gpu, inputs, HostMemory::Pinned, &mut sink)?;
         Ok(ranges_of(&sizes))
     }
 
@@ -226,52 +176,13 @@ impl Codec {
         lane: &mut Lane,
         inputs: &[&[u8]],
     ) -> Result<Box<dyn DeviceJob>> {
-        Ok(match self {
-            Codec::Lzss(params) => Box::new(lzss::gpu::device::device_compress(
-                gpu, lane, params, inputs,
-            )?),
-            Codec::Gmatch(format) => Box::new(gmatch::gpu::device::device_compress(
-                gpu, lane, *format, inputs,
-            )?),
-            Codec::Intpack(params) => Box::new(intpack::gpu::device::device_compress(
-                gpu, lane, params, inputs,
-            )?),
-            Codec::Bwt(params) => Box::new(bwt::gpu::device::device_compress(
-                gpu, lane, params, inputs,
-            )?),
-            Codec::Stored => {
-                return Err(CodecError::invalid(self.name(), "no GPU path"));
-            }
-        })
+        self.device_job(gpu, lane, inputs)
     }
 
     /// Whether [`Self::device_compressor`] has a device-resident form of this codec (one
     /// whose every stage runs on the GPU).
     pub fn has_device_compressor(&self) -> bool {
-        matches!(
-            self,
-            Codec::Lzss(_) | Codec::Gmatch(_) | Codec::Bwt(_) | Codec::Intpack(_)
-        )
-    }
-
-    fn compress_gpu(
-        &self,
-        gpu: &Gpu,
-        inputs: &[&[u8]],
-        memory: HostMemory,
-        sink: &mut Sink<'_, '_>,
-    ) -> Result<Vec<usize>> {
-        match self {
-            Codec::Lzss(params) => lzss::gpu::compress::compress(gpu, params, inputs, memory, sink),
-            Codec::Gmatch(format) => {
-                gmatch::gpu::compress::compress(gpu, *format, inputs, memory, sink)
-            }
-            Codec::Bwt(params) => bwt::gpu::compress::compress(gpu, params, inputs, memory, sink),
-            Codec::Intpack(params) => {
-                intpack::gpu::compress::compress(gpu, params, inputs, memory, sink)
-            }
-            Codec::Stored => Err(CodecError::invalid(self.name(), "no GPU path")),
-        }
+        self.id().has_gpu_path(Direction::Compress)
     }
 
     fn name(&self) -> &'static str {
@@ -280,6 +191,23 @@ impl Codec {
 }
 
 impl CodecId {
+    /// Decodes one stream on the CPU, which must hold exactly `expected_len` bytes of
+    /// output (nothing larger is allocated).
+    pub fn decompress(self, stream: &[u8], expected_len: usize) -> Result<Vec<u8>> {
+        self.decompress_one(&Placement::CPU, stream, expected_len)
+    }
+
+    /// Decodes one stream where `placement` says (a batch of one).
+    pub fn decompress_one(
+        self,
+        placement: &Placement,
+        stream: &[u8],
+        expected_len: usize,
+    ) -> Result<Vec<u8>> {
+        let packed: Packed = self.decompress_batch(placement, &[stream], &[expected_len])?;
+        Ok(packed.into_bytes())
+    }
+
     /// Decodes every stream into the caller's `outputs`, each exactly as long as its
     /// stream's output (a stream that decodes to another length is corrupt).
     pub fn decompress_into(
@@ -392,7 +320,7 @@ impl CodecId {
             ));
         }
         let mut sink = Sink::pinned(output.as_mut_slice(), inputs.len());
-        self.decompress_gpu(gpu, inputs, lens, HostMemory::Pinned, &mut sink)?;
+        self.decompress_on_gpu(gpu, inputs, lens, HostMemory::Pinned, &mut sink)?;
         Ok(ranges_of(lens))
     }
 
@@ -406,24 +334,7 @@ impl CodecId {
         lens: &[usize],
     ) -> Result<Box<dyn DeviceJob>> {
         check_count(streams.len(), lens.len())?;
-        Ok(match self {
-            CodecId::Lzss => Box::new(lzss::gpu::device::device_decompress(
-                gpu, lane, streams, lens,
-            )?),
-            CodecId::GmatchRaw | CodecId::GmatchFramed | CodecId::GmatchBlocks => {
-                let format = SnappyFormat::of(self).expect("a gmatch id");
-                Box::new(gmatch::gpu::device::device_decompress(
-                    gpu, lane, format, streams, lens,
-                )?)
-            }
-            CodecId::Bwt => Box::new(bwt::gpu::device::device_decompress(
-                gpu, lane, streams, lens,
-            )?),
-            CodecId::Intpack => Box::new(intpack::gpu::device::device_decompress(
-                gpu, lane, streams, lens,
-            )?),
-            CodecId::Stored => return Err(CodecError::invalid(self.name(), "no GPU path")),
-        })
+        self.device_job(gpu, lane, streams, lens)
     }
 
     /// Decodes on `gpus`, the batch split across them, into `outputs` (`lens[i]` bytes
@@ -440,31 +351,9 @@ impl CodecId {
         devices::across(gpus, jobs.collect(), |gpu, (group, outputs)| {
             let sink = &mut Sink::Buffers(outputs);
             let (inputs, lens) = (&inputs[group.clone()], &lens[group.clone()]);
-            self.decompress_gpu(gpu, inputs, lens, HostMemory::Ordinary, sink)
+            self.decompress_on_gpu(gpu, inputs, lens, HostMemory::Ordinary, sink)
         })?;
         Ok(())
-    }
-
-    fn decompress_gpu(
-        self,
-        gpu: &Gpu,
-        inputs: &[&[u8]],
-        lens: &[usize],
-        memory: HostMemory,
-        sink: &mut Sink<'_, '_>,
-    ) -> Result<()> {
-        match self {
-            CodecId::Lzss => lzss::gpu::decompress::decompress(gpu, inputs, lens, memory, sink),
-            CodecId::GmatchRaw | CodecId::GmatchFramed | CodecId::GmatchBlocks => {
-                let format = SnappyFormat::of(self).expect("a gmatch id");
-                gmatch::gpu::decompress::decompress(gpu, format, inputs, lens, memory, sink)
-            }
-            CodecId::Bwt => bwt::gpu::decompress::decompress(gpu, inputs, lens, memory, sink),
-            CodecId::Intpack => {
-                intpack::gpu::decompress::decompress(gpu, inputs, lens, memory, sink)
-            }
-            CodecId::Stored => Err(CodecError::invalid(self.name(), "no GPU path")),
-        }
     }
 }
 

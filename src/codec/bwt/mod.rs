@@ -37,16 +37,19 @@
 //! number of threads. A block that does not shrink is stored, so the stream exceeds the
 //! input by at most the header plus 10 bytes per block.
 
+mod family;
 pub mod gpu;
 pub mod huffman;
 pub mod mtf;
 pub mod transform;
 pub mod zrle;
 
+pub(crate) use family::Bwt;
 use rayon::prelude::*;
 
 use crate::codec::error::{CodecError, Result};
-use crate::codec::{grow, varint};
+use crate::codec::output::grow;
+use crate::codec::varint;
 use huffman::{BitReader, BitWriter, Geometry, MAX_CODE_LEN};
 
 /// The codec's name, as used in specs and errors.

@@ -10,7 +10,8 @@
 //! elements fill it.
 
 use super::super::error::{CodecError, Result};
-use super::super::{grow, varint};
+use super::super::output::grow;
+use super::super::varint;
 use super::NAME;
 
 /// The uncompressed length a raw stream claims (its varint preamble).

@@ -27,7 +27,8 @@
 use rayon::prelude::*;
 
 use super::super::error::{CodecError, Result};
-use super::super::{grow, varint};
+use super::super::output::grow;
+use super::super::varint;
 use super::decode::{check_producible, decode_elements};
 use super::encode::{Workspace, compress_block, max_compressed_len};
 use super::{BLOCK_SIZE, NAME};

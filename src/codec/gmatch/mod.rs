@@ -89,6 +89,7 @@
 pub mod blocks;
 pub mod decode;
 pub mod encode;
+mod family;
 pub mod frame;
 pub mod gpu;
 pub mod hash;
@@ -102,6 +103,8 @@ pub use decode::{
     raw_output_len,
 };
 pub use encode::{compress_raw, max_compressed_len};
+pub(crate) use family::Gmatch;
+pub use family::SnappyFormat;
 pub use frame::{
     compress_framed, decompress_framed, decompress_framed_into, decompress_framed_to,
     decompress_framed_with_limit, framed_output_len,

@@ -1,14 +1,18 @@
-//! The types every codec and the batched interface share: where a batch's streams or
-//! outputs go ([`Sink`]), one allocation of many buffers ([`Packed`]) and work over
-//! buffers resident on the GPU ([`DeviceJob`]).
+//! The types every codec and the batched interface share: what a codec provides to the
+//! registry ([`CodecFamily`]), where a batch's streams or outputs go ([`Sink`]), one
+//! allocation of many buffers ([`Packed`]) and work over buffers resident on the GPU
+//! ([`DeviceJob`]).
 //!
-//! This is the bottom of the codec layer: the codecs' GPU paths use these types, and the
-//! batched interface (`batch`) drives the codecs through them, so no codec imports the
-//! interface that dispatches to it.
+//! This is the bottom of the codec layer: the codecs implement [`CodecFamily`] with these
+//! types, the registry lists the codecs, and the batched interface (`batch`) drives them
+//! through the registry, so no codec imports what dispatches to it.
 
+mod family;
 mod packed;
 mod sink;
 
+pub use family::{AutoUse, Direction, SpecOption, Suited};
+pub(crate) use family::{CodecFamily, id_name, wrong_len};
 pub use packed::Packed;
 pub(crate) use sink::Sink;
 

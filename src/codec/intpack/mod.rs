@@ -53,6 +53,7 @@
 mod bits;
 mod decode;
 mod encode;
+mod family;
 mod frame;
 pub mod gpu;
 mod scheme;
@@ -63,6 +64,8 @@ mod word;
 pub use bits::{pack, packed_len, unpack};
 pub use decode::*;
 pub use encode::*;
+pub(crate) use family::Intpack;
+pub use family::IntpackOptions;
 pub use frame::{delta_frame_len, frame_len};
 pub use scheme::{SCHEMES, Scheme, choose_scheme, scheme_lengths};
 

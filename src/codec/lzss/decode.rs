@@ -120,12 +120,12 @@ pub fn decompress_with_limit(stream: &[u8], max_output: usize) -> Result<Vec<u8>
         let last = (first + per_step).min(chunks);
         let start = first * c;
         let end = (last * c).min(layout.body);
-        super::super::grow(&mut out, end - start, NAME)?;
+        super::super::output::grow(&mut out, end - start, NAME)?;
         decode_chunks(stream, &layout, first..last, &mut out[start..end])?;
         first = last;
     }
     let tail = layout.len - layout.body;
-    super::super::grow(&mut out, tail, NAME)?;
+    super::super::output::grow(&mut out, tail, NAME)?;
     copy_tail(stream, &layout, &mut out[layout.body..]);
     Ok(out)
 }

@@ -37,6 +37,7 @@
 
 mod decode;
 mod encode;
+mod family;
 pub mod gpu;
 mod matching;
 mod parse;
@@ -45,6 +46,8 @@ mod tests;
 
 pub use decode::*;
 pub use encode::*;
+pub(crate) use family::Lzss;
+pub use family::LzssOptions;
 pub use matching::*;
 pub use parse::*;
 

@@ -7,13 +7,15 @@ use arrow::datatypes::DataType;
 use datafusion::common::{DataFusionError, Result, ScalarValue, plan_err};
 use datafusion::logical_expr::Expr;
 
-use crate::codec::{CodecSpec, Placement};
+use crate::codec::{CodecSpec, Placement, registry};
 use crate::column::{self, CodecChoice};
 use crate::gpu::Backend;
 
-/// The codec forms a codec argument accepts (README's codec specifications).
-pub(super) const CODEC_FORMS: &str = "auto, lzss[:s=1|2|4|8|auto,w=1..255,c=SIZE,level=1..4], \
-     gmatch[:raw|framed], bwt[:block=SIZE], intpack[:w=1|2|4|8], stored";
+/// The codec forms a codec argument accepts (README's codec specifications), from the
+/// codec registry.
+pub(super) fn codec_forms() -> String {
+    format!("auto, {}", registry::syntax_list())
+}
 
 /// Refuses a call with fewer than `min` or more than `max` arguments; `usage` shows the
 /// call's forms, e.g. `colzip_ratio(column, 'codec')`.
@@ -124,7 +126,8 @@ pub(super) fn parse_codec(function: &str, text: &str) -> Result<CodecChoice> {
             other => other.to_string(),
         };
         DataFusionError::Plan(format!(
-            "{function}: invalid codec '{text}' in argument 2: {reason}; accepted forms: {CODEC_FORMS}"
+            "{function}: invalid codec '{text}' in argument 2: {reason}; accepted forms: {}",
+            codec_forms()
         ))
     })
 }

@@ -1,17 +1,37 @@
 //! What `SHOW FUNCTIONS` and `information_schema.routines` say of colzip's functions:
 //! one DataFusion [`Documentation`] per function, built once.
 
-use std::sync::OnceLock;
+use std::sync::{LazyLock, OnceLock};
 
 use datafusion::logical_expr::{DocSection, Documentation};
 
-const SECTION: DocSection = DocSection {
-    include: true,
-    label: "colzip",
-    description: Some("Compression of columns with colzip's codecs (lzss, gmatch, bwt, intpack)"),
-};
+use crate::codec::Suited;
+use crate::codec::registry;
 
-const CODEC: &str = "A string literal: auto, lzss[:s=..,w=..,c=..], gmatch[:raw|framed], bwt[:block=SIZE], intpack[:w=1|2|4|8] or stored.";
+/// The section of colzip's functions, naming the codecs of the registry.
+fn section() -> DocSection {
+    static DESCRIPTION: LazyLock<String> = LazyLock::new(|| {
+        let names: Vec<&str> = registry::codecs()
+            .filter(|c| c.suited != Suited::Nothing)
+            .map(|c| c.name)
+            .collect();
+        format!(
+            "Compression of columns with colzip's codecs ({})",
+            names.join(", ")
+        )
+    });
+    DocSection {
+        include: true,
+        label: "colzip",
+        description: Some(DESCRIPTION.as_str()),
+    }
+}
+
+/// What a codec argument takes: `auto` or any codec's spec.
+fn codec_argument() -> String {
+    let forms: Vec<&str> = registry::codecs().map(|c| c.syntax).collect();
+    format!("A string literal: auto, {}.", registry::or_list(&forms))
+}
 
 fn built(
     cell: &'static OnceLock<Documentation>,
@@ -25,12 +45,12 @@ pub(super) fn compress() -> &'static Documentation {
     static DOC: OnceLock<Documentation> = OnceLock::new();
     built(&DOC, || {
         Documentation::builder(
-            SECTION,
+            section(),
             "Compresses each value into a self-describing binary blob (colzip's column container); colzip_decompress gives the value back with its type.",
             "colzip_compress(value, 'codec')",
         )
         .with_argument("value", "A value of any type the column layer compresses.")
-        .with_argument("codec", CODEC)
+        .with_argument("codec", codec_argument())
         .with_sql_example("SELECT colzip_decompress(colzip_compress(l_comment, 'bwt')) = l_comment FROM lineitem")
         .build()
     })
@@ -41,7 +61,7 @@ pub(super) fn decompress() -> &'static Documentation {
     static DOC: OnceLock<Documentation> = OnceLock::new();
     built(&DOC, || {
         Documentation::builder(
-            SECTION,
+            section(),
             "Decodes a blob made by colzip_compress back into its value, checking its checksums.",
             "colzip_decompress(blob [, 'arrow type'])",
         )
@@ -59,12 +79,12 @@ pub(super) fn ratio() -> &'static Documentation {
     static DOC: OnceLock<Documentation> = OnceLock::new();
     built(&DOC, || {
         Documentation::builder(
-            SECTION,
+            section(),
             "Aggregate: the compression ratio of the group's values compressed as one column, plain bytes (colzip's plain parts: values, offsets, validity) / compressed bytes.",
             "colzip_ratio(column, 'codec')",
         )
         .with_argument("column", "The values to compress.")
-        .with_argument("codec", CODEC)
+        .with_argument("codec", codec_argument())
         .with_sql_example("SELECT colzip_ratio(l_comment, 'bwt') FROM lineitem")
         .build()
     })
@@ -75,12 +95,12 @@ pub(super) fn compressed_size() -> &'static Documentation {
     static DOC: OnceLock<Documentation> = OnceLock::new();
     built(&DOC, || {
         Documentation::builder(
-            SECTION,
+            section(),
             "Aggregate: the bytes of codec streams the group's values compress to as one column.",
             "colzip_compressed_size(column, 'codec')",
         )
         .with_argument("column", "The values to compress.")
-        .with_argument("codec", CODEC)
+        .with_argument("codec", codec_argument())
         .build()
     })
 }

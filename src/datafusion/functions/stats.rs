@@ -37,16 +37,13 @@ use datafusion::physical_plan::{
 use futures::StreamExt;
 
 use super::args::{
-    CODEC_FORMS, check_arity, check_compressible, literal_of, placement, string_literal,
+    check_arity, check_compressible, codec_forms, literal_of, placement, string_literal,
 };
 use crate::gpu::Backend;
 use crate::tpch::{self, Contender, ReportRow};
 
 const NAME: &str = "colzip_stats";
 const USAGE: &str = "colzip_stats('table' [, 'codec,codec,…'])";
-
-/// The codecs measured when none are given: colzip's three with default parameters.
-const DEFAULT_CODECS: &str = "lzss,gmatch,bwt";
 
 /// The output schema: `tpch::Row`'s fields, in its report order.
 static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
@@ -79,7 +76,8 @@ fn parse_contenders(expr: &Expr) -> Result<Vec<Contender>> {
     Contender::parse_list(text).map_err(|e| {
         DataFusionError::Plan(format!(
             "{NAME}: invalid codec list '{text}' in argument 2: {e}; expected comma-separated codecs \
-             ({CODEC_FORMS}) or baselines (snap, lz4, zstd-1..22, bzip2-1..9)"
+             ({}) or baselines (snap, lz4, zstd-1..22, bzip2-1..9)",
+            codec_forms()
         ))
     })
 }
@@ -104,7 +102,7 @@ impl TableFunctionImpl for Stats {
         let name = string_literal(NAME, 1, "table", literal_of(&exprs[0]))?;
         let contenders = match exprs.get(1) {
             Some(expr) => parse_contenders(expr)?,
-            None => Contender::parse_list(DEFAULT_CODECS).map_err(DataFusionError::from)?,
+            None => Contender::colzip_defaults(),
         };
         let Some(reference) = resolve(args.session(), name) else {
             return plan_err!("{NAME}: argument 1: table '{name}' not found in the session");

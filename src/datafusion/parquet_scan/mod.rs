@@ -7,10 +7,9 @@
 //! ([`crate::parquet::row_group`]).
 //!
 //! Why `auto` stays on the CPU here: a call holds one row group of one partition (a few
-//! MiB of pages), and at SF 10 on the H100 such calls were slower on the GPU than on one
-//! core each (16 partitions share 8 lanes; one warp decodes a whole 1 MiB page): the 22
-//! TPC-H queries spent 176 s decompressing on the GPU against 49 s on the CPU, summed
-//! over partitions (docs/PERFORMANCE.md). Batching the row groups of all partitions into
+//! MiB of pages), and such calls are slower on the GPU than on one core each (partitions
+//! outnumber the lanes; one warp decodes a whole 1 MiB page; the TPC-H figures are in
+//! docs/PERFORMANCE.md). Batching the row groups of all partitions into
 //! shared GPU calls, and splitting pages across warps, are what the GPU would need.
 //!
 //! It is a DataFusion `FileSource` ([`ColzipParquetSource`]) under `DataSourceExec`, so

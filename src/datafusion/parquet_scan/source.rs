@@ -86,10 +86,10 @@ impl ColzipParquetSource {
 }
 
 /// Where a scan decompresses pages: `gpu` on the GPU, `auto` and `cpu` on the CPU's
-/// cores. Under `auto` the GPU lost: at SF 10 on the H100 each partition's row group is
-/// one call of a few MiB, 16 partitions share 8 lanes, and one warp decodes each 1 MiB
-/// page, so the 22 TPC-H queries spent 3.6× the CPU's time decompressing (176 s against
-/// 49 s summed over partitions; docs/PERFORMANCE.md). Writing (`COPY`) keeps `auto`.
+/// cores. The GPU loses under `auto`: each partition's row group is one call of a few
+/// MiB, partitions outnumber the lanes, and one warp decodes each 1 MiB page, so the
+/// TPC-H queries spend several times the CPU's time decompressing (docs/PERFORMANCE.md).
+/// Writing (`COPY`) keeps `auto`.
 fn scan_placement(backend: Backend) -> crate::Result<Placement> {
     match backend {
         Backend::Gpu => Placement::new(Backend::Gpu),

@@ -19,8 +19,8 @@ use super::launch::{CRC_THREADS, unmask_crc};
 use super::symbols::{SymbolKernels, Symbols, enqueue_symbols, put_back};
 use crate::codec::bwt::huffman::Encoded;
 use crate::codec::bwt::{AUX_LOG2, BwtParams, CodedBlock, NAME, assemble, block_size, payload};
+use crate::codec::crc_gpu::crc_function;
 use crate::codec::error::{CodecError, Result};
-use crate::codec::gmatch::gpu::launch::CRC32C;
 use crate::codec::interface::Sink;
 use crate::gpu::{
     Gpu, GpuError, HostMemory, Lane, copy_to_device, copy_to_host, launch_error, on_host,
@@ -430,7 +430,7 @@ impl Kernels {
             forward: ForwardKernels::new(gpu)?,
             symbols: SymbolKernels::new(gpu)?,
             huffman: HuffmanKernels::new(gpu)?,
-            crc: gpu.function(&CRC32C, &[], "crc32c_masked")?,
+            crc: crc_function(gpu)?,
         })
     }
 }

@@ -10,7 +10,7 @@ use cudarc::driver::{
     CudaFunction, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg,
 };
 
-use crate::codec::gmatch::gpu::launch::CRC32C;
+use crate::codec::crc_gpu::crc_function;
 use crate::gpu::{Define, Gpu, GpuResult, KernelSource, launch_error, launch_for};
 
 /// The decoder's kernels.
@@ -171,7 +171,7 @@ impl DecodeKernels {
             rank_bases: f("bwt_rank_bases")?,
             lf: f("bwt_lf")?,
             walk: f("bwt_walk")?,
-            crc: gpu.function(&CRC32C, &[], "crc32c_masked")?,
+            crc: crc_function(gpu)?,
         })
     }
 }

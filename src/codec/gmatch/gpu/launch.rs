@@ -14,17 +14,13 @@ use cudarc::driver::{
 
 use super::super::BLOCK_SIZE;
 use super::super::hash::{HASH_BITS, HASH_MULTIPLIER, NO_CANDIDATE};
-use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, launch_error};
+use crate::codec::crc_gpu::crc_function;
+use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, grid_blocks, launch_error};
 
 /// The compression kernels.
 pub const GMATCH_COMPRESS: KernelSource = KernelSource {
     name: "gmatch_compress.cu",
     source: include_str!("../../../../kernels/gmatch_compress.cu"),
-};
-/// Masked CRC-32C of byte ranges.
-pub const CRC32C: KernelSource = KernelSource {
-    name: "crc32c.cu",
-    source: include_str!("../../../../kernels/crc32c.cu"),
 };
 /// The batched raw decoder.
 pub const SNAPPY_DECOMPRESS: KernelSource = KernelSource {
@@ -111,7 +107,6 @@ impl SnappyDecodeError {
 pub(crate) fn kernel_builds() -> Vec<(KernelSource, Vec<Define>)> {
     vec![
         (GMATCH_COMPRESS, compress_defines()),
-        (CRC32C, Vec::new()),
         (SNAPPY_DECOMPRESS, decode_defines()),
     ]
 }
@@ -161,17 +156,9 @@ impl CompressKernels {
             blocks: gpu.function(&GMATCH_COMPRESS, &defines, "gmatch_blocks")?,
             layout: gpu.function(&GMATCH_COMPRESS, &defines, "gmatch_layout")?,
             assemble: gpu.function(&GMATCH_COMPRESS, &defines, "gmatch_assemble")?,
-            crc: crc_kernel(gpu)?,
+            crc: crc_function(gpu)?,
         })
     }
-}
-
-fn crc_kernel(gpu: &Gpu) -> GpuResult<CudaFunction> {
-    gpu.function(&CRC32C, &[], "crc32c_masked")
-}
-
-fn grid(count: usize, what: &str) -> GpuResult<u32> {
-    crate::gpu::grid_blocks(count, what)
 }
 
 fn check_len(what: &str, have: usize, need: usize) -> GpuResult<()> {
@@ -232,7 +219,7 @@ pub(crate) fn enqueue_compress(
         .arg(&mut l.slots)
         .arg(&mut l.sizes);
     let config = LaunchConfig {
-        grid_dim: (grid(count, "blocks")?, 1, 1),
+        grid_dim: (grid_blocks(count, "blocks")?, 1, 1),
         block_dim: (BLOCK_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -251,7 +238,7 @@ pub(crate) fn enqueue_compress(
             .arg(&count64)
             .arg(&mut l.crcs);
         let config = LaunchConfig {
-            grid_dim: (grid(count, "ranges")?, 1, 1),
+            grid_dim: (grid_blocks(count, "ranges")?, 1, 1),
             block_dim: (COPY_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
@@ -290,7 +277,7 @@ pub(crate) fn enqueue_compress(
         .arg(&mut l.crcs)
         .arg(&mut l.output);
     let config = LaunchConfig {
-        grid_dim: (grid(count, "records")?, 1, 1),
+        grid_dim: (grid_blocks(count, "records")?, 1, 1),
         block_dim: (COPY_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -319,7 +306,7 @@ impl DecodeKernels {
     pub(crate) fn new(gpu: &Gpu) -> GpuResult<Self> {
         Ok(DecodeKernels {
             decode: gpu.function(&SNAPPY_DECOMPRESS, &decode_defines(), "snappy_decode_raw")?,
-            crc: crc_kernel(gpu)?,
+            crc: crc_function(gpu)?,
         })
     }
 }

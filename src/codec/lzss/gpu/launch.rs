@@ -193,8 +193,8 @@ fn chunk_threads(params: &LzssShape) -> u32 {
 
 /// Warps of a decoder block, one block per chunk (at most MAX_WARPS in the kernel): 8
 /// for chunks of 4096 symbols or more, which shortens the chain of 32-token batches each
-/// warp walks; 4 below, where fewer warps per block fit more blocks (measured on the
-/// H100, docs/PERFORMANCE.md).
+/// warp walks; 4 below, where fewer warps per block fit more blocks (measured:
+/// docs/PERFORMANCE.md).
 fn decode_warps(params: &LzssShape) -> u32 {
     let m = params.chunk_size / u32::from(params.symbol_width);
     if m >= 4096 { 8 } else { 4 }
