@@ -432,6 +432,13 @@ impl Metrics {
 /// measured slower: docs/PERFORMANCE.md, "Where the compressed store's scan time goes".)
 pub const WINDOW_BYTES: usize = 64 << 20;
 
+/// A block of which at most one row in this many passes the filter builds only the passing
+/// rows, on the decoding thread: that saves building (and widening) every other row. At
+/// denser selections the saving is smaller than what the consuming task takes over while
+/// the next window decodes. TPC-H SF 10 on the H100 (docs/PERFORMANCE.md): at one in two,
+/// the date ranges of Q7 and Q8 (about 30% of rows) ran 10-30% slower.
+const FEW_PASSING: usize = 8;
+
 /// A run of consecutive blocks decoded together, and how many of its rows to hand out.
 struct Window {
     blocks: Vec<Arc<Block>>,
@@ -688,10 +695,11 @@ impl Job {
         Ok(slices.into_iter().flatten().collect())
     }
 
-    /// The projected columns of `block`'s `passing` rows that `keep` marks. When fewer
-    /// than half pass, only they are built (one batch of them, cut to the session's batch
-    /// size); otherwise the whole block is built and each slice carries its part of the
-    /// mask, for the consuming task to apply (see [`Windows::gather`]).
+    /// The projected columns of `block`'s `passing` rows that `keep` marks. When at most
+    /// one row in [`FEW_PASSING`] passes, only they are built (one batch of them, cut to
+    /// the session's batch size); otherwise the whole block is built and each slice
+    /// carries its part of the mask, for the consuming task to apply while the next window
+    /// decodes (see [`Windows::gather`]).
     fn slices_of(
         &self,
         block: &DecodedBlock<'_>,
@@ -702,7 +710,7 @@ impl Job {
             return Ok(Vec::new());
         }
         let rows = block.rows();
-        let few = passing * 2 < rows;
+        let few = passing * FEW_PASSING <= rows;
         let columns = self
             .projection
             .iter()
