@@ -5,7 +5,8 @@
 use rayon::prelude::*;
 
 use super::bits::{packed_len, unpack_field};
-use super::frame::{read_frame, read_word};
+use super::frame::{read_frame, read_frame_into, read_word};
+use super::fused::{prefix_sum_in_place, unpack_frame_into};
 use super::scheme::{POSITION_BITS, Scheme, index_bits};
 use super::varint;
 use super::word::Word;
@@ -215,6 +216,10 @@ fn decode_blocks_impl<T: Word>(stream: &[u8], layout: &StreamLayout, out: &mut [
     }
 }
 
+/// Runs up to this length are written as this many copies (8 copies of a 4- or 8-byte
+/// value are one or two 32-byte stores; TPC-H's orders hold 1 to 7 lines).
+const SHORT_RUN: usize = 8;
+
 /// Per-task scratch of the decoder.
 struct BlockDecoder<T: Word> {
     /// Unpacked fields of the frame being read.
@@ -247,21 +252,15 @@ impl<T: Word> BlockDecoder<T> {
         let scheme = Scheme::from_u8(scheme).ok_or("scheme byte greater than 5")?;
         let mut at = 1;
         match scheme {
-            Scheme::Frame => {
-                let reference = read_frame::<T>(block, &mut at, &mut self.fields[..n])?;
-                for (slot, &u) in out.chunks_exact_mut(T::BYTES).zip(&self.fields[..n]) {
-                    reference.add(T::from_u64(u)).store(slot);
-                }
-            }
+            Scheme::Frame => read_frame_into::<T>(block, &mut at, out)?,
             Scheme::Delta => {
-                let mut x = read_word::<T>(block, &mut at)?;
-                let reference = read_frame::<T>(block, &mut at, &mut self.fields[..n - 1])?;
+                // The first value, then ref + difference in every later slot, then the
+                // running sums in place: value j is x0 + sum of (ref + field) up to j.
+                let first = read_word::<T>(block, &mut at)?;
                 let (head, rest) = out.split_at_mut(T::BYTES);
-                x.store(head);
-                for (slot, &u) in rest.chunks_exact_mut(T::BYTES).zip(&self.fields[..n - 1]) {
-                    x = x.add(reference).add(T::from_u64(u));
-                    x.store(slot);
-                }
+                first.store(head);
+                read_frame_into::<T>(block, &mut at, rest)?;
+                prefix_sum_in_place::<T>(out);
             }
             Scheme::RunsFrame | Scheme::RunsDelta => {
                 let runs = read_count(
@@ -290,12 +289,13 @@ impl<T: Word> BlockDecoder<T> {
                     return Err("run lengths do not add up to the block's values");
                 }
                 let mut start = 0;
-                let short = 4 * T::BYTES;
+                let short = SHORT_RUN * T::BYTES;
                 for (&value, &length) in self.values.iter().zip(&self.lengths) {
                     let end = start + length * T::BYTES;
-                    if length <= 4 && start + short <= out.len() {
-                        // Four copies whatever the length: the ones past the run are
-                        // rewritten by the runs after it.
+                    if length <= SHORT_RUN && start + short <= out.len() {
+                        // A fixed number of copies whatever the length, so the branch
+                        // follows the (rare) long runs rather than each run's length: the
+                        // copies past the run are rewritten by the runs after it.
                         for slot in out[start..start + short].chunks_exact_mut(T::BYTES) {
                             value.store(slot);
                         }
@@ -358,6 +358,13 @@ impl<T: Word> BlockDecoder<T> {
         if h == 0 || b + h > T::BITS {
             return Err("exception frame's h of 0, or b + h larger than 8w");
         }
+        // Every value: ref plus its low b bits.
+        let end = *at + packed_len(n, b);
+        let low = block
+            .get(*at..end)
+            .ok_or("block ends inside a packed field")?;
+        unpack_frame_into(low, b, reference, out);
+        *at = end;
         let mut field = |count: usize, bits: u32, into: &mut [u64]| {
             let end = *at + packed_len(count, bits);
             let bytes = block
@@ -367,10 +374,6 @@ impl<T: Word> BlockDecoder<T> {
             *at = end;
             Ok::<(), &'static str>(())
         };
-        field(n, b, &mut self.fields)?;
-        for (slot, &u) in out.chunks_exact_mut(T::BYTES).zip(&self.fields[..n]) {
-            reference.add(T::from_u64(u)).store(slot);
-        }
         field(e, POSITION_BITS, &mut self.fields)?;
         field(e, h, &mut self.highs)?;
         let mut next = 0u64;

@@ -54,8 +54,11 @@ mod bits;
 mod decode;
 mod encode;
 mod frame;
+mod fused;
 pub mod gpu;
 mod scheme;
+#[cfg(target_arch = "x86_64")]
+mod simd_x86;
 #[cfg(test)]
 mod tests;
 mod word;
