@@ -5,8 +5,8 @@
 use rayon::prelude::*;
 
 use super::bits::{packed_len, unpack_field};
-use super::frame::{read_frame, read_frame_into, read_word};
-use super::fused::{prefix_sum_in_place, unpack_frame_into};
+use super::frame::{read_delta_frame_into, read_frame, read_frame_into, read_word};
+use super::fused::unpack_frame_into;
 use super::scheme::{POSITION_BITS, Scheme, index_bits};
 use super::varint;
 use super::word::Word;
@@ -220,14 +220,51 @@ fn decode_blocks_impl<T: Word>(stream: &[u8], layout: &StreamLayout, out: &mut [
 /// value are one or two 32-byte stores; TPC-H's orders hold 1 to 7 lines).
 const SHORT_RUN: usize = 8;
 
+/// Writes the runs of `values` (`W` bytes each) and `lengths` (2 bytes each) into `out`,
+/// which they must fill exactly; a run of length 0 or one past the end is an error
+/// before anything outside `out` could be touched.
+fn write_runs<T: Word>(values: &[u8], lengths: &[u8], out: &mut [u8]) -> BlockResult {
+    let short = SHORT_RUN * T::BYTES;
+    let mut start = 0;
+    for (value, length) in values.chunks_exact(T::BYTES).zip(lengths.chunks_exact(2)) {
+        let value = T::load(value);
+        let length = usize::from(u16::load(length));
+        if length == 0 {
+            return Err("run of length 0");
+        }
+        let end = start + length * T::BYTES;
+        if end > out.len() {
+            return Err("run lengths do not add up to the block's values");
+        }
+        if length <= SHORT_RUN && start + short <= out.len() {
+            // A fixed number of copies whatever the length, so the branch follows the
+            // (rare) long runs rather than each run's length: the copies past the run
+            // are rewritten by the runs after it.
+            for slot in out[start..start + short].chunks_exact_mut(T::BYTES) {
+                value.store(slot);
+            }
+        } else {
+            for slot in out[start..end].chunks_exact_mut(T::BYTES) {
+                value.store(slot);
+            }
+        }
+        start = end;
+    }
+    if start != out.len() {
+        return Err("run lengths do not add up to the block's values");
+    }
+    Ok(())
+}
+
 /// Per-task scratch of the decoder.
 struct BlockDecoder<T: Word> {
     /// Unpacked fields of the frame being read.
     fields: Vec<u64>,
-    /// Run values or dictionary values.
+    /// Dictionary values.
     values: Vec<T>,
-    /// Run lengths.
-    lengths: Vec<usize>,
+    /// Run values (`W` bytes each) and run lengths (2 bytes each), as decoded.
+    run_values: Vec<u8>,
+    run_lengths: Vec<u8>,
     /// High bits of a frame's exceptions.
     highs: Vec<u64>,
 }
@@ -239,7 +276,8 @@ impl<T: Word> BlockDecoder<T> {
         BlockDecoder {
             fields: vec![0; BLOCK_VALUES],
             values: Vec::with_capacity(BLOCK_VALUES),
-            lengths: Vec::with_capacity(BLOCK_VALUES),
+            run_values: vec![0; BLOCK_VALUES * T::BYTES],
+            run_lengths: vec![0; BLOCK_VALUES * 2],
             highs: vec![0; BLOCK_VALUES],
         }
     }
@@ -253,15 +291,7 @@ impl<T: Word> BlockDecoder<T> {
         let mut at = 1;
         match scheme {
             Scheme::Frame => read_frame_into::<T>(block, &mut at, out)?,
-            Scheme::Delta => {
-                // The first value, then ref + difference in every later slot, then the
-                // running sums in place: value j is x0 + sum of (ref + field) up to j.
-                let first = read_word::<T>(block, &mut at)?;
-                let (head, rest) = out.split_at_mut(T::BYTES);
-                first.store(head);
-                read_frame_into::<T>(block, &mut at, rest)?;
-                prefix_sum_in_place::<T>(out);
-            }
+            Scheme::Delta => read_delta_frame_into::<T>(block, &mut at, out)?,
             Scheme::RunsFrame | Scheme::RunsDelta => {
                 let runs = read_count(
                     block,
@@ -269,43 +299,15 @@ impl<T: Word> BlockDecoder<T> {
                     n,
                     "run count r of 0 or more than the block's values",
                 )?;
+                let values = &mut self.run_values[..runs * T::BYTES];
                 if scheme == Scheme::RunsFrame {
-                    self.read_frame_values(block, &mut at, runs)?;
+                    read_frame_into::<T>(block, &mut at, values)?;
                 } else {
-                    self.read_delta_values(block, &mut at, runs)?;
+                    read_delta_frame_into::<T>(block, &mut at, values)?;
                 }
-                let reference = read_frame::<u16>(block, &mut at, &mut self.fields[..runs])?;
-                self.lengths.clear();
-                let mut total = 0usize;
-                for &u in &self.fields[..runs] {
-                    let length = usize::from(reference.add(u16::from_u64(u)));
-                    if length == 0 {
-                        return Err("run of length 0");
-                    }
-                    total += length;
-                    self.lengths.push(length);
-                }
-                if total != n {
-                    return Err("run lengths do not add up to the block's values");
-                }
-                let mut start = 0;
-                let short = SHORT_RUN * T::BYTES;
-                for (&value, &length) in self.values.iter().zip(&self.lengths) {
-                    let end = start + length * T::BYTES;
-                    if length <= SHORT_RUN && start + short <= out.len() {
-                        // A fixed number of copies whatever the length, so the branch
-                        // follows the (rare) long runs rather than each run's length: the
-                        // copies past the run are rewritten by the runs after it.
-                        for slot in out[start..start + short].chunks_exact_mut(T::BYTES) {
-                            value.store(slot);
-                        }
-                    } else {
-                        for slot in out[start..end].chunks_exact_mut(T::BYTES) {
-                            value.store(slot);
-                        }
-                    }
-                    start = end;
-                }
+                let lengths = &mut self.run_lengths[..runs * 2];
+                read_frame_into::<u16>(block, &mut at, lengths)?;
+                write_runs::<T>(values, lengths, out)?;
             }
             Scheme::Dictionary => {
                 let d = read_count(
@@ -386,18 +388,6 @@ impl<T: Word> BlockDecoder<T> {
             // b + h <= 8w: the high bits land inside the value.
             T::load(slot).add(T::from_u64(high << b)).store(slot);
         }
-        Ok(())
-    }
-
-    /// Reads a frame of `count` values into `self.values`.
-    fn read_frame_values(&mut self, block: &[u8], at: &mut usize, count: usize) -> BlockResult {
-        let reference = read_frame::<T>(block, at, &mut self.fields[..count])?;
-        self.values.clear();
-        self.values.extend(
-            self.fields[..count]
-                .iter()
-                .map(|&u| reference.add(T::from_u64(u))),
-        );
         Ok(())
     }
 

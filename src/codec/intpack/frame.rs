@@ -6,7 +6,7 @@
 //! values is the first value followed by the frame of the `c - 1` differences.
 
 use super::bits::{pack, packed_len, unpack_field};
-use super::fused::unpack_frame_into;
+use super::fused::{prefix_sum_in_place, unpack_frame_into};
 use super::word::Word;
 
 /// Bytes of a frame of `count` values of `w` bytes whose fields take `b` bits:
@@ -97,6 +97,23 @@ pub(crate) fn read_frame_into<T: Word>(
 ) -> std::result::Result<(), &'static str> {
     let (b, reference, field) = read_frame_parts::<T>(block, at, out.len() / T::BYTES)?;
     unpack_frame_into(field, b, reference, out);
+    Ok(())
+}
+
+/// Reads the delta frame of `out.len() / W >= 1` values at `*at` in `block`, moving past
+/// it, and writes its values straight into `out`: the first value, `ref` plus each
+/// difference's field in every later slot, then the running sums in place (value `j` is
+/// the first plus the sum of `ref + field` up to `j`).
+pub(crate) fn read_delta_frame_into<T: Word>(
+    block: &[u8],
+    at: &mut usize,
+    out: &mut [u8],
+) -> std::result::Result<(), &'static str> {
+    let first = read_word::<T>(block, at)?;
+    let (head, rest) = out.split_at_mut(T::BYTES);
+    first.store(head);
+    read_frame_into::<T>(block, at, rest)?;
+    prefix_sum_in_place::<T>(out);
     Ok(())
 }
 

@@ -1,8 +1,7 @@
 //! A frame's fields decoded straight into the output: each `b`-bit field unpacked, the
 //! frame's `ref` added and the `W`-byte value stored in one pass, with no intermediate
-//! array of fields. Groups of 8 values (exactly `b` bytes of the field) go through the
-//! vector kernels where the CPU has them ([`super::simd_x86`]); the rest, and every CPU
-//! without them, through the scalar loop here.
+//! array of fields. The vector kernels decode the frame where the CPU has them and the
+//! width suits their lanes ([`super::simd_x86`]); the scalar loop here everywhere else.
 
 use super::word::Word;
 
@@ -20,33 +19,34 @@ pub(crate) fn unpack_frame_into<T: Word>(field: &[u8], b: u32, reference: T, out
         }
         return;
     }
-    let done = vector_groups(field, b, reference, out);
-    unpack_frame_scalar(field, b, reference, out, done);
+    if !unpack_frame_vector(field, b, reference, out) {
+        unpack_frame_scalar(field, b, reference, out);
+    }
 }
 
-/// The values the vector kernels wrote (a multiple of 8 from the start), 0 where they
-/// do not apply: another CPU, another width, or `b` too wide for their lanes.
+/// Whether the vector kernels decoded the frame (`false`, nothing written, where they do
+/// not apply: another CPU, another width, or `b` too wide for their lanes).
 #[inline]
-fn vector_groups<T: Word>(field: &[u8], b: u32, reference: T, out: &mut [u8]) -> usize {
+fn unpack_frame_vector<T: Word>(field: &[u8], b: u32, reference: T, out: &mut [u8]) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        super::simd_x86::unpack_frame_groups(field, b, reference, out)
+        super::simd_x86::unpack_frame(field, b, reference, out)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (field, b, reference, out);
-        0
+        false
     }
 }
 
-/// The scalar loop for values `from..` of `out`: one unaligned 8-byte window per value
+/// The scalar loop: one unaligned 8-byte window per value
 /// (16 bytes when `b > 56`), and a zero-padded window for the last few near the field's
 /// end.
-fn unpack_frame_scalar<T: Word>(field: &[u8], b: u32, reference: T, out: &mut [u8], from: usize) {
+fn unpack_frame_scalar<T: Word>(field: &[u8], b: u32, reference: T, out: &mut [u8]) {
     let width = b as usize;
     let mask = u64::MAX >> (64 - b);
     let len = field.len();
-    let slots = out.chunks_exact_mut(T::BYTES).enumerate().skip(from);
+    let slots = out.chunks_exact_mut(T::BYTES).enumerate();
     // Value j's window [j*b/8, j*b/8 + 8) lies inside the field for j < fast.
     let fast = if b <= 56 && len >= 8 {
         (8 * (len - 8) + 7) / width + 1

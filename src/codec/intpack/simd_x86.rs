@@ -1,8 +1,8 @@
 //! AVX2 kernels for frames of 4- and 8-byte values: 8 fields of `b` bits are exactly `b`
 //! bytes, so each group of 8 values starts on a byte and every lane's byte offset and bit
-//! shift within the group depend on `b` alone. They are computed once per frame; per
-//! group, two 16-byte loads per half-vector, a byte shuffle placing each lane's bytes,
-//! a per-lane shift, a mask, the reference added, one 32-byte store.
+//! shift within the group depend on `b` alone (tables built at compile time). Per group:
+//! two 16-byte loads per vector, a byte shuffle placing each lane's bytes, a per-lane
+//! shift, a mask, the reference added, one 32-byte store.
 //!
 //! 4-byte lanes hold a field whose shift (at most 7) plus `b` fits 32 bits: `b <= 25`.
 //! 8-byte lanes: `b <= 56`. Wider fields, 1- and 2-byte values (AVX2 has no per-lane
@@ -21,95 +21,153 @@ use super::word::Word;
 const MAX_BITS_32: u32 = 25;
 const MAX_BITS_64: u32 = 56;
 
-/// Writes as many whole groups of 8 values of `out` as the field's bytes allow the
-/// kernels' 16-byte loads to read, and returns the values written (0 where the kernels do
-/// not apply). Preconditions as [`super::fused::unpack_frame_into`], with `b >= 1`.
+/// Bytes of the staging buffers the last groups of a frame go through: 8 groups of the
+/// widest fields plus a load's reach (`7 * 56 + 42 + 16 = 450`), and 64 values of 8 bytes.
+const STAGE: usize = 512;
+
+/// Decodes the whole frame with the vector kernels and returns `true`, or returns `false`
+/// (writing nothing) where they do not apply. Preconditions as
+/// [`super::fused::unpack_frame_into`], with `b >= 1`.
 #[inline]
-pub(crate) fn unpack_frame_groups<T: Word>(
-    field: &[u8],
-    b: u32,
-    reference: T,
-    out: &mut [u8],
-) -> usize {
+pub(crate) fn unpack_frame<T: Word>(field: &[u8], b: u32, reference: T, out: &mut [u8]) -> bool {
     let lanes_fit = match T::BYTES {
         4 => b <= MAX_BITS_32,
         8 => b <= MAX_BITS_64,
         _ => false,
     };
     if !lanes_fit || !std::arch::is_x86_feature_detected!("avx2") {
-        return 0;
+        return false;
     }
+    let reference = reference.to_u64();
     let step = b as usize;
-    // The last byte a group's loads read, from the group's start: the last half-vector's
-    // first byte (the 4th of 8 values, or the 6th for 8-byte lanes) plus 16.
-    let reach = if T::BYTES == 4 {
-        4 * step / 8
-    } else {
-        6 * step / 8
-    } + 16;
+    let n = out.len() / T::BYTES;
+    let reach = group_reach(b, T::BYTES);
     let by_field = if field.len() >= reach {
         (field.len() - reach) / step + 1
     } else {
         0
     };
-    let groups = by_field.min(out.len() / (8 * T::BYTES));
-    if groups == 0 {
-        return 0;
-    }
+    let groups = by_field.min(n / 8);
     // SAFETY: AVX2 is present (checked above). Group g reads field[g*b .. g*b + reach),
     // inside the field for g < by_field, and writes out[g*8W .. (g+1)*8W), inside `out`
-    // for g < out.len() / 8W; `groups` is the smaller of the two.
-    unsafe {
-        if T::BYTES == 4 {
-            frame_groups_u32(field, b, reference.to_u64() as u32, out, groups);
-        } else {
-            frame_groups_u64(field, b, reference.to_u64(), out, groups);
-        }
+    // for g < n / 8.
+    unsafe { frame_groups::<T>(field.as_ptr(), b, reference, out.as_mut_ptr(), groups) };
+    // The last values, whose loads would pass the field's end: up to 64 at a time from a
+    // zero-padded copy of their bytes into a staging buffer.
+    let mut done = 8 * groups;
+    while done < n {
+        let at = done * step / 8;
+        let mut padded = [0u8; STAGE];
+        let take = (field.len() - at).min(STAGE);
+        padded[..take].copy_from_slice(&field[at..at + take]);
+        let values = (n - done).min(64);
+        let mut staged = [0u8; STAGE];
+        let groups = values.div_ceil(8);
+        // SAFETY: AVX2 is present; at most 8 groups read (8 - 1) * b + reach <= 450
+        // bytes of `padded` and write 8 * 8W <= 512 bytes of `staged`.
+        unsafe { frame_groups::<T>(padded.as_ptr(), b, reference, staged.as_mut_ptr(), groups) };
+        let bytes = values * T::BYTES;
+        out[done * T::BYTES..][..bytes].copy_from_slice(&staged[..bytes]);
+        done += values;
     }
-    8 * groups
+    true
 }
 
-/// Byte shuffle and shifts placing fields `first..first + lanes` of a group of 8 into
-/// lanes of `lane_bytes` bytes: each 16-byte half of the vector is loaded from the byte
-/// of the half's first field (its offset from the group is returned), and a lane takes
-/// `lane_bytes` bytes from its field's first byte, shifted right by the field's bit.
+/// The kernel of `T`'s width.
+///
+/// # Safety
+/// As [`frame_groups_u32`] or [`frame_groups_u64`], whichever `T::BYTES` selects.
+#[inline]
+unsafe fn frame_groups<T: Word>(
+    src: *const u8,
+    b: u32,
+    reference: u64,
+    dst: *mut u8,
+    groups: usize,
+) {
+    // SAFETY: the caller's.
+    unsafe {
+        if T::BYTES == 4 {
+            frame_groups_u32(src, b, reference as u32, dst, groups);
+        } else {
+            frame_groups_u64(src, b, reference, dst, groups);
+        }
+    }
+}
+
+/// Bytes a group's loads read from the group's first byte: the last 16-byte load starts
+/// at the byte of the 4th field (4-byte lanes) or the 6th (8-byte lanes).
+const fn group_reach(b: u32, lane_bytes: usize) -> usize {
+    let last_half = if lane_bytes == 4 { 4 } else { 6 };
+    last_half * b as usize / 8 + 16
+}
+
+/// Byte shuffle and shifts placing fields `first..first + 16 / lane_bytes * 2` of a group
+/// into lanes of `lane_bytes` bytes: each 16-byte half of the vector is loaded from the
+/// byte of the half's first field (`half_at`, from the group's first byte), and a lane
+/// takes `lane_bytes` bytes from its field's first byte, shifted right by the field's bit.
+#[derive(Clone, Copy)]
 struct Lanes {
     shuffle: [u8; 32],
-    shifts: [u64; 4],
-    shifts32: [u32; 8],
+    /// As 8 lanes of 4 bytes or 4 lanes of 8 bytes, little-endian.
+    shifts: [u8; 32],
     half_at: [usize; 2],
 }
 
-fn lanes(b: u32, first: usize, lane_bytes: usize) -> Lanes {
+const fn lanes(b: u32, first: usize, lane_bytes: usize) -> Lanes {
     let per_half = 16 / lane_bytes;
     let mut lanes = Lanes {
         shuffle: [0; 32],
-        shifts: [0; 4],
-        shifts32: [0; 8],
+        shifts: [0; 32],
         half_at: [0; 2],
     };
-    for half in 0..2 {
+    let mut half = 0;
+    while half < 2 {
         let half_first = first + half * per_half;
         let base = half_first * b as usize / 8;
         lanes.half_at[half] = base;
-        for lane in 0..per_half {
+        let mut lane = 0;
+        while lane < per_half {
             let bit = (half_first + lane) * b as usize;
             let start = bit / 8 - base;
-            let index = half * per_half + lane;
-            for byte in 0..lane_bytes {
-                // Within 16: the lane's last byte is at most its field's shift (< 8) plus
-                // b bits past the half's first byte, checked by the widths allowed.
-                lanes.shuffle[16 * half + lane * lane_bytes + byte] = (start + byte) as u8;
+            let at = 16 * half + lane * lane_bytes;
+            let mut byte = 0;
+            while byte < lane_bytes {
+                // Below 16 for the widths allowed: a 4-byte lane starts at most
+                // 3 * 25 / 8 = 9 bytes into its half, an 8-byte one 56 / 8 = 7.
+                lanes.shuffle[at + byte] = (start + byte) as u8;
+                byte += 1;
             }
-            if lane_bytes == 4 {
-                lanes.shifts32[index] = (bit % 8) as u32;
-            } else {
-                lanes.shifts[index] = (bit % 8) as u64;
-            }
+            lanes.shifts[at] = (bit % 8) as u8;
+            lane += 1;
         }
+        half += 1;
     }
     lanes
 }
+
+/// [`lanes`] of 4-byte lanes for every `b` up to [`MAX_BITS_32`].
+static LANES_32: [Lanes; MAX_BITS_32 as usize + 1] = {
+    let mut table = [lanes(0, 0, 4); MAX_BITS_32 as usize + 1];
+    let mut b = 1;
+    while b < table.len() {
+        table[b] = lanes(b as u32, 0, 4);
+        b += 1;
+    }
+    table
+};
+
+/// [`lanes`] of 8-byte lanes for the first and the last 4 fields of a group, for every
+/// `b` up to [`MAX_BITS_64`].
+static LANES_64: [[Lanes; 2]; MAX_BITS_64 as usize + 1] = {
+    let mut table = [[lanes(0, 0, 8); 2]; MAX_BITS_64 as usize + 1];
+    let mut b = 1;
+    while b < table.len() {
+        table[b] = [lanes(b as u32, 0, 8), lanes(b as u32, 4, 8)];
+        b += 1;
+    }
+    table
+};
 
 /// Loads the two 16-byte halves at `at + half_at[0]` and `at + half_at[1]`.
 ///
@@ -126,21 +184,22 @@ unsafe fn load_halves(at: *const u8, half_at: [usize; 2]) -> __m256i {
     }
 }
 
-/// `groups` groups of 8 fields of `b <= 25` bits into 4-byte values plus `reference`.
+/// `groups` groups of 8 fields of `1 <= b <= 25` bits at `src` into 4-byte values plus
+/// `reference` at `dst`.
 ///
 /// # Safety
-/// AVX2; `field` holds `(groups - 1) * b + b/2 + 16` bytes and `out` `32 * groups`.
+/// AVX2; `src` readable for `(groups - 1) * b + group_reach(b, 4)` bytes and `dst`
+/// writable for `32 * groups` (nothing is touched when `groups` is 0).
 #[target_feature(enable = "avx2")]
-unsafe fn frame_groups_u32(field: &[u8], b: u32, reference: u32, out: &mut [u8], groups: usize) {
-    let lanes = lanes(b, 0, 4);
+unsafe fn frame_groups_u32(src: *const u8, b: u32, reference: u32, dst: *mut u8, groups: usize) {
+    let lanes = &LANES_32[b as usize];
     // SAFETY: the loads and stores stay inside the ranges the caller guarantees; the
-    // table loads read the 32-byte arrays of `lanes`.
+    // table loads read 32-byte arrays.
     unsafe {
         let shuffle = _mm256_loadu_si256(lanes.shuffle.as_ptr().cast());
-        let shifts = _mm256_loadu_si256(lanes.shifts32.as_ptr().cast());
+        let shifts = _mm256_loadu_si256(lanes.shifts.as_ptr().cast());
         let mask = _mm256_set1_epi32((u32::MAX >> (32 - b)) as i32);
         let reference = _mm256_set1_epi32(reference as i32);
-        let (src, dst) = (field.as_ptr(), out.as_mut_ptr());
         for g in 0..groups {
             let bytes = load_halves(src.add(g * b as usize), lanes.half_at);
             let fields = _mm256_srlv_epi32(_mm256_shuffle_epi8(bytes, shuffle), shifts);
@@ -150,13 +209,15 @@ unsafe fn frame_groups_u32(field: &[u8], b: u32, reference: u32, out: &mut [u8],
     }
 }
 
-/// `groups` groups of 8 fields of `b <= 56` bits into 8-byte values plus `reference`.
+/// `groups` groups of 8 fields of `1 <= b <= 56` bits at `src` into 8-byte values plus
+/// `reference` at `dst`.
 ///
 /// # Safety
-/// AVX2; `field` holds `(groups - 1) * b + 6b/8 + 16` bytes and `out` `64 * groups`.
+/// AVX2; `src` readable for `(groups - 1) * b + group_reach(b, 8)` bytes and `dst`
+/// writable for `64 * groups` (nothing is touched when `groups` is 0).
 #[target_feature(enable = "avx2")]
-unsafe fn frame_groups_u64(field: &[u8], b: u32, reference: u64, out: &mut [u8], groups: usize) {
-    let (front, back) = (lanes(b, 0, 8), lanes(b, 4, 8));
+unsafe fn frame_groups_u64(src: *const u8, b: u32, reference: u64, dst: *mut u8, groups: usize) {
+    let [front, back] = &LANES_64[b as usize];
     // SAFETY: as in `frame_groups_u32`.
     unsafe {
         let shuffle_front = _mm256_loadu_si256(front.shuffle.as_ptr().cast());
@@ -165,7 +226,6 @@ unsafe fn frame_groups_u64(field: &[u8], b: u32, reference: u64, out: &mut [u8],
         let shifts_back = _mm256_loadu_si256(back.shifts.as_ptr().cast());
         let mask = _mm256_set1_epi64x((u64::MAX >> (64 - b)) as i64);
         let reference = _mm256_set1_epi64x(reference as i64);
-        let (src, dst) = (field.as_ptr(), out.as_mut_ptr());
         for g in 0..groups {
             let at = src.add(g * b as usize);
             let bytes = load_halves(at, front.half_at);
