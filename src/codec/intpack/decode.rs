@@ -5,7 +5,8 @@
 use rayon::prelude::*;
 
 use super::bits::{packed_len, unpack_field};
-use super::frame::{read_frame, read_word};
+use super::frame::{read_delta_frame_into, read_frame, read_frame_into, read_word};
+use super::fused::unpack_frame_into;
 use super::scheme::{POSITION_BITS, Scheme, index_bits};
 use super::varint;
 use super::word::Word;
@@ -215,14 +216,55 @@ fn decode_blocks_impl<T: Word>(stream: &[u8], layout: &StreamLayout, out: &mut [
     }
 }
 
+/// Runs up to this length are written as this many copies (8 copies of a 4- or 8-byte
+/// value are one or two 32-byte stores; TPC-H's orders hold 1 to 7 lines).
+const SHORT_RUN: usize = 8;
+
+/// Writes the runs of `values` (`W` bytes each) and `lengths` (2 bytes each) into `out`,
+/// which they must fill exactly; a run of length 0 or one past the end is an error
+/// before anything outside `out` could be touched.
+fn write_runs<T: Word>(values: &[u8], lengths: &[u8], out: &mut [u8]) -> BlockResult {
+    let short = SHORT_RUN * T::BYTES;
+    let mut start = 0;
+    for (value, length) in values.chunks_exact(T::BYTES).zip(lengths.chunks_exact(2)) {
+        let value = T::load(value);
+        let length = usize::from(u16::load(length));
+        if length == 0 {
+            return Err("run of length 0");
+        }
+        let end = start + length * T::BYTES;
+        if end > out.len() {
+            return Err("run lengths do not add up to the block's values");
+        }
+        if length <= SHORT_RUN && start + short <= out.len() {
+            // A fixed number of copies whatever the length, so the branch follows the
+            // (rare) long runs rather than each run's length: the copies past the run
+            // are rewritten by the runs after it.
+            for slot in out[start..start + short].chunks_exact_mut(T::BYTES) {
+                value.store(slot);
+            }
+        } else {
+            for slot in out[start..end].chunks_exact_mut(T::BYTES) {
+                value.store(slot);
+            }
+        }
+        start = end;
+    }
+    if start != out.len() {
+        return Err("run lengths do not add up to the block's values");
+    }
+    Ok(())
+}
+
 /// Per-task scratch of the decoder.
 struct BlockDecoder<T: Word> {
     /// Unpacked fields of the frame being read.
     fields: Vec<u64>,
-    /// Run values or dictionary values.
+    /// Dictionary values.
     values: Vec<T>,
-    /// Run lengths.
-    lengths: Vec<usize>,
+    /// Run values (`W` bytes each) and run lengths (2 bytes each), as decoded.
+    run_values: Vec<u8>,
+    run_lengths: Vec<u8>,
     /// High bits of a frame's exceptions.
     highs: Vec<u64>,
 }
@@ -234,7 +276,8 @@ impl<T: Word> BlockDecoder<T> {
         BlockDecoder {
             fields: vec![0; BLOCK_VALUES],
             values: Vec::with_capacity(BLOCK_VALUES),
-            lengths: Vec::with_capacity(BLOCK_VALUES),
+            run_values: vec![0; BLOCK_VALUES * T::BYTES],
+            run_lengths: vec![0; BLOCK_VALUES * 2],
             highs: vec![0; BLOCK_VALUES],
         }
     }
@@ -247,22 +290,8 @@ impl<T: Word> BlockDecoder<T> {
         let scheme = Scheme::from_u8(scheme).ok_or("scheme byte greater than 5")?;
         let mut at = 1;
         match scheme {
-            Scheme::Frame => {
-                let reference = read_frame::<T>(block, &mut at, &mut self.fields[..n])?;
-                for (slot, &u) in out.chunks_exact_mut(T::BYTES).zip(&self.fields[..n]) {
-                    reference.add(T::from_u64(u)).store(slot);
-                }
-            }
-            Scheme::Delta => {
-                let mut x = read_word::<T>(block, &mut at)?;
-                let reference = read_frame::<T>(block, &mut at, &mut self.fields[..n - 1])?;
-                let (head, rest) = out.split_at_mut(T::BYTES);
-                x.store(head);
-                for (slot, &u) in rest.chunks_exact_mut(T::BYTES).zip(&self.fields[..n - 1]) {
-                    x = x.add(reference).add(T::from_u64(u));
-                    x.store(slot);
-                }
-            }
+            Scheme::Frame => read_frame_into::<T>(block, &mut at, out)?,
+            Scheme::Delta => read_delta_frame_into::<T>(block, &mut at, out)?,
             Scheme::RunsFrame | Scheme::RunsDelta => {
                 let runs = read_count(
                     block,
@@ -270,42 +299,15 @@ impl<T: Word> BlockDecoder<T> {
                     n,
                     "run count r of 0 or more than the block's values",
                 )?;
+                let values = &mut self.run_values[..runs * T::BYTES];
                 if scheme == Scheme::RunsFrame {
-                    self.read_frame_values(block, &mut at, runs)?;
+                    read_frame_into::<T>(block, &mut at, values)?;
                 } else {
-                    self.read_delta_values(block, &mut at, runs)?;
+                    read_delta_frame_into::<T>(block, &mut at, values)?;
                 }
-                let reference = read_frame::<u16>(block, &mut at, &mut self.fields[..runs])?;
-                self.lengths.clear();
-                let mut total = 0usize;
-                for &u in &self.fields[..runs] {
-                    let length = usize::from(reference.add(u16::from_u64(u)));
-                    if length == 0 {
-                        return Err("run of length 0");
-                    }
-                    total += length;
-                    self.lengths.push(length);
-                }
-                if total != n {
-                    return Err("run lengths do not add up to the block's values");
-                }
-                let mut start = 0;
-                let short = 4 * T::BYTES;
-                for (&value, &length) in self.values.iter().zip(&self.lengths) {
-                    let end = start + length * T::BYTES;
-                    if length <= 4 && start + short <= out.len() {
-                        // Four copies whatever the length: the ones past the run are
-                        // rewritten by the runs after it.
-                        for slot in out[start..start + short].chunks_exact_mut(T::BYTES) {
-                            value.store(slot);
-                        }
-                    } else {
-                        for slot in out[start..end].chunks_exact_mut(T::BYTES) {
-                            value.store(slot);
-                        }
-                    }
-                    start = end;
-                }
+                let lengths = &mut self.run_lengths[..runs * 2];
+                read_frame_into::<u16>(block, &mut at, lengths)?;
+                write_runs::<T>(values, lengths, out)?;
             }
             Scheme::Dictionary => {
                 let d = read_count(
@@ -358,6 +360,13 @@ impl<T: Word> BlockDecoder<T> {
         if h == 0 || b + h > T::BITS {
             return Err("exception frame's h of 0, or b + h larger than 8w");
         }
+        // Every value: ref plus its low b bits.
+        let end = *at + packed_len(n, b);
+        let low = block
+            .get(*at..end)
+            .ok_or("block ends inside a packed field")?;
+        unpack_frame_into(low, b, reference, out);
+        *at = end;
         let mut field = |count: usize, bits: u32, into: &mut [u64]| {
             let end = *at + packed_len(count, bits);
             let bytes = block
@@ -367,10 +376,6 @@ impl<T: Word> BlockDecoder<T> {
             *at = end;
             Ok::<(), &'static str>(())
         };
-        field(n, b, &mut self.fields)?;
-        for (slot, &u) in out.chunks_exact_mut(T::BYTES).zip(&self.fields[..n]) {
-            reference.add(T::from_u64(u)).store(slot);
-        }
         field(e, POSITION_BITS, &mut self.fields)?;
         field(e, h, &mut self.highs)?;
         let mut next = 0u64;
@@ -383,18 +388,6 @@ impl<T: Word> BlockDecoder<T> {
             // b + h <= 8w: the high bits land inside the value.
             T::load(slot).add(T::from_u64(high << b)).store(slot);
         }
-        Ok(())
-    }
-
-    /// Reads a frame of `count` values into `self.values`.
-    fn read_frame_values(&mut self, block: &[u8], at: &mut usize, count: usize) -> BlockResult {
-        let reference = read_frame::<T>(block, at, &mut self.fields[..count])?;
-        self.values.clear();
-        self.values.extend(
-            self.fields[..count]
-                .iter()
-                .map(|&u| reference.add(T::from_u64(u))),
-        );
         Ok(())
     }
 

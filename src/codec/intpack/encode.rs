@@ -94,21 +94,41 @@ fn compress_impl<T: Word>(input: &[u8]) -> Vec<u8> {
             (payload, sizes)
         })
         .collect();
+    assemble(w, input.len(), &parts, &input[body..])
+}
+
+/// The stream from the tasks' encodings (payload and block sizes each, in order) and the
+/// tail. Each task's sizes and payload are copied to their places in parallel: one core
+/// copying every payload would cost a third of the input's bytes or more in serial
+/// copies, for columns that compress 3:1 or less.
+fn assemble(w: usize, len: usize, parts: &[(Vec<u8>, Vec<u16>)], tail: &[u8]) -> Vec<u8> {
+    let mut header = Vec::with_capacity(2 + 10);
+    header.push(VERSION);
+    header.push(w as u8);
+    varint::write_u64(&mut header, len as u64);
     let payload_len: usize = parts.iter().map(|(p, _)| p.len()).sum();
     let blocks: usize = parts.iter().map(|(_, s)| s.len()).sum();
-    let mut out = Vec::with_capacity(2 + 10 + 2 * blocks + payload_len + w);
-    out.push(VERSION);
-    out.push(w as u8);
-    varint::write_u64(&mut out, input.len() as u64);
-    for (_, sizes) in &parts {
-        for size in sizes {
-            out.extend_from_slice(&size.to_le_bytes());
-        }
+    let mut out = vec![0u8; header.len() + 2 * blocks + payload_len + tail.len()];
+    let (head, rest) = out.split_at_mut(header.len());
+    head.copy_from_slice(&header);
+    let (mut table, rest) = rest.split_at_mut(2 * blocks);
+    let (mut payloads, tail_out) = rest.split_at_mut(payload_len);
+    tail_out.copy_from_slice(tail);
+    let mut places = Vec::with_capacity(parts.len());
+    for part in parts {
+        let (sizes_to, table_rest) = std::mem::take(&mut table).split_at_mut(2 * part.1.len());
+        let (payload_to, payloads_rest) = std::mem::take(&mut payloads).split_at_mut(part.0.len());
+        (table, payloads) = (table_rest, payloads_rest);
+        places.push((part, sizes_to, payload_to));
     }
-    for (payload, _) in &parts {
-        out.extend_from_slice(payload);
-    }
-    out.extend_from_slice(&input[body..]);
+    places
+        .into_par_iter()
+        .for_each(|((payload, sizes), sizes_to, payload_to)| {
+            for (entry, size) in sizes_to.chunks_exact_mut(2).zip(sizes) {
+                entry.copy_from_slice(&size.to_le_bytes());
+            }
+            payload_to.copy_from_slice(payload);
+        });
     out
 }
 

@@ -6,6 +6,7 @@
 //! values is the first value followed by the frame of the `c - 1` differences.
 
 use super::bits::{pack, packed_len, unpack_field};
+use super::fused::{prefix_sum_in_place, unpack_frame_into};
 use super::word::Word;
 
 /// Bytes of a frame of `count` values of `w` bytes whose fields take `b` bits:
@@ -82,20 +83,60 @@ pub(crate) fn read_frame<T: Word>(
     at: &mut usize,
     fields: &mut [u64],
 ) -> std::result::Result<T, &'static str> {
+    let (b, reference, field) = read_frame_parts::<T>(block, at, fields.len())?;
+    unpack_field(field, b, fields);
+    Ok(reference)
+}
+
+/// Reads the frame of `out.len() / W` values at `*at` in `block`, moving past it, and
+/// writes its values (`ref` plus each field) straight into `out`.
+pub(crate) fn read_frame_into<T: Word>(
+    block: &[u8],
+    at: &mut usize,
+    out: &mut [u8],
+) -> std::result::Result<(), &'static str> {
+    let (b, reference, field) = read_frame_parts::<T>(block, at, out.len() / T::BYTES)?;
+    unpack_frame_into(field, b, reference, out);
+    Ok(())
+}
+
+/// Reads the delta frame of `out.len() / W >= 1` values at `*at` in `block`, moving past
+/// it, and writes its values straight into `out`: the first value, `ref` plus each
+/// difference's field in every later slot, then the running sums in place (value `j` is
+/// the first plus the sum of `ref + field` up to `j`).
+pub(crate) fn read_delta_frame_into<T: Word>(
+    block: &[u8],
+    at: &mut usize,
+    out: &mut [u8],
+) -> std::result::Result<(), &'static str> {
+    let first = read_word::<T>(block, at)?;
+    let (head, rest) = out.split_at_mut(T::BYTES);
+    first.store(head);
+    read_frame_into::<T>(block, at, rest)?;
+    prefix_sum_in_place::<T>(out);
+    Ok(())
+}
+
+/// The `b`, `ref` and packed field of the frame of `count` values at `*at`, checked
+/// against the block's bytes and the width; moves `*at` past the frame.
+fn read_frame_parts<'a, T: Word>(
+    block: &'a [u8],
+    at: &mut usize,
+    count: usize,
+) -> std::result::Result<(u32, T, &'a [u8]), &'static str> {
     let b = u32::from(*block.get(*at).ok_or("block ends before a frame")?);
     if b > T::BITS {
         return Err("frame's b larger than 8w");
     }
-    if fields.is_empty() && b != 0 {
+    if count == 0 && b != 0 {
         return Err("frame of no values with b > 0");
     }
     *at += 1;
     let reference = read_word::<T>(block, at)?;
-    let end = *at + packed_len(fields.len(), b);
+    let end = *at + packed_len(count, b);
     let field = block
         .get(*at..end)
         .ok_or("block ends inside a packed field")?;
-    unpack_field(field, b, fields);
     *at = end;
-    Ok(reference)
+    Ok((b, reference, field))
 }

@@ -692,3 +692,40 @@ fn dictionary_is_built_by_every_route() {
         assert_eq!(&block[1..3], &[3, 0]);
     }
 }
+
+/// The frame decoder (vector kernels and scalar loop) against `pack` for every width,
+/// every `b`, counts around the 8-value groups, and fields with and without bytes after
+/// them (the kernels' 16-byte loads must stop where the field's bytes do).
+#[test]
+fn frames_decode_for_every_width_and_bits() {
+    let mut rng = Rng(0x5eed);
+    for width in WIDTHS {
+        let w = usize::from(width);
+        for b in 0..=8 * u32::from(width) {
+            for count in [1usize, 7, 8, 9, 15, 16, 17, 63, 64, 100, 1023, 1024] {
+                let mask = if b == 0 { 0 } else { u64::MAX >> (64 - b) };
+                let fields: Vec<u64> = (0..count).map(|_| rng.next() & mask).collect();
+                let reference = rng.next();
+                let mut field = Vec::new();
+                pack(fields.iter().copied(), b, &mut field);
+                let expected: Vec<u8> = fields
+                    .iter()
+                    .flat_map(|&u| u.wrapping_add(reference).to_le_bytes()[..w].to_vec())
+                    .collect();
+                for trailing in [0usize, 3, 40] {
+                    let mut padded = field.clone();
+                    padded.resize(field.len() + trailing, 0xA5);
+                    let mut out = vec![0u8; count * w];
+                    let decode = |out: &mut [u8]| match width {
+                        1 => fused::unpack_frame_into(&padded, b, reference as u8, out),
+                        2 => fused::unpack_frame_into(&padded, b, reference as u16, out),
+                        4 => fused::unpack_frame_into(&padded, b, reference as u32, out),
+                        _ => fused::unpack_frame_into(&padded, b, reference, out),
+                    };
+                    decode(&mut out);
+                    assert_eq!(out, expected, "W={w} b={b} count={count} +{trailing} bytes");
+                }
+            }
+        }
+    }
+}
