@@ -22,6 +22,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use colzip::bench::{Suite, tpch_plan};
+use colzip::codec::CodecSpec;
 use colzip::codec::intpack::{self, BLOCK_VALUES, IntpackParams, SCHEMES};
 use rayon::prelude::*;
 
@@ -139,7 +140,8 @@ fn main() {
     let named: Option<Vec<String>> = std::env::var("INTPACK_COLUMNS")
         .ok()
         .map(|list| list.split(',').map(str::to_string).collect());
-    let plan = tpch_plan(sf, named.as_deref(), &[Suite::Intpack]).expect("TPC-H columns");
+    let suite = Suite::Codec(intpack::NAME.parse::<CodecSpec>().expect("intpack's spec"));
+    let plan = tpch_plan(sf, named.as_deref(), &[suite]).expect("TPC-H columns");
     let streams: Vec<Vec<u8>> = plan
         .iter()
         .map(|planned| {

@@ -51,7 +51,7 @@ use arrow::datatypes::{DataType, Field, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
-use datafusion::common::{ColumnStatistics, SchemaExt, Statistics};
+use datafusion::common::{ColumnStatistics, ScalarValue, SchemaExt, Statistics};
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::TableType;
 use datafusion::datasource::sink::DataSinkExec;
@@ -677,12 +677,14 @@ fn block_statistics<'a>(
 ) -> Statistics {
     let mut rows = 0;
     let mut columns = vec![(Some(0usize), 0usize); projection.len()];
+    let mut ranges = vec![ColumnRange::Empty; projection.len()];
     for block in blocks {
         rows += block.rows;
-        for (stat, &i) in columns.iter_mut().zip(projection) {
+        for ((stat, range), &i) in columns.iter_mut().zip(&mut ranges).zip(projection) {
             let column = &block.columns[i];
             stat.0 = stat.0.zip(sql_null_count(column)).map(|(a, b)| a + b);
             stat.1 += column.plain_bytes();
+            range.widen(block.zones[i].as_ref(), block.rows);
         }
     }
     let total: usize = columns.iter().map(|c| c.1).sum();
@@ -691,10 +693,17 @@ fn block_statistics<'a>(
         total_byte_size: Precision::Inexact(total),
         column_statistics: columns
             .into_iter()
-            .map(|(nulls, bytes)| {
+            .zip(ranges)
+            .map(|((nulls, bytes), range)| {
                 let mut c = ColumnStatistics::new_unknown();
                 c.null_count = nulls.map_or(Precision::Absent, Precision::Exact);
                 c.byte_size = Precision::Inexact(bytes);
+                // Bounds, not necessarily attained (inexact): DataFusion estimates a
+                // join's size from its keys' ranges, as it does from Parquet's statistics.
+                if let ColumnRange::Known(min, max) = range {
+                    c.min_value = Precision::Inexact(min);
+                    c.max_value = Precision::Inexact(max);
+                }
                 c
             })
             .collect(),
@@ -709,6 +718,43 @@ fn block_statistics<'a>(
         }
     }
     statistics
+}
+
+/// The range of a column's values over some blocks, from their zones.
+#[derive(Clone)]
+enum ColumnRange {
+    /// No block with rows yet.
+    Empty,
+    Known(ScalarValue, ScalarValue),
+    /// Some block with rows has no zone (a type without one, or only NULLs).
+    Unknown,
+}
+
+impl ColumnRange {
+    /// Takes in a block of `rows` rows whose zone for the column is `zone`.
+    fn widen(&mut self, zone: Option<&zones::Zone>, rows: usize) {
+        if rows == 0 {
+            return;
+        }
+        let Some((min, max)) = zone.map(zones::Zone::bounds) else {
+            *self = ColumnRange::Unknown;
+            return;
+        };
+        *self = match std::mem::replace(self, ColumnRange::Unknown) {
+            ColumnRange::Empty => ColumnRange::Known(min.clone(), max.clone()),
+            ColumnRange::Known(low, high) => {
+                let (Some(below), Some(above)) = (min.partial_cmp(&low), max.partial_cmp(&high))
+                else {
+                    return;
+                };
+                ColumnRange::Known(
+                    if below.is_lt() { min.clone() } else { low },
+                    if above.is_gt() { max.clone() } else { high },
+                )
+            }
+            ColumnRange::Unknown => ColumnRange::Unknown,
+        };
+    }
 }
 
 #[async_trait]

@@ -28,6 +28,11 @@ pub(crate) struct Zone {
 }
 
 impl Zone {
+    /// The smallest and the largest non-null value.
+    pub(crate) fn bounds(&self) -> (&ScalarValue, &ScalarValue) {
+        (&self.min, &self.max)
+    }
+
     /// The zone of `array`, or `None` for types without one here (floats, whose NaNs
     /// order differently in Arrow and SQL; nested and binary types) and arrays without a
     /// non-null value.
