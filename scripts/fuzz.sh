@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 inputs=${1:-1000000}
-targets=${2:-lzss,gmatch-raw,gmatch-framed,snappy,bwt,container,archive,parquet}
+targets=${2:-lzss,gmatch-raw,gmatch-framed,snappy,bwt,intpack,container,archive,parquet}
 jobs=${JOBS:-$(nproc)}
 out=${OUT:-target/fuzz}
 mkdir -p "$out"
