@@ -1289,3 +1289,31 @@ fn bench_measures_the_cpu_rows_alone_without_a_gpu() {
     let err = fails(&["bench", "--backend", "cpu", "--no-cpu", "--sf", "0.002"]);
     assert!(err.contains("nothing to measure"), "{err}");
 }
+
+#[test]
+fn outputs_are_the_same_with_or_without_the_flush_before_rename() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("values.bin");
+    std::fs::write(
+        &input,
+        (0..50_000u32)
+            .flat_map(|i| (i / 3).to_le_bytes())
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    let flushed = dir.path().join("flushed.czip");
+    let unflushed = dir.path().join("unflushed.czip");
+    ok(&["compress", s(&input), "-o", s(&flushed)]);
+    // A global flag: before or after the command.
+    ok(&["--no-fsync", "compress", s(&input), "-o", s(&unflushed)]);
+    assert_eq!(
+        std::fs::read(&flushed).unwrap(),
+        std::fs::read(&unflushed).unwrap()
+    );
+    let back = dir.path().join("back.bin");
+    ok(&["decompress", s(&unflushed), "-o", s(&back), "--no-fsync"]);
+    assert_eq!(
+        std::fs::read(&back).unwrap(),
+        std::fs::read(&input).unwrap()
+    );
+}

@@ -40,7 +40,7 @@ pub use format::{ArchiveReader, ArchiveWriter, Source, compress_batch, decompres
 pub use input::{InputKind, RawType};
 pub use output::{OutputKind, ParquetWrite};
 pub use parquet_options::{ParquetCodec, ParquetOptions};
-pub use safe_file::write_atomically;
+pub use safe_file::{set_flush_before_rename, write_atomically};
 
 /// Rows per batch read from Arrow IPC and Parquet files.
 pub const BATCH_ROWS: usize = 1 << 20;

@@ -12,11 +12,25 @@
 //! replaced file's permission bits carry over to the new one (a 0600 output stays 0600).
 //! Without `overwrite` the rename itself refuses an existing path (`renameat2` with
 //! `RENAME_NOREPLACE`, or a hard link), so a file that appears during the write is kept.
+//!
+//! The finished file is flushed to disk (`fsync`) before the rename, so that after a power
+//! loss the output is either absent or complete, never present and empty:
+//! [`set_flush_before_rename`] turns that off for a process that prefers speed.
 
 use std::fs::File;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::{Error, Result};
+
+/// Whether [`write_atomically`] flushes the finished file to disk before renaming it.
+static FLUSH_BEFORE_RENAME: AtomicBool = AtomicBool::new(true);
+
+/// Whether [`write_atomically`] flushes each finished file to disk before the rename (on
+/// by default; `colzip --no-fsync` turns it off for the process).
+pub fn set_flush_before_rename(flush: bool) {
+    FLUSH_BEFORE_RENAME.store(flush, Ordering::Relaxed);
+}
 
 /// Writes `path` with `write`, which gets the temporary file: the output appears under
 /// its name complete or not at all. With `overwrite` false an existing `path` (even one
@@ -69,6 +83,13 @@ pub fn write_atomically<T>(
         },
         other => other,
     })?;
+    if FLUSH_BEFORE_RENAME.load(Ordering::Relaxed) {
+        temp.as_file().sync_all().map_err(|source| Error::File {
+            action: "flush to disk",
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
     #[cfg(unix)]
     temp.as_file()
         .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(final_mode))

@@ -22,6 +22,10 @@ use colzip::{Error, Result};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Rename finished output files into place without first flushing them to disk:
+    /// faster, but after a power loss an output may exist and be empty or short
+    #[arg(long, global = true)]
+    no_fsync: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -161,6 +165,7 @@ fn parse_runs(text: &str) -> std::result::Result<usize, String> {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    colzip::archive::set_flush_before_rename(!cli.no_fsync);
     match cli.command {
         Command::Compress(args) => {
             colzip::archive::interrupted::install_handlers();
