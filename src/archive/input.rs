@@ -2,12 +2,12 @@
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, PrimitiveArray, RecordBatch, StringArray, UInt8Array};
-use arrow::buffer::Buffer;
+use arrow::buffer::{Buffer, MutableBuffer};
 use arrow::datatypes::{
     ArrowPrimitiveType, DataType, Field, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
     Int64Type, Schema, SchemaRef, UInt16Type, UInt32Type, UInt64Type,
@@ -195,7 +195,7 @@ pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize)
     ) = match kind {
         InputKind::Raw(raw) if raw != RawType::Utf8Lines && file.metadata()?.len() > 0 => (
             raw.schema(),
-            Box::new(MappedReader::new(&file, raw, batch_bytes)?),
+            Box::new(FixedWidthReader::new(file, path, raw, batch_bytes)?),
         ),
         InputKind::Raw(raw) => {
             let reader = RawReader::new(file, raw, batch_bytes, trailing_newline.clone())?;
@@ -239,57 +239,73 @@ pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize)
     })
 }
 
-/// A raw file of fixed-width values, mapped: each block of values is an Arrow buffer over
-/// the mapping (no copy; the pages come from the page cache as the codecs read them).
-struct MappedReader {
-    map: Arc<memmap2::Mmap>,
+/// A raw file of fixed-width values, read a block at a time into aligned buffers. Read,
+/// not mapped: a file truncated while it is read gives an error naming it, where a
+/// mapping's missing pages would kill the process with SIGBUS.
+struct FixedWidthReader {
+    file: File,
+    path: PathBuf,
     raw: RawType,
+    /// The file's size when opened, a multiple of the value width.
+    len: u64,
     block: usize,
-    at: usize,
+    at: u64,
 }
 
-impl MappedReader {
-    fn new(file: &File, raw: RawType, block: usize) -> Result<Self> {
+impl FixedWidthReader {
+    fn new(file: File, path: &Path, raw: RawType, block: usize) -> Result<Self> {
         let width = raw.width().expect("fixed width");
-        // SAFETY: the mapping is read-only and private to this reader. If another process
-        // changes the file meanwhile, the values read may be torn (as with read()), but
-        // nothing here depends on them for memory safety: they are only copied and hashed.
-        let map = unsafe { memmap2::Mmap::map(file) }?;
-        if !map.len().is_multiple_of(width) {
+        let len = file.metadata().map_err(Error::file("read", path))?.len();
+        if !len.is_multiple_of(width as u64) {
             return Err(Error::format(format!(
                 "the file's size is not a multiple of {width} bytes, the width of {}",
                 raw.name()
             )));
         }
-        Ok(MappedReader {
-            map: Arc::new(map),
+        Ok(FixedWidthReader {
+            file,
+            path: path.to_path_buf(),
             raw,
-            // Whole values, and whole pages so every block stays aligned for its type.
+            len,
+            // Whole values (pages are whole values of every width).
             block: (block.max(4096) / 4096) * 4096,
             at: 0,
         })
     }
-}
 
-impl Iterator for MappedReader {
-    type Item = Result<RecordBatch>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.at >= self.map.len() {
-            return None;
-        }
-        let len = self.block.min(self.map.len() - self.at);
-        let start = self.at;
-        self.at += len;
-        let ptr = std::ptr::NonNull::new(self.map.as_ptr().wrapping_add(start) as *mut u8)?;
-        // SAFETY: [start, start + len) lies within the mapping, which the buffer keeps alive
-        // through its owner; the buffer is never written.
-        let buffer = unsafe { Buffer::from_custom_allocation(ptr, len, self.map.clone()) };
-        Some(raw_batch(self.raw, buffer))
+    fn read_block(&mut self, len: usize) -> Result<Buffer> {
+        let mut buffer = MutableBuffer::from_len_zeroed(len);
+        self.file.read_exact(buffer.as_slice_mut()).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                Error::format(format!(
+                    "{} shrank while it was read (it had {} bytes)",
+                    self.path.display(),
+                    self.len
+                ))
+            } else {
+                Error::file("read", &self.path)(e)
+            }
+        })?;
+        Ok(buffer.into())
     }
 }
 
-/// One block of fixed-width values as a record batch of `raw`'s schema.
+impl Iterator for FixedWidthReader {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.len {
+            return None;
+        }
+        let len = (self.block as u64).min(self.len - self.at) as usize;
+        self.at += len as u64;
+        Some(
+            self.read_block(len)
+                .and_then(|buffer| raw_batch(self.raw, buffer)),
+        )
+    }
+}
+
 fn raw_batch(raw: RawType, buffer: Buffer) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(
         raw.schema(),
@@ -458,5 +474,35 @@ impl Iterator for RawReader {
             self.done = true;
         }
         result.transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_raw_file_that_shrinks_while_it_is_read_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("values.i32");
+        let values: Vec<u8> = (0..100_000i32).flat_map(i32::to_le_bytes).collect();
+        std::fs::write(&path, &values).unwrap();
+        let mut input = open(&path, InputKind::Raw(RawType::Int32), 4096, 1024).unwrap();
+        let first = input.batches.next().unwrap().unwrap();
+        assert_eq!(first.num_rows(), 1024);
+        // Truncated underneath the reader: a mapping would die with SIGBUS here.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(8192)
+            .unwrap();
+        let error = input
+            .batches
+            .find_map(|batch| batch.err())
+            .expect("an error once the file ends early")
+            .to_string();
+        assert!(error.contains("shrank"), "{error}");
+        assert!(error.contains("values.i32"), "{error}");
     }
 }

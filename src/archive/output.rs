@@ -165,7 +165,8 @@ pub fn file_sink(
 
 /// Raw fixed-width values written through a shared mapping of the output file, each
 /// batch's bytes copied into it on all cores; the page cache writes them back as it
-/// would after write().
+/// would after write(). The file's blocks are allocated before the mapping is touched, so
+/// a full disk is an error here, not a SIGBUS in the copy.
 struct MappedRawSink {
     file: std::fs::File,
     len: u64,
@@ -179,7 +180,7 @@ impl MappedRawSink {
         const PAGE: u64 = 4096;
         let start = self.len;
         let end = start + bytes.len() as u64;
-        self.file.set_len(end)?;
+        reserve(&self.file, start, end)?;
         let from = start / PAGE * PAGE;
         // SAFETY: the file is this sink's own temporary output, which nothing else maps
         // or changes; the mapping covers [from, end), within the file's new length.
@@ -193,6 +194,30 @@ impl MappedRawSink {
         self.len = end;
         Ok(())
     }
+}
+
+/// Grows `file` from `start` to `end` bytes with its blocks allocated: a full disk is
+/// `ENOSPC` here. File systems that cannot allocate ahead get a plain `set_len`.
+fn reserve(file: &std::fs::File, start: u64, end: u64) -> Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (
+            libc::off_t::try_from(start),
+            libc::off_t::try_from(end - start),
+        ) else {
+            return Err(Error::format(format!("an output of {end} bytes")));
+        };
+        // SAFETY: a plain system call on this sink's own open file descriptor.
+        let status = unsafe { libc::posix_fallocate(file.as_raw_fd(), offset, len) };
+        match status {
+            0 => return Ok(()),
+            libc::EOPNOTSUPP | libc::EINVAL => {}
+            errno => return Err(std::io::Error::from_raw_os_error(errno).into()),
+        }
+    }
+    file.set_len(end)?;
+    Ok(())
 }
 
 impl BatchSink for MappedRawSink {
@@ -339,5 +364,27 @@ impl<W: Write + Send> BatchSink for ParquetSink<W> {
     fn finish(self: Box<Self>, _: bool) -> Result<()> {
         self.writer.close()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_raw_output_has_its_blocks_allocated_before_it_is_mapped() {
+        use std::os::unix::fs::MetadataExt;
+        let file = tempfile::tempfile().unwrap();
+        reserve(&file, 0, 1 << 20).unwrap();
+        let metadata = file.metadata().unwrap();
+        assert_eq!(metadata.len(), 1 << 20);
+        // Allocated, not a hole that the mapping's first write would have to fill (and,
+        // on a full disk, die with SIGBUS for).
+        assert!(
+            metadata.blocks() * 512 >= 1 << 20,
+            "{} blocks",
+            metadata.blocks()
+        );
     }
 }
