@@ -767,10 +767,7 @@ impl Job {
     /// block's in the order of `columns`.
     fn decode_plain(&self, blocks: &[&Block], columns: &[usize]) -> Result<Vec<PlainNode>> {
         let timer = self.metrics.time.timer();
-        let parts: Vec<&column::CompressedColumn> = blocks
-            .iter()
-            .flat_map(|b| columns.iter().map(move |&c| &b.columns[c]))
-            .collect();
+        let parts = column_parts(blocks, columns);
         let parts_timer = self.metrics.parts_time.timer();
         let nodes = column::decompress_columns_to_plain(&parts, self.placement)
             .map_err(DataFusionError::from)?;
@@ -789,11 +786,8 @@ impl Job {
         let nodes = self.decode_plain(blocks, columns)?;
         let timer = self.metrics.time.timer();
         let arrays_timer = self.metrics.arrays_time.timer();
-        let parts: Vec<&column::CompressedColumn> = blocks
-            .iter()
-            .flat_map(|b| columns.iter().map(move |&c| &b.columns[c]))
-            .collect();
-        let arrays = column::arrays_from_plain(&parts, nodes).map_err(DataFusionError::from)?;
+        let arrays = column::arrays_from_plain(&column_parts(blocks, columns), nodes)
+            .map_err(DataFusionError::from)?;
         // Columns stored as dictionaries come back in the table's string type.
         let types = columns
             .iter()
@@ -809,6 +803,14 @@ impl Job {
         timer.done();
         Ok(arrays)
     }
+}
+
+/// `columns` of every block of `blocks`, block by block.
+fn column_parts<'a>(blocks: &[&'a Block], columns: &[usize]) -> Vec<&'a column::CompressedColumn> {
+    blocks
+        .iter()
+        .flat_map(|b| columns.iter().map(move |&c| &b.columns[c]))
+        .collect()
 }
 
 /// `(offset, length)` of each piece of `rows` rows cut into pieces of `size` (the last
