@@ -415,7 +415,8 @@ impl Default for Config {
 /// A row of `colzip bench --format json`: the fields of `colzip tpch --format json`
 /// (`compress_gbps`/`decompress_gbps` are **kernel** figures on the GPU: data resident on
 /// the device), plus **pinned** host-to-host (`*_e2e_gbps`) and **ordinary memory**
-/// (`*_vec_gbps`, the public call on `Vec`s) figures. CPU rows carry their wall-clock
+/// (`*_vec_gbps`, the public calls from ordinary memory: `compress_batch`, and the
+/// zero-copy `decompress_buffers` whose outputs are Arrow buffers) figures. CPU rows carry their wall-clock
 /// figure (all cores, ordinary memory) in all three.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct BenchRow {

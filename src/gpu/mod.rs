@@ -1,6 +1,7 @@
 //! The GPU runtime: the process's devices (every GPU of the host, or those `COLZIP_GPUS` names), kernels from `kernels/` compiled by NVRTC (and
 //! cached on disk), lanes (a stream with reusable device and pinned buffers per concurrent
-//! caller), the host pool lane holders' host work runs on, pinned staging, copies, the step pipeline that overlaps copies with kernels,
+//! caller), the host pool lane holders' host work runs on, pinned staging, the pool of
+//! pinned buffers that decoded outputs are handed out on, copies, the step pipeline that overlaps copies with kernels,
 //! and the backend choice. It knows nothing of codecs: each codec's launchers and
 //! pipelines live in its own folder (`codec::<name>::gpu`; lzss and intpack share their
 //! pipelines in `codec::blocks_gpu`). One build runs everywhere:
@@ -24,6 +25,7 @@ mod kernel_cache;
 mod lane;
 mod launch;
 mod pinned;
+mod pinned_pool;
 mod pipeline;
 mod steps;
 
@@ -44,5 +46,6 @@ pub use lane::{Lane, LaneGuard, MAX_LANES};
 pub(crate) use launch::{SharedOptIn, allow_shared};
 pub use launch::{check_device_len, grid_blocks, launch_error, launch_for};
 pub use pinned::PinnedBuffer;
+pub use pinned_pool::{PINNED_MEMORY_ENV, PinnedPool, PooledPinned};
 pub use pipeline::{PIPELINE_LANES, Stages, run_pipeline};
 pub use steps::{ArrayPack, HostMemory, step_bytes, upload_pieces};

@@ -184,6 +184,26 @@ pub fn gpu_decompress(
         (Err(_), Err(_)) => {}
         _ => panic!("ordinary and pinned decoding disagree: {packed:?} / {pinned:?}"),
     }
+    // The zero-copy form: Arrow buffers on the pinned pool, aligned for any type.
+    let buffers = id.decompress_buffers(&placement, streams, lens);
+    match (&packed, &buffers) {
+        (Ok(packed), Ok(buffers)) => {
+            assert_eq!(buffers.len(), packed.len());
+            for (i, buffer) in buffers.iter().enumerate() {
+                assert!(
+                    buffer.as_slice() == packed.get(i),
+                    "zero-copy decode differs at {i}"
+                );
+                assert_eq!(
+                    buffer.as_ptr() as usize % 64,
+                    0,
+                    "buffer {i} is not aligned"
+                );
+            }
+        }
+        (Err(_), Err(_)) => {}
+        _ => panic!("ordinary and zero-copy decoding disagree: {packed:?} / {buffers:?}"),
+    }
     packed.map(|p| p.into_vecs())
 }
 

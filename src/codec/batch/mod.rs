@@ -34,6 +34,7 @@ mod cpu;
 mod devices;
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::error::{CodecError, Result};
 use super::id::CodecId;
@@ -41,7 +42,7 @@ pub use super::interface::{DeviceJob, Packed};
 use super::interface::{Direction, Sink};
 use super::placement::Placement;
 pub use super::registry::Codec;
-use crate::gpu::{Gpu, HostMemory, Lane, PIPELINE_LANES, PinnedBuffer, step_bytes};
+use crate::gpu::{Gpu, HostMemory, Lane, PIPELINE_LANES, PinnedBuffer, PinnedPool, step_bytes};
 use rayon::prelude::*;
 
 impl Codec {
@@ -248,7 +249,8 @@ impl CodecId {
             })?;
         let gpus = placement.gpus_for(self, Direction::Decompress, lens.iter().sum());
         if !gpus.is_empty() {
-            match self.decompress_across(gpus, inputs, lens, &mut packed.slots_mut()) {
+            let slots = &mut packed.slots_mut();
+            match self.decompress_across(gpus, inputs, lens, slots) {
                 Ok(()) => return Ok(packed),
                 Err(e) if placement.retries_on_cpu(&e) => {}
                 Err(e) => return Err(e),
@@ -302,6 +304,64 @@ impl CodecId {
         }
     }
 
+    /// The zero-copy form of [`Self::decompress_owned`]: every stream's output as an Arrow
+    /// [`Buffer`](arrow::buffer::Buffer), `lens[i]` bytes each, 64-byte aligned.
+    ///
+    /// On the GPU the outputs land in one buffer of the [`PinnedPool`]: the device
+    /// copies them there directly, and the buffers handed back sit on that pinned memory
+    /// (no staging copy, no page faults). It goes back to the pool when the last of them
+    /// is dropped, so a caller that keeps them long holds pinned memory that long. When
+    /// the pool is exhausted (or off: `COLZIP_PINNED_MEMORY=0`), the outputs go to
+    /// ordinary memory as [`Self::decompress_owned`] writes them; on the CPU they are
+    /// that call's buffers. The bytes are the same either way.
+    pub fn decompress_buffers(
+        self,
+        placement: &Placement,
+        inputs: &[&[u8]],
+        lens: &[usize],
+    ) -> Result<Vec<arrow::buffer::Buffer>> {
+        self.decompress_buffers_in(PinnedPool::global(), placement, inputs, lens)
+    }
+
+    /// [`Self::decompress_buffers`] with the GPU's outputs in buffers of `pool`.
+    pub fn decompress_buffers_in(
+        self,
+        pool: &Arc<PinnedPool>,
+        placement: &Placement,
+        inputs: &[&[u8]],
+        lens: &[usize],
+    ) -> Result<Vec<arrow::buffer::Buffer>> {
+        check_count(inputs.len(), lens.len())?;
+        let total = lens.iter().fold(0usize, |sum, &l| sum.saturating_add(l));
+        let gpus = placement.gpus_for(self, Direction::Decompress, total);
+        if let Some(gpu) = gpus.first() {
+            let ranges = aligned_ranges(lens, BUFFER_ALIGN);
+            let room = ranges.last().map_or(0, |r| r.end);
+            if let Some(mut pooled) = pool.take(gpu, room) {
+                let done =
+                    self.decompress_into_region(gpus, inputs, lens, pooled.as_mut_slice(), &ranges);
+                match done {
+                    Ok(()) => return Ok(pooled.into_buffers(&ranges)),
+                    Err(e) if placement.retries_on_cpu(&e) => {
+                        drop(pooled);
+                        return self
+                            .decompress_owned(&Placement::CPU, inputs, lens)
+                            .map(into_arrow);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            crate::trace::line(|| {
+                format!(
+                    "{}: the pinned pool has no room for {room} bytes; the outputs go to ordinary memory",
+                    self.name()
+                )
+            });
+        }
+        self.decompress_owned(placement, inputs, lens)
+            .map(into_arrow)
+    }
+
     /// Decodes streams that are slices of pinned memory on `gpu`, the outputs one after
     /// another into `output` (at least the sum of `lens`); returns each output's range.
     pub fn decompress_pinned(
@@ -338,7 +398,7 @@ impl CodecId {
     }
 
     /// Decodes on `gpus`, the batch split across them, into `outputs` (`lens[i]` bytes
-    /// each).
+    /// each, ordinary memory: written through pinned staging).
     fn decompress_across(
         self,
         gpus: &'static [Gpu],
@@ -350,6 +410,40 @@ impl CodecId {
         let jobs = groups.iter().zip(devices::split_groups(outputs, &groups));
         devices::across(gpus, jobs.collect(), |gpu, (group, outputs)| {
             let sink = &mut Sink::Buffers(outputs);
+            let (inputs, lens) = (&inputs[group.clone()], &lens[group.clone()]);
+            self.decompress_on_gpu(gpu, inputs, lens, HostMemory::Ordinary, sink)
+        })?;
+        Ok(())
+    }
+
+    /// Decodes on `gpus`, the batch split across them, output `i` into `region[ranges[i]]`
+    /// (pinned memory, in order, written by the devices directly).
+    fn decompress_into_region(
+        self,
+        gpus: &'static [Gpu],
+        inputs: &[&[u8]],
+        lens: &[usize],
+        region: &mut [u8],
+        ranges: &[Range<usize>],
+    ) -> Result<()> {
+        let groups = devices::split(lens, gpus.len());
+        // Each group's part of the region, and its outputs' ranges in that part.
+        let mut rest = region;
+        let mut consumed = 0;
+        let mut jobs = Vec::with_capacity(groups.len());
+        for group in &groups {
+            let end = ranges[group.clone()].last().map_or(consumed, |r| r.end);
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut(end - consumed);
+            let local: Vec<Range<usize>> = ranges[group.clone()]
+                .iter()
+                .map(|r| r.start - consumed..r.end - consumed)
+                .collect();
+            jobs.push((group.clone(), part, local));
+            rest = tail;
+            consumed = end;
+        }
+        devices::across(gpus, jobs, |gpu, (group, out, ranges)| {
+            let sink = &mut Sink::Region { out, ranges };
             let (inputs, lens) = (&inputs[group.clone()], &lens[group.clone()]);
             self.decompress_on_gpu(gpu, inputs, lens, HostMemory::Ordinary, sink)
         })?;
@@ -378,6 +472,30 @@ fn split_bytes<'a>(bytes: &'a mut [u8], sizes: &[usize]) -> Vec<&'a mut [u8]> {
             rest = tail;
             head
         })
+        .collect()
+}
+
+/// Where the zero-copy outputs start: Arrow's own alignment, enough for every type.
+const BUFFER_ALIGN: usize = 64;
+
+/// Ranges of consecutive outputs of `sizes`, each starting at a multiple of `align`.
+fn aligned_ranges(sizes: &[usize], align: usize) -> Vec<Range<usize>> {
+    let mut at = 0usize;
+    sizes
+        .iter()
+        .map(|&size| {
+            let start = at.next_multiple_of(align);
+            at = start + size;
+            start..at
+        })
+        .collect()
+}
+
+/// Owned outputs as Arrow buffers (no copy).
+fn into_arrow(outputs: Vec<Vec<u8>>) -> Vec<arrow::buffer::Buffer> {
+    outputs
+        .into_iter()
+        .map(arrow::buffer::Buffer::from_vec)
         .collect()
 }
 

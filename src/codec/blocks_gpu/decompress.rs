@@ -184,15 +184,16 @@ impl<C: BlockCodec> Stages for DecodeStages<'_, '_, '_, C> {
             )?;
             Some(staging)
         } else {
-            for (p, piece) in pieces.iter().enumerate() {
-                let (from, len) = self.piece_output(piece);
-                let target = &mut self.sink.output(self.members[piece.buffer])[from..from + len];
-                copy_to_host(
-                    lane.stream(),
-                    &output.slice(out_at[p]..out_at[p] + len),
-                    target,
-                )?;
-            }
+            let targets: Vec<(usize, usize, std::ops::Range<usize>)> = pieces
+                .iter()
+                .zip(&out_at)
+                .map(|(piece, &at)| {
+                    let (from, len) = self.piece_output(piece);
+                    (self.members[piece.buffer], from, at..at + len)
+                })
+                .collect();
+            self.sink
+                .copy_from_device(lane.stream(), &output, &targets, C::WORDS.codec)?;
             None
         };
         Ok(Submitted {

@@ -1,14 +1,25 @@
 //! Where a GPU pipeline's outputs go on the host: the caller's buffers, or one buffer
 //! receiving the outputs one after another. Ordinary memory receives each step's output
-//! through pinned staging, scattered from there with all cores; pinned memory receives it
-//! straight from the device.
+//! through pinned staging, scattered from there with all cores; pinned memory (a pinned
+//! buffer, or the pinned pool's) receives it straight from the device.
 
-use crate::gpu::parallel_copy_pairs;
+use std::ops::Range;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream};
+
+use crate::gpu::{copy_to_host, parallel_copy_pairs};
 
 /// The host destination of a batch's outputs.
 pub(crate) enum Sink<'a, 'b> {
     /// Output `i` goes to `outputs[i]` (ordinary memory, through pinned staging).
     Buffers(&'a mut [&'b mut [u8]]),
+    /// Output `i` goes to `out[ranges[i]]`, pinned memory the device writes directly (a
+    /// buffer of the pinned pool, whose ranges become Arrow buffers).
+    Region {
+        out: &'a mut [u8],
+        ranges: Vec<Range<usize>>,
+    },
     /// Outputs one after another in `out`; `starts[i]` is where output `i` begins, set
     /// when it is known. `staged`: ordinary memory, written through pinned staging; else
     /// pinned memory, written by the device directly.
@@ -42,12 +53,13 @@ impl<'a, 'b> Sink<'a, 'b> {
     pub(crate) fn staged(&self) -> bool {
         match self {
             Sink::Buffers(_) => true,
+            Sink::Region { .. } => false,
             Sink::Packed { staged, .. } => *staged,
         }
     }
 
     /// Prepares decoding into outputs of known lengths `lens`: a packed sink's outputs
-    /// start one after another; a buffers sink's must have exactly those lengths.
+    /// start one after another; the others' must have exactly those lengths.
     pub(crate) fn expect_outputs(
         &mut self,
         lens: &[usize],
@@ -58,17 +70,17 @@ impl<'a, 'b> Sink<'a, 'b> {
             self.set_start(i, at);
             at += len;
         }
-        if let Sink::Buffers(outputs) = self {
-            for (i, (output, &len)) in outputs.iter().zip(lens).enumerate() {
-                if output.len() != len {
-                    return Err(crate::codec::CodecError::invalid(
-                        codec,
-                        format!(
-                            "output {i} holds {} bytes, its stream decodes to {len}",
-                            output.len()
-                        ),
-                    ));
-                }
+        let have: Option<Vec<usize>> = match self {
+            Sink::Buffers(outputs) => Some(outputs.iter().map(|o| o.len()).collect()),
+            Sink::Region { ranges, .. } => Some(ranges.iter().map(Range::len).collect()),
+            Sink::Packed { .. } => None,
+        };
+        for (i, (output, &len)) in have.iter().flatten().zip(lens).enumerate() {
+            if *output != len {
+                return Err(crate::codec::CodecError::invalid(
+                    codec,
+                    format!("output {i} holds {output} bytes, its stream decodes to {len}"),
+                ));
             }
         }
         Ok(())
@@ -85,6 +97,7 @@ impl<'a, 'b> Sink<'a, 'b> {
     pub(crate) fn output(&mut self, i: usize) -> &mut [u8] {
         match self {
             Sink::Buffers(outputs) => outputs[i],
+            Sink::Region { out, ranges } => &mut out[ranges[i].clone()],
             Sink::Packed { out, starts, .. } => &mut out[starts[i]..],
         }
     }
@@ -99,6 +112,61 @@ impl<'a, 'b> Sink<'a, 'b> {
         }
     }
 
+    /// Queues the copies of pieces of `device` straight into a pinned sink: each piece is
+    /// `(output, offset in it, range of device)`. Pieces that continue one another both
+    /// on the device and in the sink cross in one copy (a batch of many small outputs
+    /// would otherwise cost a driver call each).
+    pub(crate) fn copy_from_device(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        device: &CudaSlice<u8>,
+        pieces: &[(usize, usize, Range<usize>)],
+        codec: &'static str,
+    ) -> crate::codec::Result<()> {
+        let (out, places): (&mut [u8], Vec<usize>) = match self {
+            Sink::Packed {
+                out,
+                starts,
+                staged: false,
+            } => (
+                out,
+                pieces.iter().map(|(i, at, _)| starts[*i] + at).collect(),
+            ),
+            Sink::Region { out, ranges } => {
+                let places = pieces
+                    .iter()
+                    .map(|(i, at, _)| ranges[*i].start + at)
+                    .collect();
+                (out, places)
+            }
+            _ => {
+                return Err(crate::codec::CodecError::invalid(
+                    codec,
+                    "device copies into a staged sink",
+                ));
+            }
+        };
+        let mut k = 0;
+        while k < pieces.len() {
+            let (place, from) = (places[k], pieces[k].2.start);
+            let mut len = pieces[k].2.len();
+            let mut next = k + 1;
+            while next < pieces.len()
+                && places[next] == place + len
+                && pieces[next].2.start == from + len
+            {
+                len += pieces[next].2.len();
+                next += 1;
+            }
+            let target = out.get_mut(place..place + len).ok_or_else(|| {
+                crate::codec::CodecError::invalid(codec, "output piece beyond the sink")
+            })?;
+            copy_to_host(stream, &device.slice(from..from + len), target)?;
+            k = next;
+        }
+        Ok(())
+    }
+
     /// Copies staged pieces, `(output, offset in it, bytes)`, to their places on all cores
     /// (a pinned sink received them directly: nothing to do).
     pub(crate) fn scatter(&mut self, pieces: &[(usize, usize, &[u8])]) {
@@ -106,7 +174,7 @@ impl<'a, 'b> Sink<'a, 'b> {
         // that the destination can be split into disjoint slices in one pass.
         let mut pairs = Vec::with_capacity(pieces.len());
         match self {
-            Sink::Packed { staged: false, .. } => {}
+            Sink::Packed { staged: false, .. } | Sink::Region { .. } => {}
             Sink::Packed { out, starts, .. } => {
                 let mut wanted: Vec<(usize, &[u8])> = pieces
                     .iter()

@@ -137,7 +137,6 @@ pub(crate) fn decompress(
         units,
         memory,
         sink,
-        base: 0,
     };
     run_pipeline(gpu, steps, &mut stages)
 }
@@ -167,8 +166,6 @@ struct DecodeStages<'s, 'a, 'b> {
     units: Vec<Unit<'s>>,
     memory: HostMemory,
     sink: &'s mut Sink<'a, 'b>,
-    /// Where the next step's output starts in a packed sink.
-    base: usize,
 }
 
 struct Submitted {
@@ -300,17 +297,18 @@ impl Stages for DecodeStages<'_, '_, '_> {
             )?;
             Some(staging)
         } else {
-            let target = self
-                .sink
-                .packed_from(self.base)
-                .ok_or_else(|| CodecError::invalid(NAME, "packed output expected"))?;
-            if target.len() < out_len {
-                return Err(CodecError::invalid(NAME, "packed output buffer too small"));
+            let mut pieces = Vec::with_capacity(units.len());
+            let mut at = 0;
+            for unit in units {
+                // A stored unit's room receives garbage, overwritten with its bytes in
+                // `finish`.
+                pieces.push((unit.buffer, unit.out_at, at..at + unit.out_len));
+                at += unit.out_len;
             }
-            copy_to_host(lane.stream(), &source, &mut target[..out_len])?;
+            self.sink
+                .copy_from_device(lane.stream(), &output, &pieces, NAME)?;
             None
         };
-        self.base += out_len;
         Ok(Submitted {
             units: step,
             decoded,
