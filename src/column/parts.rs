@@ -158,16 +158,17 @@ pub(super) fn decompress_parts(
     placement: &Placement,
 ) -> Result<Vec<PlainPart>> {
     // Each codec's parts in one call, each into a buffer of its own (stored parts are
-    // copied too: a slice of a container need not be aligned for the column's type).
+    // copied too: a slice of a container need not be aligned for the column's type). On
+    // the GPU the buffers are pinned memory the device wrote directly.
     let mut groups: BTreeMap<CodecId, Vec<usize>> = BTreeMap::new();
     for (i, part) in parts.iter().enumerate() {
         groups.entry(part.codec).or_default().push(i);
     }
-    let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); parts.len()];
+    let mut outputs: Vec<Buffer> = vec![Buffer::from_vec(Vec::<u8>::new()); parts.len()];
     for (codec, members) in groups {
         let inputs: Vec<&[u8]> = members.iter().map(|&i| &parts[i].bytes[..]).collect();
         let lens: Vec<usize> = members.iter().map(|&i| parts[i].raw_len).collect();
-        let decoded = codec.decompress_owned(placement, &inputs, &lens)?;
+        let decoded = codec.decompress_buffers(placement, &inputs, &lens)?;
         for (&i, bytes) in members.iter().zip(decoded) {
             outputs[i] = bytes;
         }
@@ -184,7 +185,7 @@ pub(super) fn decompress_parts(
             Ok(PlainPart {
                 role: part.role,
                 width: part.width,
-                bytes: Buffer::from_vec(bytes),
+                bytes,
             })
         })
         .collect()
