@@ -1,7 +1,7 @@
 //! One block's columns as a filtered scan decodes them: the plain parts first, the arrays
 //! built from them only when something needs them. A filter tested on the plain parts
-//! never builds its columns' arrays; a block of which few rows pass builds only those rows
-//! of its projected columns.
+//! never builds its columns' arrays; a block of which some rows fail builds only the
+//! passing rows of its projected columns.
 
 use std::sync::OnceLock;
 

@@ -8,7 +8,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use arrow::array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::buffer::BooleanBuffer;
 use arrow::compute::BatchCoalescer;
 use arrow::datatypes::SchemaRef;
@@ -307,7 +307,7 @@ impl ExecutionPlan for CompressedScanExec {
                 state.next = state.start_next();
             }
             let result = result
-                .and_then(|slices| state.gather(slices))
+                .and_then(|batches| state.gather(batches))
                 .map(|batches| state.take_up_to_limit(batches));
             if result.is_err() || state.remaining == 0 {
                 // Stop after an error or at the limit.
@@ -432,13 +432,6 @@ impl Metrics {
 /// measured slower: docs/PERFORMANCE.md, "Where the compressed store's scan time goes".)
 pub const WINDOW_BYTES: usize = 64 << 20;
 
-/// A block of which at most one row in this many passes the filter builds only the passing
-/// rows, on the decoding thread: that saves building (and widening) every other row. At
-/// denser selections the saving is smaller than what the consuming task takes over while
-/// the next window decodes. TPC-H SF 10 on the H100 (docs/PERFORMANCE.md): at one in two,
-/// the date ranges of Q7 and Q8 (about 30% of rows) ran 10-30% slower.
-const FEW_PASSING: usize = 8;
-
 /// A run of consecutive blocks decoded together, and how many of its rows to hand out.
 struct Window {
     blocks: Vec<Arc<Block>>,
@@ -494,46 +487,34 @@ fn windows(
 struct Windows {
     job: Arc<Job>,
     windows: std::vec::IntoIter<Window>,
-    next: Option<tokio::task::JoinHandle<Result<Vec<Slice>>>>,
+    next: Option<tokio::task::JoinHandle<Result<Vec<RecordBatch>>>>,
     /// Rows still to hand out under the scan's limit.
     remaining: usize,
 }
 
-/// Up to a batch of the session's size of a decoded window, and which of its rows the row
-/// filter keeps (`None`: all of them).
-struct Slice {
-    batch: RecordBatch,
-    keep: Option<BooleanArray>,
-}
-
 impl Windows {
     /// Starts decoding the next window on a blocking thread (`None` when none is left).
-    fn start_next(&mut self) -> Option<tokio::task::JoinHandle<Result<Vec<Slice>>>> {
+    fn start_next(&mut self) -> Option<tokio::task::JoinHandle<Result<Vec<RecordBatch>>>> {
         let window = self.windows.next()?;
         let job = self.job.clone();
         Some(tokio::task::spawn_blocking(move || job.run(&window)))
     }
 
-    /// The rows of a window's slices that the row filter keeps, as batches of the
-    /// session's size. This runs on the task that consumes the scan, as DataFusion's own
-    /// filter would, while the next window decodes on a blocking thread: the copy of the
-    /// passing rows does not hold up the decoding. Filtered slices are gathered as
-    /// `FilterExec` gathers them: a result of at least half a batch is handed out as it
-    /// is, smaller ones are joined.
-    fn gather(&self, slices: Vec<Slice>) -> Result<Vec<RecordBatch>> {
-        if slices.iter().all(|s| s.keep.is_none()) {
-            return Ok(slices.into_iter().map(|s| s.batch).collect());
+    /// A window's batches as the query gets them: batches of at least half the session's
+    /// batch size as they are, smaller ones (the passing rows of blocks a filter keeps few
+    /// of) joined, as `FilterExec` joins its results. This runs on the task that consumes
+    /// the scan, while the next window decodes.
+    fn gather(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        let batch_size = self.job.batch_size;
+        if batches.iter().all(|b| b.num_rows() * 2 >= batch_size) {
+            return Ok(batches);
         }
         let timer = self.job.metrics.filter_time.timer();
-        let batch_size = self.job.batch_size;
         let mut coalescer = BatchCoalescer::new(self.job.schema.clone(), batch_size)
             .with_biggest_coalesce_batch_size(Some(batch_size / 2));
-        let mut out = Vec::with_capacity(slices.len());
-        for slice in slices {
-            match slice.keep {
-                None => coalescer.push_batch(slice.batch)?,
-                Some(keep) => coalescer.push_batch_with_filter(slice.batch, &keep)?,
-            }
+        let mut out = Vec::with_capacity(batches.len());
+        for batch in batches {
+            coalescer.push_batch(batch)?;
             while let Some(batch) = coalescer.next_completed_batch() {
                 out.push(batch);
             }
@@ -585,9 +566,9 @@ struct Job {
 }
 
 impl Job {
-    /// Decodes `window`'s projected columns (batched calls) and cuts its rows into slices
-    /// of the session's batch size, with the rows of each the row filter keeps.
-    fn run(&self, window: &Window) -> Result<Vec<Slice>> {
+    /// Decodes `window`'s projected columns (batched calls): the rows the row filter
+    /// keeps, in batches of at most the session's batch size.
+    fn run(&self, window: &Window) -> Result<Vec<RecordBatch>> {
         let blocks: Vec<&Block> = window.blocks.iter().map(|b| b.as_ref()).collect();
         match &self.filter {
             Some(filter) => self.run_filtered(&blocks, filter),
@@ -596,7 +577,7 @@ impl Job {
     }
 
     /// Every row of the window up to `rows`.
-    fn run_unfiltered(&self, blocks: &[&Block], rows: usize) -> Result<Vec<Slice>> {
+    fn run_unfiltered(&self, blocks: &[&Block], rows: usize) -> Result<Vec<RecordBatch>> {
         let width = self.projection.len();
         let mut arrays = self.decode(blocks, &self.projection)?.into_iter();
         let mut out = Vec::new();
@@ -609,10 +590,7 @@ impl Job {
             remaining -= rows;
             // Slices of the session's batch size, as other sources hand out.
             for (offset, len) in chunks(rows, self.batch_size) {
-                out.push(Slice {
-                    batch: batch.slice(offset, len),
-                    keep: None,
-                });
+                out.push(batch.slice(offset, len));
             }
             if remaining == 0 {
                 break;
@@ -628,7 +606,7 @@ impl Job {
     /// call per window, which buys nothing while every block has a passing row (most
     /// filters of TPC-H over unsorted columns): after such a window the partition decodes
     /// every column in one call, until a block without a passing row turns up again.
-    fn run_filtered(&self, blocks: &[&Block], filter: &RowFilter) -> Result<Vec<Slice>> {
+    fn run_filtered(&self, blocks: &[&Block], filter: &RowFilter) -> Result<Vec<RecordBatch>> {
         let read = filter.columns();
         let others: Vec<usize> = self
             .projection
@@ -665,11 +643,7 @@ impl Job {
             .store(without == 0, Ordering::Relaxed);
         if self.projection.is_empty() {
             // Only a row count (`count(*)` under a filter): batches without columns.
-            let batches = row_count_batches(&self.schema, passing.iter().sum(), self.batch_size)?;
-            return Ok(batches
-                .into_iter()
-                .map(|batch| Slice { batch, keep: None })
-                .collect());
+            return row_count_batches(&self.schema, passing.iter().sum(), self.batch_size);
         }
         if !one_call && !others.is_empty() {
             // The other projected columns, only where some row passes.
@@ -685,65 +659,49 @@ impl Job {
         }
 
         let timer = self.metrics.arrays_time.timer();
-        let slices = decoded
+        let batches = decoded
             .par_iter()
             .zip(&masks)
             .zip(&passing)
-            .map(|((block, keep), &n)| self.slices_of(block, keep, n))
-            .collect::<Result<Vec<Vec<Slice>>>>()?;
+            .map(|((block, keep), &n)| self.batches_of(block, keep, n))
+            .collect::<Result<Vec<Vec<RecordBatch>>>>()?;
         timer.done();
-        Ok(slices.into_iter().flatten().collect())
+        Ok(batches.into_iter().flatten().collect())
     }
 
-    /// The projected columns of `block`'s `passing` rows that `keep` marks. When at most
-    /// one row in [`FEW_PASSING`] passes, only they are built (one batch of them, cut to
-    /// the session's batch size); otherwise the whole block is built and each slice
-    /// carries its part of the mask, for the consuming task to apply while the next window
-    /// decodes (see [`Windows::gather`]).
-    fn slices_of(
+    /// The projected columns of `block`'s `passing` rows that `keep` marks, in batches of
+    /// the session's size. Only the passing rows are built, on the decoding thread:
+    /// fixed-width values are filtered at their stored width and only then widened, and
+    /// dictionaries filtered before their strings are made. Building every row and
+    /// filtering afterwards, as `FilterExec` would, writes each kept value twice (TPC-H
+    /// SF 10 on the H100, docs/PERFORMANCE.md: Q1, which keeps 98.6% of its rows, took
+    /// 1.05 s that way and 0.79 s this way).
+    fn batches_of(
         &self,
         block: &DecodedBlock<'_>,
         keep: &BooleanBuffer,
         passing: usize,
-    ) -> Result<Vec<Slice>> {
+    ) -> Result<Vec<RecordBatch>> {
         if passing == 0 {
             return Ok(Vec::new());
         }
-        let rows = block.rows();
-        let few = passing * FEW_PASSING <= rows;
+        let all = passing == block.rows();
         let columns = self
             .projection
             .iter()
             .map(|&c| {
-                if few {
-                    block.kept_rows(c, keep)
-                } else {
+                if all {
                     block.array(c)
+                } else {
+                    block.kept_rows(c, keep)
                 }
             })
             .collect::<Result<Vec<ArrayRef>>>()?;
-        let batch_rows = if few { passing } else { rows };
-        let options = RecordBatchOptions::new().with_row_count(Some(batch_rows));
+        let options = RecordBatchOptions::new().with_row_count(Some(passing));
         let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
-        let mut out = Vec::new();
-        for (offset, len) in chunks(batch_rows, self.batch_size) {
-            if few {
-                out.push(Slice {
-                    batch: batch.slice(offset, len),
-                    keep: None,
-                });
-                continue;
-            }
-            let slice_keep = keep.slice(offset, len);
-            let slice_passing = slice_keep.count_set_bits();
-            if slice_passing > 0 {
-                out.push(Slice {
-                    batch: batch.slice(offset, len),
-                    keep: (slice_passing < len).then(|| BooleanArray::new(slice_keep, None)),
-                });
-            }
-        }
-        Ok(out)
+        Ok(chunks(passing, self.batch_size)
+            .map(|(offset, len)| batch.slice(offset, len))
+            .collect())
     }
 
     /// Decodes `columns` of every block of `blocks` to plain parts in one batched call and
