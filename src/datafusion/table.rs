@@ -137,24 +137,26 @@ impl CompressOptions {
         self
     }
 
-    /// The codec column `name` is compressed with. Plain `auto` on a placement without a
-    /// GPU leaves bwt out: every scan decodes on the CPU then, where bwt decodes about 30
-    /// times slower than gmatch (0.25 against 7 GB/s on 16 cores, docs/PERFORMANCE.md), and
-    /// a query reading a comment column would wait on it. Named codecs and `auto:among=`
+    /// The codec column `name` is compressed with. Plain `auto` leaves bwt out: a table is
+    /// compressed to be scanned, and bwt is the slowest codec to decode, on the CPU (about
+    /// 30 times slower than gmatch: 0.25 against 7 GB/s on 16 cores) and on the GPU alike.
+    /// TPC-H SF 10 on the H100 (docs/PERFORMANCE.md): without it the queries' geometric
+    /// mean went from 1.01× to 0.88× the memory store's and loading from 41 to 18 s, for
+    /// 2.4 GB held instead of 1.8. Named codecs and `auto:among=` (bwt included, if asked)
     /// are kept as given.
     ///
     /// ```
     /// use colzip::codec::Placement;
     /// use colzip::column::{AutoCodecs, CodecChoice};
     /// use colzip::datafusion::table::CompressOptions;
-    /// let on_cpu = CompressOptions { placement: Placement::CPU, ..CompressOptions::default() };
+    /// let options = CompressOptions { placement: Placement::CPU, ..CompressOptions::default() };
     /// let fast = AutoCodecs::parse("lzss+gmatch+intpack").unwrap();
-    /// assert_eq!(on_cpu.codec_for("l_comment"), CodecChoice::AutoAmong(fast));
+    /// assert_eq!(options.codec_for("l_comment"), CodecChoice::AutoAmong(fast));
     /// # Ok::<(), colzip::Error>(())
     /// ```
     pub fn codec_for(&self, name: &str) -> CodecChoice {
         match self.columns.get(name).copied().unwrap_or(self.codec) {
-            CodecChoice::Auto if self.placement.gpu().is_none() => {
+            CodecChoice::Auto => {
                 CodecChoice::AutoAmong(AutoCodecs::ALL.without(crate::codec::bwt::NAME))
             }
             choice => choice,
