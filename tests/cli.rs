@@ -211,8 +211,8 @@ fn bad_option_values_exit_2_naming_the_choices() {
             "table, json or csv",
         ),
         (
-            &["decompress", input, "--to", "csv"],
-            "raw, arrow or parquet",
+            &["decompress", input, "--to", "xml"],
+            "raw, arrow, parquet, csv or json",
         ),
         (&["info", input, "--format", "xml"], "table, json or csv"),
         (&["bench", "--type", "int7"], "utf8-lines"),
@@ -519,7 +519,7 @@ fn parquet_files_round_trip() {
         "int64",
     ]);
     assert!(
-        err.contains("--type applies to raw files") && err.contains("Parquet"),
+        err.contains("--type applies to raw") && err.contains("Parquet"),
         "{err}"
     );
     let info: serde_json::Value =

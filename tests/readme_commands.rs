@@ -52,6 +52,12 @@ const COMMANDS: &[(&str, Run)] = &[
         AsWritten,
     ),
     ("colzip compress table.parquet --codec auto", AsWritten),
+    ("colzip compress data.csv", AsWritten),
+    (
+        "colzip compress data.txt --type csv --delimiter ';' --csv-header false",
+        AsWritten,
+    ),
+    ("colzip decompress data.csv.czip -o back.csv", AsWritten),
     ("colzip info table.parquet.czip", AsWritten),
     ("colzip info table.parquet.czip --format json", AsWritten),
     ("colzip info table.parquet.czip --verify", AsWritten),
@@ -195,6 +201,11 @@ fn make_inputs(dir: &Path) {
         .collect();
     std::fs::write(dir.join("lines.txt"), &lines).unwrap();
     std::fs::write(dir.join("data.bin"), lines.repeat(3)).unwrap();
+    let csv: String = (0..2_000)
+        .map(|i| format!("{i},item {},{}.25\n", i % 17, i % 90))
+        .collect();
+    std::fs::write(dir.join("data.csv"), format!("id,name,price\n{csv}")).unwrap();
+    std::fs::write(dir.join("data.txt"), csv.replace(',', ";")).unwrap();
     std::fs::write(
         dir.join("q1.sql"),
         "SELECT l_returnflag, l_linestatus, sum(l_quantity) AS qty, count(*) AS n \
@@ -294,6 +305,7 @@ fn every_readme_command_runs_as_written() {
         "prices.bin.czip",
         "lines.txt.czip",
         "table.parquet.czip",
+        "data.txt.czip",
         "back.parquet",
         "back.zstd.parquet",
         "back.arrow",
@@ -306,6 +318,10 @@ fn every_readme_command_runs_as_written() {
     ] {
         assert!(dir.path().join(made).exists(), "no {made}");
     }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("back.csv")).unwrap(),
+        std::fs::read_to_string(dir.path().join("data.csv")).unwrap()
+    );
     assert_eq!(
         std::fs::read(dir.path().join("data.copy.bin")).unwrap(),
         std::fs::read(dir.path().join("data.bin")).unwrap()

@@ -581,6 +581,14 @@ async fn bad_arguments_are_planning_errors() {
             "colzip_compress takes 2 arguments (colzip_compress(value, 'codec')), got 1",
         ),
         (
+            "SELECT colzip_compress() FROM t",
+            "colzip_compress takes 2 arguments (colzip_compress(value, 'codec')), got 0",
+        ),
+        (
+            "SELECT colzip_ratio() FROM t",
+            "colzip_ratio takes 2 arguments (colzip_ratio(column, 'codec')), got 0",
+        ),
+        (
             "SELECT colzip_compress(text, g) FROM t",
             "colzip_compress: argument 2 (codec) must be a string literal such as 'bwt'",
         ),
@@ -630,6 +638,7 @@ async fn bad_arguments_are_planning_errors() {
             message.contains(expected),
             "{sql}:\n{message}\nshould contain: {expected}"
         );
+        assert!(!message.contains("signature"), "{sql}: {message}");
     }
 }
 
@@ -696,4 +705,122 @@ async fn every_colzip_function_describes_itself() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn show_functions_lists_every_colzip_function() {
+    let ctx = colzip::datafusion::session::context().unwrap();
+    let shown = query(&ctx, "SHOW FUNCTIONS LIKE 'colzip%'").await;
+    let cell = |name: &str, row: usize| {
+        let column = shown.column_by_name(name).unwrap();
+        (!column.is_null(row))
+            .then(|| arrow::util::display::array_value_to_string(column, row).unwrap())
+    };
+    let rows = |function: &str| -> Vec<usize> {
+        (0..shown.num_rows())
+            .filter(|&row| cell("function_name", row).as_deref() == Some(function))
+            .collect()
+    };
+    // Every colzip routine the information schema knows is shown, whatever its kind.
+    let routines = query(
+        &ctx,
+        "SELECT DISTINCT routine_name FROM information_schema.routines \
+         WHERE routine_name LIKE 'colzip%' ORDER BY routine_name",
+    )
+    .await;
+    let names: Vec<String> = routines
+        .column(0)
+        .as_string::<i32>()
+        .iter()
+        .map(|n| n.unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "colzip_compress",
+            "colzip_compressed_size",
+            "colzip_decompress",
+            "colzip_ratio",
+            "colzip_stats"
+        ]
+    );
+    for name in &names {
+        assert!(!rows(name).is_empty(), "{name} is not in SHOW FUNCTIONS");
+    }
+    // Scalars and aggregates with their description, parameter names, types and return
+    // type, as DataFusion's built-ins are shown.
+    for (function, parameters, return_type) in [
+        ("colzip_compress", "[value, codec]", "Binary"),
+        ("colzip_decompress", "[blob]", "Null"),
+        ("colzip_decompress", "[blob, arrow type]", "Null"),
+        ("colzip_ratio", "[column, codec]", "Float64"),
+        ("colzip_compressed_size", "[column, codec]", "UInt64"),
+    ] {
+        let found = rows(function);
+        let row = found
+            .iter()
+            .copied()
+            .find(|&row| cell("parameters", row).as_deref() == Some(parameters))
+            .unwrap_or_else(|| panic!("{function}{parameters} not shown"));
+        let description = cell("description", row).unwrap_or_default();
+        assert!(description.len() > 20, "{function}: {description:?}");
+        assert!(cell("syntax_example", row).unwrap().starts_with(function));
+        assert_eq!(cell("return_type", row).as_deref(), Some(return_type));
+        let types = cell("parameter_types", row).unwrap();
+        assert!(
+            types.contains("String") || parameters == "[blob]",
+            "{function}: {types}"
+        );
+    }
+    // The value argument is shown with example types; any compressible type is accepted.
+    let compress_types: Vec<String> = rows("colzip_compress")
+        .into_iter()
+        .filter_map(|row| cell("parameter_types", row))
+        .collect();
+    assert!(
+        compress_types.contains(&"[Int64, String]".to_string()),
+        "{compress_types:?}"
+    );
+    // DataFusion lists table functions without parameters or description.
+    let stats = rows("colzip_stats");
+    assert_eq!(cell("function_type", stats[0]).as_deref(), Some("TABLE"));
+}
+
+#[tokio::test]
+async fn columns_named_like_the_schema_probe_still_need_literals() {
+    // The information schema probes signatures with fields arg_0, arg_1, … and no
+    // literals: columns of those names where a literal belongs fail when the query runs,
+    // as other columns fail when it is planned.
+    let ints: ArrayRef = Arc::new(Int64Array::from(vec![7]));
+    let blob = compressed(&ints, "lzss").to_bytes().unwrap();
+    let blobs: ArrayRef = Arc::new(BinaryArray::from_iter_values([blob]));
+    let types: ArrayRef = Arc::new(StringArray::from(vec!["Int64"]));
+    let batch = RecordBatch::try_from_iter([("arg_0", blobs), ("arg_1", types)]).unwrap();
+    let ctx = SessionContext::new();
+    let table = MemTable::try_new(batch.schema(), vec![vec![batch]]).unwrap();
+    ctx.register_table("p", Arc::new(table)).unwrap();
+    colzip::datafusion::functions::register(&ctx).unwrap();
+    for (sql, expected) in [
+        (
+            "SELECT colzip_decompress(arg_0, arg_1) FROM p",
+            "colzip_decompress: argument 2 (arrow type) must be a string literal",
+        ),
+        (
+            "SELECT colzip_decompress(arg_0) FROM p",
+            "colzip_decompress: the type of the blobs in argument 1 is unknown",
+        ),
+        (
+            "SELECT colzip_compress(arg_0, arg_1) FROM p",
+            "colzip_compress: argument 2 (codec) must be a string literal",
+        ),
+    ] {
+        let err = match ctx.sql(sql).await {
+            Ok(df) => df.collect().await.unwrap_err(),
+            Err(e) => e,
+        };
+        assert!(err.to_string().contains(expected), "{sql}: {err}");
+    }
+    // With the literal, the same columns decode.
+    let out = query(&ctx, "SELECT colzip_decompress(arg_0, 'Int64') FROM p").await;
+    assert_eq!(out.column(0).as_ref(), ints.as_ref());
 }

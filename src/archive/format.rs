@@ -1,8 +1,10 @@
 //! The `.czip` archive: many columns of many batches, written and read as streams.
 //!
 //! ```text
-//! header := magic "CZIP" | version u8 (2) | source u8 (0 raw, 1 Arrow IPC, 2 Parquet)
-//!           | raw type u8 (raw: the type; Parquet: 1 when options follow, else 0; else 0)
+//! header := magic "CZIP" | version u8 (2) | source u8 (0 raw, 1 Arrow IPC, 2 Parquet,
+//!             3 CSV, 4 JSON lines)
+//!           | raw type u8 (raw: the type; Parquet: 1 when options follow, else 0;
+//!             CSV: its delimiter byte; else 0)
 //!           | schema length varint
 //!           | schema (field count varint, fields as in the column container)
 //!           | [Parquet options: length varint | count varint | (key, value strings)*]
@@ -92,6 +94,10 @@ pub enum Source {
     Raw(RawType),
     ArrowIpc,
     Parquet,
+    /// A CSV file with this delimiter (never 0).
+    Csv(u8),
+    /// A file of JSON objects, one per line.
+    JsonLines,
 }
 
 impl Source {
@@ -100,6 +106,10 @@ impl Source {
             Source::Raw(raw) => format!("raw {}", raw.name()),
             Source::ArrowIpc => "Arrow IPC".into(),
             Source::Parquet => "Parquet".into(),
+            Source::Csv(b',') => "CSV".into(),
+            Source::Csv(b'\t') => "TSV".into(),
+            Source::Csv(delimiter) => format!("CSV (delimiter {:?})", delimiter as char),
+            Source::JsonLines => "JSON lines".into(),
         }
     }
 
@@ -250,6 +260,9 @@ impl<W: Write> ArchiveWriter<W> {
             Source::ArrowIpc => (1, 0),
             Source::Parquet if parquet.is_some() => (2, PARQUET_OPTIONS),
             Source::Parquet => (2, 0),
+            Source::Csv(0) => return Err(Error::format("a CSV delimiter cannot be 0")),
+            Source::Csv(delimiter) => (3, delimiter),
+            Source::JsonLines => (4, 0),
         };
         header.extend_from_slice(&[kind, raw]);
         let mut fields = Vec::new();
@@ -476,7 +489,10 @@ impl<R: Read> ArchiveReader<R> {
             ),
             (1, 0) => Source::ArrowIpc,
             (2, 0 | PARQUET_OPTIONS) => Source::Parquet,
-            (1 | 2, raw) => {
+            (3, delimiter) if delimiter != 0 => Source::Csv(delimiter),
+            (4, 0) => Source::JsonLines,
+            (3, _) => return Err(Error::format("CSV archive without a delimiter")),
+            (1 | 2 | 4, raw) => {
                 return Err(Error::format(format!(
                     "raw type {raw} given for a source that is not raw"
                 )));

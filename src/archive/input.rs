@@ -1,4 +1,10 @@
-//! Reading the files `colzip compress` takes: raw typed files, Arrow IPC, Parquet.
+//! Reading the files `colzip compress` takes: raw typed files, Arrow IPC, Parquet, and
+//! (with the `csv-json` feature) CSV and JSON lines in `csv.rs` and `json.rs`.
+
+#[cfg(feature = "csv-json")]
+mod csv;
+#[cfg(feature = "csv-json")]
+mod json;
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -131,6 +137,24 @@ impl FromStr for RawType {
     }
 }
 
+/// How a CSV file is read (DataFusion's CSV options of the same names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CsvOptions {
+    /// Whether the first line names the columns (else they are `column_1`, `column_2`, …).
+    pub header: bool,
+    /// The byte between fields.
+    pub delimiter: u8,
+}
+
+impl Default for CsvOptions {
+    fn default() -> Self {
+        CsvOptions {
+            header: true,
+            delimiter: b',',
+        }
+    }
+}
+
 /// What kind of file an input is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputKind {
@@ -138,6 +162,12 @@ pub enum InputKind {
     ArrowIpc,
     #[cfg(feature = "parquet")]
     Parquet,
+    /// CSV, its columns' types inferred from the whole file.
+    #[cfg(feature = "csv-json")]
+    Csv(CsvOptions),
+    /// One JSON object per line, its columns' types inferred from the whole file.
+    #[cfg(feature = "csv-json")]
+    JsonLines,
 }
 
 impl InputKind {
@@ -160,14 +190,37 @@ impl InputKind {
         Ok(InputKind::Raw(raw))
     }
 
+    /// The text kind a file's name gives: CSV for `.csv`, tab-separated CSV for `.tsv`
+    /// (`csv`'s delimiter unless it was chosen), JSON lines for `.json`, `.jsonl` and
+    /// `.ndjson`; `None` for other names (case is ignored).
+    #[cfg(feature = "csv-json")]
+    pub fn from_extension(path: &Path, csv: CsvOptions) -> Option<Self> {
+        let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+        match extension.as_str() {
+            "csv" => Some(InputKind::Csv(csv)),
+            "tsv" if csv.delimiter == CsvOptions::default().delimiter => {
+                Some(InputKind::Csv(CsvOptions {
+                    delimiter: b'\t',
+                    ..csv
+                }))
+            }
+            "tsv" => Some(InputKind::Csv(csv)),
+            "json" | "jsonl" | "ndjson" => Some(InputKind::JsonLines),
+            _ => None,
+        }
+    }
+
     /// For a file whose schema gives its types (Arrow IPC, Parquet), the phrase that names
-    /// its kind ("an Arrow IPC"); `None` for a raw file.
+    /// its kind ("an Arrow IPC"); `None` for a raw file and for CSV and JSON, whose types
+    /// are inferred.
     pub fn schema_file(self) -> Option<&'static str> {
         match self {
             InputKind::Raw(_) => None,
             InputKind::ArrowIpc => Some("an Arrow IPC"),
             #[cfg(feature = "parquet")]
             InputKind::Parquet => Some("a Parquet"),
+            #[cfg(feature = "csv-json")]
+            InputKind::Csv(_) | InputKind::JsonLines => None,
         }
     }
 }
@@ -229,6 +282,10 @@ pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize)
             let schema = arrow::array::RecordBatchReader::schema(&reader);
             (schema, Box::new(reader.map(|b| b.map_err(Error::from))))
         }
+        #[cfg(feature = "csv-json")]
+        InputKind::Csv(options) => csv::open(file, path, options, batch_rows)?,
+        #[cfg(feature = "csv-json")]
+        InputKind::JsonLines => json::open(file, path, batch_rows)?,
     };
     let _ = batch_rows;
     Ok(Input {

@@ -1,5 +1,5 @@
 //! Files of compressed columns (`.czip` archives) and the conversions the CLI offers:
-//! raw typed files, Arrow IPC and Parquet in; the same kinds out.
+//! raw typed files, Arrow IPC, Parquet, CSV and JSON lines in; the same kinds out.
 //!
 //! ```no_run
 //! use std::path::Path;
@@ -37,7 +37,7 @@ use crate::gpu::Backend;
 use crate::trace::{self, Busy};
 use crate::{Error, Result};
 pub use format::{ArchiveReader, ArchiveWriter, Source, compress_batch, decompress_batch};
-pub use input::{InputKind, RawType};
+pub use input::{CsvOptions, InputKind, RawType};
 pub use output::{OutputKind, ParquetWrite};
 pub use parquet_options::{ParquetCodec, ParquetOptions};
 pub use safe_file::{set_flush_before_rename, write_atomically};
@@ -191,6 +191,10 @@ pub fn compress_file(
         InputKind::ArrowIpc => Source::ArrowIpc,
         #[cfg(feature = "parquet")]
         InputKind::Parquet => Source::Parquet,
+        #[cfg(feature = "csv-json")]
+        InputKind::Csv(options) => Source::Csv(options.delimiter),
+        #[cfg(feature = "csv-json")]
+        InputKind::JsonLines => Source::JsonLines,
     };
     let schema = source.schema.clone();
     let trailing_newline = source.trailing_newline.clone();
@@ -391,7 +395,18 @@ pub fn decompress_file_with(
         ..Default::default()
     };
     write_atomically(output, options.overwrite, |file| {
-        let sink = output::file_sink(kind, file, schema.clone(), WRITE_BUFFER, &parquet)?;
+        let delimiter = match reader.source() {
+            Source::Csv(delimiter) => delimiter,
+            _ => b',',
+        };
+        let sink = output::file_sink(
+            kind,
+            file,
+            schema.clone(),
+            WRITE_BUFFER,
+            &parquet,
+            delimiter,
+        )?;
         let (sink, trailing) = pipeline(
             1,
             |send| {

@@ -1,4 +1,5 @@
-//! Writing decompressed archives back out: raw bytes, Arrow IPC, or Parquet.
+//! Writing decompressed archives back out: raw bytes, Arrow IPC, Parquet, or (with the
+//! `csv-json` feature) CSV and JSON lines.
 
 use std::io::Write;
 
@@ -20,6 +21,12 @@ pub enum OutputKind {
     /// when the archive records it, else ZSTD ([`ParquetCodec::DEFAULT`]).
     #[cfg(feature = "parquet")]
     Parquet,
+    /// CSV with a header line: the source CSV file's delimiter, else a comma.
+    #[cfg(feature = "csv-json")]
+    Csv,
+    /// One JSON object per row and line (null values left out).
+    #[cfg(feature = "csv-json")]
+    JsonLines,
 }
 
 impl OutputKind {
@@ -32,8 +39,27 @@ impl OutputKind {
             Source::Parquet => OutputKind::Parquet,
             #[cfg(not(feature = "parquet"))]
             Source::Parquet => OutputKind::ArrowIpc,
+            #[cfg(feature = "csv-json")]
+            Source::Csv(_) => OutputKind::Csv,
+            #[cfg(feature = "csv-json")]
+            Source::JsonLines => OutputKind::JsonLines,
+            #[cfg(not(feature = "csv-json"))]
+            Source::Csv(_) | Source::JsonLines => OutputKind::ArrowIpc,
         }
     }
+}
+
+impl OutputKind {
+    /// The kinds `--to` takes, for messages.
+    const NAMES: &'static str = if cfg!(feature = "csv-json") && cfg!(feature = "parquet") {
+        "raw, arrow, parquet, csv or json"
+    } else if cfg!(feature = "parquet") {
+        "raw, arrow or parquet"
+    } else if cfg!(feature = "csv-json") {
+        "raw, arrow, csv or json"
+    } else {
+        "raw or arrow"
+    };
 }
 
 impl std::str::FromStr for OutputKind {
@@ -45,8 +71,13 @@ impl std::str::FromStr for OutputKind {
             "arrow" | "ipc" => Ok(OutputKind::ArrowIpc),
             #[cfg(feature = "parquet")]
             "parquet" => Ok(OutputKind::Parquet),
+            #[cfg(feature = "csv-json")]
+            "csv" => Ok(OutputKind::Csv),
+            #[cfg(feature = "csv-json")]
+            "json" | "jsonl" | "ndjson" => Ok(OutputKind::JsonLines),
             other => Err(Error::format(format!(
-                "unknown output kind '{other}' (expected raw, arrow or parquet)"
+                "unknown output kind '{other}' (expected {})",
+                Self::NAMES
             ))),
         }
     }
@@ -142,13 +173,14 @@ pub trait BatchSink: Send {
 
 /// Opens a sink of `kind` writing to `file`: raw fixed-width values go through a mapping
 /// of the file, copied on all cores (one core's write() fills the page cache at a few
-/// GB/s); every other kind through a buffered writer.
+/// GB/s); every other kind through a buffered writer. `delimiter` is a CSV output's.
 pub fn file_sink(
     kind: OutputKind,
     file: std::fs::File,
     schema: SchemaRef,
     buffer: usize,
     parquet: &ParquetWrite,
+    delimiter: u8,
 ) -> Result<Box<dyn BatchSink>> {
     let fixed_width =
         schema.fields().len() == 1 && schema.field(0).data_type().primitive_width().is_some();
@@ -160,6 +192,7 @@ pub fn file_sink(
         std::io::BufWriter::with_capacity(buffer, file),
         schema,
         parquet,
+        delimiter,
     )
 }
 
@@ -242,15 +275,18 @@ impl BatchSink for MappedRawSink {
     }
 }
 
-/// Opens a sink of `kind` writing to `out`.
+/// Opens a sink of `kind` writing to `out` (`delimiter` between a CSV output's fields).
 pub fn sink<W: Write + Send + 'static>(
     kind: OutputKind,
     out: W,
     schema: SchemaRef,
     parquet: &ParquetWrite,
+    delimiter: u8,
 ) -> Result<Box<dyn BatchSink>> {
     #[cfg(not(feature = "parquet"))]
     let _ = parquet;
+    #[cfg(not(feature = "csv-json"))]
+    let _ = delimiter;
     Ok(match kind {
         OutputKind::Raw => {
             if schema.fields().len() != 1 {
@@ -277,6 +313,15 @@ pub fn sink<W: Write + Send + 'static>(
                 group_rows,
             })
         }
+        #[cfg(feature = "csv-json")]
+        OutputKind::Csv => Box::new(
+            arrow_csv::WriterBuilder::new()
+                .with_header(true)
+                .with_delimiter(delimiter)
+                .build(out),
+        ),
+        #[cfg(feature = "csv-json")]
+        OutputKind::JsonLines => Box::new(arrow_json::LineDelimitedWriter::new(out)),
     })
 }
 
@@ -340,6 +385,31 @@ impl<W: Write + Send> BatchSink for arrow::ipc::writer::FileWriter<W> {
 
     fn finish(mut self: Box<Self>, _: bool) -> Result<()> {
         Ok(arrow::ipc::writer::FileWriter::finish(&mut self)?)
+    }
+}
+
+#[cfg(feature = "csv-json")]
+impl<W: Write + Send> BatchSink for arrow_csv::Writer<W> {
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        Ok(arrow_csv::Writer::write(self, batch)?)
+    }
+
+    fn finish(self: Box<Self>, _: bool) -> Result<()> {
+        self.into_inner().flush()?;
+        Ok(())
+    }
+}
+
+#[cfg(feature = "csv-json")]
+impl<W: Write + Send> BatchSink for arrow_json::LineDelimitedWriter<W> {
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        Ok(arrow_json::LineDelimitedWriter::write(self, batch)?)
+    }
+
+    fn finish(mut self: Box<Self>, _: bool) -> Result<()> {
+        arrow_json::LineDelimitedWriter::finish(&mut self)?;
+        self.into_inner().flush()?;
+        Ok(())
     }
 }
 

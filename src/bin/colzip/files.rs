@@ -25,11 +25,21 @@ pub struct CompressArgs {
     // No short flag: `-c` is `colzip sql`'s command (one meaning per short flag).
     #[arg(long, default_value = "auto", help = crate::codec_help("Codec"))]
     codec: CodecChoice,
-    /// How a raw file's bytes are read: bytes, int8..int64, uint8..uint64, float32,
-    /// float64, utf8-lines [default: bytes]; not for Arrow IPC and Parquet files, whose
-    /// schema gives the types
-    #[arg(short = 't', long = "type")]
-    raw_type: Option<RawType>,
+    /// How the input is read: csv or json (JSON lines), columns typed by inference over
+    /// the whole file; or a raw file's values: bytes, int8..int64, uint8..uint64, float32,
+    /// float64, utf8-lines. Default: by the name, .csv / .tsv / .json / .jsonl / .ndjson,
+    /// else bytes (with a warning); not for Arrow IPC and Parquet files, whose schema
+    /// gives the types
+    #[arg(short = 't', long = "type", value_parser = parse_input_type)]
+    raw_type: Option<InputType>,
+    /// Whether a CSV input's first line names its columns (else they are named
+    /// column_1, column_2, ...)
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set, default_value_t = true)]
+    csv_header: bool,
+    /// The byte between a CSV input's fields: one ASCII character, or \t or tab
+    /// [default: ',', or tab for .tsv]
+    #[arg(long, value_name = "CHAR", value_parser = parse_delimiter)]
+    delimiter: Option<u8>,
     /// Write a bare Snappy stream made by gmatch (raw or framing format) instead of an archive
     #[arg(long, value_enum)]
     snappy: Option<SnappyArg>,
@@ -45,6 +55,45 @@ pub struct CompressArgs {
     backend: BackendArg,
 }
 
+/// What `compress --type` names: a raw file's values, or a text format whose columns'
+/// types are inferred.
+#[derive(Clone, Copy, Debug)]
+pub enum InputType {
+    Raw(RawType),
+    Csv,
+    JsonLines,
+}
+
+/// `--type` for clap: csv, json (or jsonl, ndjson), or a raw type.
+fn parse_input_type(text: &str) -> std::result::Result<InputType, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "csv" => Ok(InputType::Csv),
+        "json" | "jsonl" | "ndjson" => Ok(InputType::JsonLines),
+        _ => text
+            .parse()
+            .map(InputType::Raw)
+            .map_err(|e: Error| format!("{e}, or csv or json")),
+    }
+}
+
+/// `--delimiter` for clap: one ASCII character other than a quote, a line end or NUL;
+/// `\t` and `tab` name the tab.
+fn parse_delimiter(text: &str) -> std::result::Result<u8, String> {
+    let byte = match text {
+        "\\t" | "tab" => b'\t',
+        _ if text.len() == 1 && text.is_ascii() => text.as_bytes()[0],
+        _ => {
+            return Err(format!(
+                "'{text}' is not one ASCII character (e.g. ',', ';', '|', tab)"
+            ));
+        }
+    };
+    if matches!(byte, b'"' | b'\n' | b'\r' | 0) {
+        return Err(format!("{:?} cannot separate CSV fields", byte as char));
+    }
+    Ok(byte)
+}
+
 /// `colzip decompress`'s arguments.
 #[derive(Args)]
 pub struct DecompressArgs {
@@ -52,7 +101,8 @@ pub struct DecompressArgs {
     /// Output path [default: INPUT without its .czip / .snappy / .sz extension]
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Output kind for archives: raw, arrow or parquet [default: the archive's source]
+    /// Output kind for archives: raw, arrow, parquet, csv or json (JSON lines) [default:
+    /// the archive's source]
     #[arg(long)]
     to: Option<OutputKind>,
     /// Read a bare Snappy stream (raw or framing format)
@@ -130,6 +180,8 @@ pub fn compress_command(args: CompressArgs) -> Result<()> {
         output,
         codec,
         raw_type,
+        csv_header,
+        delimiter,
         snappy,
         force,
         format,
@@ -157,12 +209,21 @@ pub fn compress_command(args: CompressArgs) -> Result<()> {
     check_output(&input, &output, overwrite)?;
     let what = Coding {
         codec,
-        raw_type,
+        input_type: raw_type,
+        csv: CsvChoice {
+            header: csv_header,
+            delimiter,
+        },
         snappy,
+        named: pipes.shown_input(),
     };
     // The input's size on disk, for the ratio a user compares with other tools.
     let input_bytes = std::fs::metadata(&input).map(|m| m.len()).ok();
     let result = compress(&input, &output, what, placement, backend, overwrite)?;
+    if let Some(warning) = &result.2 {
+        // After the work, so that a failure's stderr is its one error block.
+        eprintln!("colzip: warning: {warning}");
+    }
     pipes.finish(&output)?;
     print_summary(
         &pipes.shown(&output),
@@ -332,11 +393,99 @@ fn name_non_archive(input: &Path, error: Error) -> Error {
 /// What `colzip compress` makes of its input.
 struct Coding {
     codec: CodecChoice,
-    raw_type: Option<RawType>,
+    input_type: Option<InputType>,
+    csv: CsvChoice,
     snappy: Option<SnappyArg>,
+    /// The input as the user named it (a spooled `-` has no extension to go by).
+    named: Option<PathBuf>,
 }
 
-/// `colzip compress` from `input` to `output` (files); the plain and compressed sizes.
+/// `--csv-header` and `--delimiter` as given.
+struct CsvChoice {
+    header: bool,
+    delimiter: Option<u8>,
+}
+
+/// The input's kind: `--type`, else Arrow IPC or Parquet by their magic bytes, else CSV
+/// or JSON lines by the name, else bytes, with a warning naming the choices (returned).
+fn input_kind(input: &Path, what: &Coding) -> Result<(InputKind, Option<String>)> {
+    let named = what.named.as_deref().unwrap_or(input);
+    let raw = match what.input_type {
+        Some(InputType::Raw(raw)) => raw,
+        _ => RawType::Bytes,
+    };
+    let detected = InputKind::detect(input, raw)?;
+    if let (Some(_), Some(kind_name)) = (what.input_type, detected.schema_file()) {
+        return Err(Error::format(format!(
+            "--type applies to raw, CSV and JSON files; {} is {kind_name} file, whose schema gives the types",
+            named.display(),
+        )));
+    }
+    let csv = colzip::archive::CsvOptions {
+        header: what.csv.header,
+        delimiter: what.csv.delimiter.unwrap_or(b','),
+    };
+    let mut warning = None;
+    let kind = match what.input_type {
+        _ if detected.schema_file().is_some() => detected,
+        Some(InputType::Raw(_)) => detected,
+        #[cfg(feature = "csv-json")]
+        Some(InputType::Csv) => InputKind::Csv(csv),
+        #[cfg(feature = "csv-json")]
+        Some(InputType::JsonLines) => InputKind::JsonLines,
+        #[cfg(not(feature = "csv-json"))]
+        Some(InputType::Csv | InputType::JsonLines) => {
+            return Err(Error::Unsupported(
+                "CSV and JSON inputs need colzip built with the 'csv-json' feature".into(),
+            ));
+        }
+        #[cfg(feature = "csv-json")]
+        None => match InputKind::from_extension(named, csv) {
+            Some(kind) => kind,
+            None => {
+                warning = Some(bytes_warning(named));
+                detected
+            }
+        },
+        #[cfg(not(feature = "csv-json"))]
+        None => {
+            warning = Some(bytes_warning(named));
+            detected
+        }
+    };
+    #[cfg(feature = "csv-json")]
+    let is_csv = matches!(kind, InputKind::Csv(_));
+    #[cfg(not(feature = "csv-json"))]
+    let is_csv = false;
+    if !is_csv && (what.csv.delimiter.is_some() || !what.csv.header) {
+        return Err(Error::format(format!(
+            "--csv-header and --delimiter apply to CSV inputs; {} is not read as CSV (--type csv reads it so)",
+            named.display()
+        )));
+    }
+    #[cfg(not(feature = "csv-json"))]
+    let _ = csv;
+    Ok((kind, warning))
+}
+
+/// That a file of no known kind is compressed as bytes, and how to choose.
+fn bytes_warning(named: &Path) -> String {
+    let texts = if cfg!(feature = "csv-json") {
+        "csv, json, "
+    } else {
+        ""
+    };
+    let raws: Vec<&str> = RawType::ALL.iter().map(|t| t.name()).collect();
+    format!(
+        "{} is not Arrow IPC or Parquet and its name does not say CSV or JSON; \
+         compressed its bytes as one UInt8 column. Choose with --type: {texts}{}",
+        named.display(),
+        raws.join(", ")
+    )
+}
+
+/// `colzip compress` from `input` to `output` (files); the plain and compressed sizes, and
+/// a warning about how the input was read.
 fn compress(
     input: &Path,
     output: &Path,
@@ -344,13 +493,8 @@ fn compress(
     placement: Placement,
     backend: Backend,
     overwrite: bool,
-) -> Result<(u64, u64)> {
-    let Coding {
-        codec,
-        raw_type,
-        snappy,
-    } = what;
-    if let Some(snappy) = snappy {
+) -> Result<(u64, u64, Option<String>)> {
+    if let Some(snappy) = what.snappy {
         let data = std::fs::read(input).map_err(Error::file("read", &input))?;
         let codec = Codec::Gmatch(match snappy {
             SnappyArg::Raw => SnappyFormat::Raw,
@@ -358,15 +502,9 @@ fn compress(
         });
         let stream = codec.compress_one(&placement, &data)?;
         archive::write_atomically(output, overwrite, |mut file| Ok(file.write_all(&stream)?))?;
-        return Ok((data.len() as u64, stream.len() as u64));
+        return Ok((data.len() as u64, stream.len() as u64, None));
     }
-    let kind = InputKind::detect(input, raw_type.unwrap_or(RawType::Bytes))?;
-    if let (Some(_), Some(kind_name)) = (raw_type, kind.schema_file()) {
-        return Err(Error::format(format!(
-            "--type applies to raw files; {} is {kind_name} file, whose schema gives the types",
-            input.display(),
-        )));
-    }
+    let (kind, warning) = input_kind(input, &what)?;
     let size = std::fs::metadata(input)
         .map_err(Error::file("read the metadata of", &input))?
         .len();
@@ -375,13 +513,13 @@ fn compress(
         input,
         output,
         kind,
-        &codec,
+        &what.codec,
         backend,
         overwrite,
         &mut |done| bar.set_position(done),
     )?;
     bar.finish_and_clear();
-    Ok((summary.plain_bytes, summary.archive_bytes))
+    Ok((summary.plain_bytes, summary.archive_bytes, warning))
 }
 
 /// `colzip decompress` from `input` to `output` (files).
@@ -487,6 +625,8 @@ struct Pipes {
     registered: Vec<interrupted::Registered>,
     /// Where the output is copied when it is a stream: standard output or a special file.
     stream: Option<Stream>,
+    /// Whether the input is standard input (spooled to a file without its name).
+    from_stdin: bool,
 }
 
 enum Stream {
@@ -565,6 +705,7 @@ impl Pipes {
     ) -> Result<(PathBuf, PathBuf)> {
         let dash = Path::new("-");
         let from_stdin = input == dash;
+        self.from_stdin = from_stdin;
         let input = if from_stdin {
             let path = self.dir()?.join("stdin");
             let mut file = std::fs::OpenOptions::new()
@@ -601,6 +742,11 @@ impl Pipes {
     /// Whether the data goes to standard output (summaries then go to standard error).
     fn to_stdout(&self) -> bool {
         matches!(self.stream, Some(Stream::Stdout))
+    }
+
+    /// The input's name in messages when it is not the file read (`-` for standard input).
+    fn shown_input(&self) -> Option<PathBuf> {
+        self.from_stdin.then(|| PathBuf::from("-"))
     }
 
     /// The output's name in messages.

@@ -45,8 +45,9 @@ struct BackendArg {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Compress a file: raw typed values, Arrow IPC or Parquet (detected), column by column,
-    /// into a .czip archive; or, with --snappy, any file into a bare Snappy stream.
+    /// Compress a file: Arrow IPC or Parquet (detected), CSV or JSON lines (by the name or
+    /// --type; columns typed by inference), or raw typed values, column by column, into a
+    /// .czip archive; or, with --snappy, any file into a bare Snappy stream.
     Compress(files::CompressArgs),
     /// Decompress a .czip archive (back to what it was made from), or with --snappy a Snappy stream.
     Decompress(files::DecompressArgs),

@@ -5,7 +5,7 @@
 use arrow::array::new_empty_array;
 use arrow::datatypes::DataType;
 use datafusion::common::{DataFusionError, Result, ScalarValue, plan_err};
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::{Expr, ReturnFieldArgs, Signature, TypeSignature, Volatility};
 
 use crate::codec::{CodecSpec, Placement, registry};
 use crate::column::{self, CodecChoice};
@@ -15,6 +15,46 @@ use crate::gpu::Backend;
 /// codec registry.
 pub(super) fn codec_forms() -> String {
     format!("auto, {}", registry::syntax_list())
+}
+
+/// The signature of colzip's scalar and aggregate functions: every call passes coercion
+/// unchanged (`coerce_types` returns the argument types as they are; the checks are made
+/// where the return type is found, so that each error is a planning error naming the
+/// argument rather than DataFusion's error of a failed signature), and `examples` are the
+/// argument types DataFusion's information schema lists. Without example types a
+/// function has no rows in `information_schema.parameters`, and `SHOW FUNCTIONS`, which
+/// joins the routines with their parameters, leaves it out. `Nullary` lets a call without
+/// arguments reach the arity check too.
+pub(super) fn listed_signature(examples: Vec<Vec<DataType>>) -> Signature {
+    let mut forms = vec![TypeSignature::UserDefined, TypeSignature::Nullary];
+    forms.extend(examples.into_iter().map(TypeSignature::Exact));
+    Signature::one_of(forms, Volatility::Immutable)
+}
+
+/// Example value types of a value argument (any type colzip compresses) for
+/// [`listed_signature`].
+pub(super) fn example_value_types() -> [DataType; 4] {
+    [
+        DataType::Int64,
+        DataType::Float64,
+        DataType::Utf8,
+        DataType::Binary,
+    ]
+}
+
+/// Whether `args` is the information schema's probe of an example signature rather than a
+/// call in a query: its fields are named `arg_0`, `arg_1`, … without metadata and no
+/// argument is a literal. The probe has no codec or type literal to check, yet the function
+/// is listed only when the probe gets a return type. (A query whose columns have exactly
+/// those names and are passed where a literal belongs is caught when it runs, by the same
+/// literal checks.)
+pub(super) fn is_information_schema_probe(args: &ReturnFieldArgs) -> bool {
+    args.scalar_arguments.iter().all(Option::is_none)
+        && args
+            .arg_fields
+            .iter()
+            .enumerate()
+            .all(|(i, f)| f.metadata().is_empty() && *f.name() == format!("arg_{i}"))
 }
 
 /// Refuses a call with fewer than `min` or more than `max` arguments; `usage` shows the

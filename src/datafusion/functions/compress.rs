@@ -33,13 +33,12 @@ use arrow::datatypes::{DataType, Field, FieldRef, Fields, UnionFields};
 use datafusion::common::{DataFusionError, Result, exec_err, internal_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature,
-    Volatility,
 };
 use rayon::prelude::*;
 
 use super::args::{
-    check_arity, check_compressible, check_string_type, codec_argument, is_binary, placement,
-    string_literal,
+    check_arity, check_compressible, check_string_type, codec_argument, example_value_types,
+    is_binary, is_information_schema_probe, listed_signature, placement, string_literal,
 };
 use crate::codec::Placement;
 use crate::column::{self, CompressedColumn};
@@ -110,8 +109,12 @@ impl Compress {
     }
 
     pub(super) fn new(backend: Backend) -> Self {
+        let examples = example_value_types()
+            .into_iter()
+            .map(|value| vec![value, DataType::Utf8])
+            .collect();
         Compress {
-            signature: Signature::user_defined(Volatility::Immutable),
+            signature: listed_signature(examples),
             backend,
         }
     }
@@ -131,9 +134,7 @@ impl ScalarUDFImpl for Compress {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        check_arity(COMPRESS, arg_types.len(), 2, 2, COMPRESS_USAGE)?;
-        check_compressible(COMPRESS, 1, &arg_types[0])?;
-        check_string_type(COMPRESS, 2, "codec", &arg_types[1])?;
+        // Checked in return_field_from_args (see listed_signature).
         Ok(arg_types.to_vec())
     }
 
@@ -143,6 +144,11 @@ impl ScalarUDFImpl for Compress {
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
         check_arity(COMPRESS, args.arg_fields.len(), 2, 2, COMPRESS_USAGE)?;
+        check_compressible(COMPRESS, 1, args.arg_fields[0].data_type())?;
+        check_string_type(COMPRESS, 2, "codec", args.arg_fields[1].data_type())?;
+        if is_information_schema_probe(&args) {
+            return Ok(Arc::new(Field::new(COMPRESS, DataType::Binary, true)));
+        }
         codec_argument(COMPRESS, args.scalar_arguments[1])?;
         let value_type = args.arg_fields[0].data_type().to_string();
         Ok(Arc::new(
@@ -191,12 +197,21 @@ impl Decompress {
     }
 
     pub(super) fn new(backend: Backend) -> Self {
+        let examples = vec![
+            vec![DataType::Binary],
+            vec![DataType::Binary, DataType::Utf8],
+        ];
         Decompress {
-            signature: Signature::user_defined(Volatility::Immutable),
+            signature: listed_signature(examples),
             backend,
         }
     }
 }
+
+/// Marks the return field given to the information schema's probe, whose type (Null) stands
+/// for "the value's type, known when a query is planned": a call planned with it cannot
+/// decode anything and fails when it runs.
+const PROBE_METADATA_KEY: &str = "colzip.unplanned_type";
 
 /// The value type of `colzip_decompress`'s call: the second argument's, else the blob
 /// field's metadata.
@@ -208,13 +223,7 @@ fn value_type(args: &ReturnFieldArgs) -> Result<DataType> {
         ),
         None => match args.arg_fields[0].metadata().get(TYPE_METADATA_KEY) {
             Some(text) => (text.as_str(), "the blob's field metadata"),
-            None => {
-                return plan_err!(
-                    "{DECOMPRESS}: the type of the blobs in argument 1 is unknown when the query is planned \
-                     (they do not come from colzip_compress in this query); give it as the second argument \
-                     in Arrow's notation, e.g. {DECOMPRESS}(blob, 'Utf8') or {DECOMPRESS}(blob, 'Decimal128(15, 2)')"
-                );
-            }
+            None => return plan_err!("{}", unknown_type()),
         },
     };
     let data_type: DataType = text.parse().map_err(|e| {
@@ -229,6 +238,15 @@ fn value_type(args: &ReturnFieldArgs) -> Result<DataType> {
     })?;
     check_compressible(DECOMPRESS, 1, &data_type)?;
     Ok(data_type)
+}
+
+/// The error of a call whose value type is neither given nor recorded.
+fn unknown_type() -> String {
+    format!(
+        "{DECOMPRESS}: the type of the blobs in argument 1 is unknown when the query is planned \
+         (they do not come from colzip_compress in this query); give it as the second argument \
+         in Arrow's notation, e.g. {DECOMPRESS}(blob, 'Utf8') or {DECOMPRESS}(blob, 'Decimal128(15, 2)')"
+    )
 }
 
 /// Why arrays of `data_type` cannot exist, where Arrow's parser accepts the notation but
@@ -324,16 +342,7 @@ impl ScalarUDFImpl for Decompress {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        check_arity(DECOMPRESS, arg_types.len(), 1, 2, DECOMPRESS_USAGE)?;
-        if !is_binary(&arg_types[0]) && arg_types[0] != DataType::Null {
-            return plan_err!(
-                "{DECOMPRESS}: argument 1 (blob) must be binary (what colzip_compress returns), got {}",
-                arg_types[0]
-            );
-        }
-        if let Some(type_name) = arg_types.get(1) {
-            check_string_type(DECOMPRESS, 2, "arrow type", type_name)?;
-        }
+        // Checked in return_field_from_args (see listed_signature).
         Ok(arg_types.to_vec())
     }
 
@@ -343,10 +352,38 @@ impl ScalarUDFImpl for Decompress {
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
         check_arity(DECOMPRESS, args.arg_fields.len(), 1, 2, DECOMPRESS_USAGE)?;
+        let blob = args.arg_fields[0].data_type();
+        if !is_binary(blob) && blob != &DataType::Null {
+            return plan_err!(
+                "{DECOMPRESS}: argument 1 (blob) must be binary (what colzip_compress returns), got {blob}"
+            );
+        }
+        if let Some(type_name) = args.arg_fields.get(1) {
+            check_string_type(DECOMPRESS, 2, "arrow type", type_name.data_type())?;
+        }
+        if is_information_schema_probe(&args) {
+            let marker = HashMap::from([(PROBE_METADATA_KEY.to_string(), String::new())]);
+            return Ok(Arc::new(
+                Field::new(DECOMPRESS, DataType::Null, true).with_metadata(marker),
+            ));
+        }
         Ok(Arc::new(Field::new(DECOMPRESS, value_type(&args)?, true)))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        if args
+            .return_field
+            .metadata()
+            .contains_key(PROBE_METADATA_KEY)
+        {
+            // Planned as the information schema's probe: no type literal was there.
+            return match args.args.len() {
+                1 => exec_err!("{}", unknown_type()),
+                _ => exec_err!(
+                    "{DECOMPRESS}: argument 2 (arrow type) must be a string literal such as 'Utf8', not an expression or a column"
+                ),
+            };
+        }
         let target = args.return_field.data_type().clone();
         let blobs = args.args[0].to_array(args.number_rows)?;
         let rows = blob_rows(&blobs)?;

@@ -62,7 +62,7 @@ pub(super) fn decompress() -> &'static Documentation {
     built(&DOC, || {
         Documentation::builder(
             section(),
-            "Decodes a blob made by colzip_compress back into its value, checking its checksums.",
+            "Decodes a blob made by colzip_compress back into its value, checking its checksums. The result has the value's type, known when a query is planned (from colzip_compress in the same query, or the second argument); listings show it as Null.",
             "colzip_decompress(blob [, 'arrow type'])",
         )
         .with_argument("blob", "Binary made by colzip_compress.")

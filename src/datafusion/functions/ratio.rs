@@ -20,13 +20,12 @@ use datafusion::common::{DataFusionError, Result, ScalarValue, plan_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawAggregateExpr};
 use datafusion::logical_expr::utils::format_state_name;
-use datafusion::logical_expr::{
-    Accumulator, AggregateUDFImpl, Documentation, Expr, Signature, Volatility,
-};
+use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Documentation, Expr, Signature};
 use datafusion::physical_expr::expressions::Literal;
 
 use super::args::{
-    check_arity, check_compressible, check_string_type, codec_argument, literal_of, placement,
+    check_arity, check_compressible, check_string_type, codec_argument, example_value_types,
+    listed_signature, literal_of, placement,
 };
 use crate::codec::Placement;
 use crate::column::{self, CodecChoice};
@@ -76,10 +75,14 @@ impl CompressionAggregate {
     }
 
     pub(super) fn new(measure: Measure, backend: Backend) -> Self {
+        let examples = example_value_types()
+            .into_iter()
+            .map(|value| vec![value, DataType::Utf8])
+            .collect();
         CompressionAggregate {
             measure,
-            // Types are checked in `coerce_types`, with errors that name the argument.
-            signature: Signature::user_defined(Volatility::Immutable),
+            // Types are checked in `return_type`, with errors that name the argument.
+            signature: listed_signature(examples),
             backend,
         }
     }
@@ -113,14 +116,15 @@ impl AggregateUDFImpl for CompressionAggregate {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        // Checked in return_type (see listed_signature).
+        Ok(arg_types.to_vec())
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         let name = self.measure.name();
         check_arity(name, arg_types.len(), 2, 2, &self.measure.usage())?;
         check_compressible(name, 1, &arg_types[0])?;
         check_string_type(name, 2, "codec", &arg_types[1])?;
-        Ok(arg_types.to_vec())
-    }
-
-    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         Ok(self.measure.data_type())
     }
 
