@@ -1,0 +1,103 @@
+//! How a compressed table compresses its columns: the codec per column, the block size,
+//! the placement, the scan's window and whether scans evaluate filters.
+
+use std::collections::HashMap;
+
+use super::scan;
+use crate::Result;
+use crate::codec::Placement;
+use crate::column::{AutoCodecs, CodecChoice};
+use crate::gpu::Backend;
+
+/// Rows per compressed block unless [`CompressOptions::block_rows`] says otherwise: large
+/// enough for the codecs to find repeats, small enough that a limit or a partition's
+/// decompression does not touch much more than it needs.
+pub const DEFAULT_BLOCK_ROWS: usize = 64 * 1024;
+
+/// How a [`CompressedTable`](super::CompressedTable) compresses its columns.
+#[derive(Clone, Debug)]
+pub struct CompressOptions {
+    /// The codec of every column not named in `columns`.
+    pub codec: CodecChoice,
+    /// Codecs of particular columns, by name.
+    pub columns: HashMap<String, CodecChoice>,
+    /// Where the codecs run, compressing and decompressing.
+    pub placement: Placement,
+    /// Rows per block: the input batches of a partition are cut and joined to this size.
+    pub block_rows: usize,
+    /// Plain bytes of the projected columns a scan decodes per batched call (a window of
+    /// whole blocks, at least one): what a partition's scan holds, twice over, at a time.
+    pub scan_window_bytes: usize,
+    /// Whether scans evaluate the filters they can themselves (exact pushdown: the rows
+    /// they hand out all pass, and the other columns are decoded only for blocks where
+    /// some row does). When false, every filter stays above the scan, which only skips
+    /// blocks by their zones.
+    pub scan_filters: bool,
+}
+
+impl Default for CompressOptions {
+    /// `auto` for every column, on the CPU, blocks of [`DEFAULT_BLOCK_ROWS`], scans by
+    /// windows of [`scan::WINDOW_BYTES`] that evaluate the filters they can.
+    fn default() -> Self {
+        CompressOptions {
+            codec: CodecChoice::Auto,
+            columns: HashMap::new(),
+            placement: Placement::CPU,
+            block_rows: DEFAULT_BLOCK_ROWS,
+            scan_window_bytes: scan::WINDOW_BYTES,
+            scan_filters: true,
+        }
+    }
+}
+
+impl CompressOptions {
+    /// `codec` for every column, placed by `COLZIP_BACKEND` (the GPU when present unless
+    /// it says `cpu`).
+    ///
+    /// ```
+    /// use colzip::datafusion::table::CompressOptions;
+    /// let options = CompressOptions::from_env("gmatch".parse()?)?.with_column("l_comment", "bwt".parse()?);
+    /// assert_eq!(options.codec_for("l_comment"), "bwt".parse()?);
+    /// assert_eq!(options.codec_for("l_orderkey"), "gmatch".parse()?);
+    /// # Ok::<(), colzip::Error>(())
+    /// ```
+    pub fn from_env(codec: CodecChoice) -> Result<Self> {
+        Ok(CompressOptions {
+            codec,
+            placement: Placement::new(Backend::from_env()?)?,
+            ..CompressOptions::default()
+        })
+    }
+
+    /// Compresses column `name` with `codec`.
+    pub fn with_column(mut self, name: impl Into<String>, codec: CodecChoice) -> Self {
+        self.columns.insert(name.into(), codec);
+        self
+    }
+
+    /// The codec column `name` is compressed with. Plain `auto` leaves bwt out: a table is
+    /// compressed to be scanned, and bwt is the slowest codec to decode, on the CPU (about
+    /// 30 times slower than gmatch: 0.25 against 7 GB/s on 16 cores) and on the GPU alike.
+    /// TPC-H SF 10 on the H100 (docs/PERFORMANCE.md): without it the queries' geometric
+    /// mean went from 1.01× to 0.88× the memory store's and loading from 41 to 18 s, for
+    /// 2.4 GB held instead of 1.8. Named codecs and `auto:among=` (bwt included, if asked)
+    /// are kept as given.
+    ///
+    /// ```
+    /// use colzip::codec::Placement;
+    /// use colzip::column::{AutoCodecs, CodecChoice};
+    /// use colzip::datafusion::table::CompressOptions;
+    /// let options = CompressOptions { placement: Placement::CPU, ..CompressOptions::default() };
+    /// let fast = AutoCodecs::parse("lzss+gmatch+intpack").unwrap();
+    /// assert_eq!(options.codec_for("l_comment"), CodecChoice::AutoAmong(fast));
+    /// # Ok::<(), colzip::Error>(())
+    /// ```
+    pub fn codec_for(&self, name: &str) -> CodecChoice {
+        match self.columns.get(name).copied().unwrap_or(self.codec) {
+            CodecChoice::Auto => {
+                CodecChoice::AutoAmong(AutoCodecs::ALL.without(crate::codec::bwt::NAME))
+            }
+            choice => choice,
+        }
+    }
+}
