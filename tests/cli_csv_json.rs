@@ -29,6 +29,21 @@ fn columns(archive: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Compresses `input` (a file of a known kind) to `input.czip`, which it returns: the
+/// command succeeds without a word on stderr (no warning).
+fn compress_quietly(input: &Path) -> std::path::PathBuf {
+    let out = colzip(&["compress", s(input)]);
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut archive = input.as_os_str().to_owned();
+    archive.push(".czip");
+    archive.into()
+}
+
 const CSV: &str = "id,name,price,paid,day\n\
                    1,ann,2.5,true,2024-01-02\n\
                    2,bob,3.25,false,2024-02-03\n\
@@ -40,15 +55,7 @@ fn a_csv_file_becomes_typed_columns_and_comes_back_as_csv() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("t.csv");
     std::fs::write(&input, CSV).unwrap();
-    let out = colzip(&["compress", s(&input)]);
-    assert!(out.status.success());
-    // A known kind: no warning.
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let archive = dir.path().join("t.csv.czip");
+    let archive = compress_quietly(&input);
     assert_eq!(
         columns(&archive),
         [
@@ -133,14 +140,7 @@ fn a_json_lines_file_becomes_typed_columns() {
                  {\"id\":2,\"kind\":null,\"tags\":[]}\n\
                  {\"id\":3,\"kind\":\"close\",\"score\":0.5}\n";
     std::fs::write(&input, lines).unwrap();
-    let out = colzip(&["compress", s(&input)]);
-    assert!(out.status.success());
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let archive = dir.path().join("events.jsonl.czip");
+    let archive = compress_quietly(&input);
     let found = columns(&archive);
     let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["id", "kind", "tags", "score"]);
