@@ -1,0 +1,123 @@
+//! What `colzip queries` runs: the stores and the configuration.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::column::CodecChoice;
+use crate::gpu::Backend;
+use crate::{Error, Result};
+
+/// Where the tables are held; see the [module docs](super).
+///
+/// ```
+/// use colzip::datafusion::session::query_bench::Store;
+/// assert_eq!("parquet".parse::<Store>()?, Store::Parquet);
+/// assert_eq!("colzip-parquet".parse::<Store>()?, Store::ColzipParquet);
+/// # Ok::<(), colzip::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Store {
+    /// DataFusion `MemTable`s.
+    Memory,
+    /// colzip `CompressedTable`s.
+    Compressed,
+    /// SNAPPY Parquet files written and read by DataFusion.
+    Parquet,
+    /// Parquet files written by colzip, read by colzip's scan.
+    #[serde(rename = "colzip-parquet")]
+    ColzipParquet,
+}
+
+impl Store {
+    /// The four stores, in their default order.
+    pub const ALL: [Store; 4] = [
+        Store::Memory,
+        Store::Compressed,
+        Store::Parquet,
+        Store::ColzipParquet,
+    ];
+
+    /// Whether the store reads Parquet files.
+    pub fn is_parquet(self) -> bool {
+        matches!(self, Store::Parquet | Store::ColzipParquet)
+    }
+
+    /// The store's name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Store::Memory => "memory",
+            Store::Compressed => "compressed",
+            Store::Parquet => "parquet",
+            Store::ColzipParquet => "colzip-parquet",
+        }
+    }
+}
+
+impl fmt::Display for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Store {
+    type Err = Error;
+
+    /// A store by name.
+    fn from_str(text: &str) -> Result<Store> {
+        let lower = text.trim().to_ascii_lowercase();
+        Store::ALL
+            .into_iter()
+            .find(|s| s.name() == lower)
+            .ok_or_else(|| {
+                Error::format(format!(
+                    "unknown store '{text}' (expected memory, compressed, parquet or \
+                     colzip-parquet)"
+                ))
+            })
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// TPC-H scale factor.
+    pub sf: f64,
+    /// The stores to measure, in the order they run and are reported (no repeats).
+    pub stores: Vec<Store>,
+    /// The queries, 1 to 22 (no repeats).
+    pub queries: Vec<usize>,
+    /// Timed runs per query and store, after one warm-up run (at least 1).
+    pub runs: usize,
+    /// Codec of the `compressed` store.
+    pub codec: CodecChoice,
+    /// Where the `compressed` store's codecs and the `colzip-parquet` store's page
+    /// compression run; its scans decompress on the GPU only with [`Backend::Gpu`].
+    pub backend: Backend,
+    /// Directory for the Parquet stores' files (`<table>.parquet` for `parquet`,
+    /// `<table>.colzip.parquet` for `colzip-parquet`, which must not exist yet; they are
+    /// kept); `None`: a temporary directory, removed at the end.
+    pub dir: Option<PathBuf>,
+    /// Whether the `compressed` store's scans evaluate the filters they can
+    /// ([`CompressOptions::scan_filters`](crate::datafusion::table::CompressOptions::scan_filters)).
+    pub scan_filters: bool,
+}
+
+impl Default for Config {
+    /// SF 0.1, the four stores, the 22 queries, 3 runs, `auto` on the CPU.
+    fn default() -> Self {
+        Config {
+            sf: 0.1,
+            stores: Store::ALL.to_vec(),
+            queries: (1..=22).collect(),
+            runs: 3,
+            codec: CodecChoice::Auto,
+            backend: Backend::Cpu,
+            dir: None,
+            scan_filters: true,
+        }
+    }
+}
