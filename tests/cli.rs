@@ -235,6 +235,42 @@ fn bad_option_values_exit_2_naming_the_choices() {
     }
 }
 
+/// Options that parse but do not go together, or do not fit the input, are bad arguments
+/// too: exit status 2, one line naming the option, nothing written.
+#[test]
+fn options_that_do_not_fit_the_input_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t.parquet");
+    parquet_file(&table, 10, 10, parquet::basic::Compression::SNAPPY);
+    let raw = dir.path().join("v.bin");
+    std::fs::write(&raw, [1u8, 2, 3, 4]).unwrap();
+    let out = dir.path().join("out");
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["compress", s(&table), "--type", "int32", "-o", s(&out)],
+            "--type applies to raw",
+        ),
+        (
+            &["compress", s(&raw), "--type", "bytes", "--delimiter", ";"],
+            "--delimiter apply to CSV inputs",
+        ),
+        (
+            &["decompress", s(&raw), "--snappy", "raw", "--to", "arrow"],
+            "not to --snappy streams",
+        ),
+        (&["decompress", s(&raw)], "give one with -o"),
+    ];
+    for (args, expected) in cases {
+        let run = colzip(args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "colzip {args:?}: {stderr}");
+        assert!(stderr.starts_with("colzip: error: "), "{stderr}");
+        assert!(stderr.contains(expected), "colzip {args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    assert!(!out.exists());
+}
+
 #[test]
 fn a_snappy_stream_given_as_an_archive_gets_a_hint() {
     let dir = tempfile::tempdir().unwrap();

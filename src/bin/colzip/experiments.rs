@@ -304,7 +304,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
     let source = match file {
         Some(path) => {
             if columns.is_some() {
-                return Err(Error::format(
+                return Err(Error::usage(
                     "--columns names TPC-H columns; it does not go with --file",
                 ));
             }
@@ -340,7 +340,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
         },
     };
     if !gpu && no_cpu && !suites.is_empty() {
-        return Err(Error::format(
+        return Err(Error::usage(
             "--backend cpu with --no-cpu: nothing to measure",
         ));
     }

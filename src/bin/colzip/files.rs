@@ -252,7 +252,7 @@ pub fn decompress_command(args: DecompressArgs) -> Result<()> {
     // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
     Placement::new(backend)?;
     if snappy.is_some() && (to.is_some() || parquet_compression.is_some()) {
-        return Err(Error::format(
+        return Err(Error::usage(
             "--to and --parquet-compression apply to archives, not to --snappy streams",
         ));
     }
@@ -416,7 +416,7 @@ fn input_kind(input: &Path, what: &Coding) -> Result<(InputKind, Option<String>)
     };
     let detected = InputKind::detect(input, raw)?;
     if let (Some(_), Some(kind_name)) = (what.input_type, detected.schema_file()) {
-        return Err(Error::format(format!(
+        return Err(Error::usage(format!(
             "--type applies to raw, CSV and JSON files; {} is {kind_name} file, whose schema gives the types",
             named.display(),
         )));
@@ -458,7 +458,7 @@ fn input_kind(input: &Path, what: &Coding) -> Result<(InputKind, Option<String>)
     #[cfg(not(feature = "csv-json"))]
     let is_csv = false;
     if !is_csv && (what.csv.delimiter.is_some() || !what.csv.header) {
-        return Err(Error::format(format!(
+        return Err(Error::usage(format!(
             "--csv-header and --delimiter apply to CSV inputs; {} is not read as CSV (--type csv reads it so)",
             named.display()
         )));
@@ -567,7 +567,7 @@ fn print_info(input: &Path, info: &archive::ArchiveInfo, format: Format) -> Resu
             "{}",
             serde_json::to_string_pretty(info).map_err(|e| Error::format(e.to_string()))?
         ),
-        Format::Csv => return Err(Error::format("info prints table or json")),
+        Format::Csv => return Err(Error::usage("info prints table or json")),
         Format::Table => {
             println!(
                 "{}: {} archive, {} rows in {} batches, {} bytes",
@@ -792,7 +792,7 @@ fn with_extension(path: &Path, ext: &str) -> PathBuf {
 fn strip_extension(path: &Path) -> Result<PathBuf> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("czip" | "snappy" | "sz") => Ok(path.with_extension("")),
-        _ => Err(Error::format(format!(
+        _ => Err(Error::usage(format!(
             "cannot derive an output name from {} (no .czip/.snappy/.sz extension): give one with -o",
             path.display()
         ))),

@@ -108,7 +108,11 @@ fn main() -> ExitCode {
                 _ => "",
             };
             eprintln!("colzip: error: {}{hint}", error.report());
-            ExitCode::FAILURE
+            match error {
+                // As clap exits for arguments it cannot parse.
+                Error::Usage(_) => ExitCode::from(2),
+                _ => ExitCode::FAILURE,
+            }
         }
     }
 }
