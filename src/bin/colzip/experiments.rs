@@ -114,6 +114,7 @@ pub struct BenchArgs {
 pub fn gpu_command(args: GpuArgs) -> Result<()> {
     let GpuArgs { format } = args;
     let start = std::time::Instant::now();
+    let mut unavailable = None;
     let report = match Gpu::all() {
         Ok(gpus) => {
             let gpu = &gpus[0];
@@ -154,7 +155,9 @@ pub fn gpu_command(args: GpuArgs) -> Result<()> {
             })
         }
         Err(reason) => {
-            serde_json::json!({"available": false, "reason": reason.to_string()})
+            let report = serde_json::json!({"available": false, "reason": reason.to_string()});
+            unavailable = Some(reason);
+            report
         }
     };
     match format {
@@ -181,13 +184,11 @@ pub fn gpu_command(args: GpuArgs) -> Result<()> {
             }
         }
     }
-    match report["reason"].as_str() {
-        // A script asking `colzip gpu` whether a GPU is there gets its answer in the
-        // exit status too.
-        Some(reason) if report["available"] != true => {
-            Err(Error::format(format!("no usable GPU: {reason}")))
-        }
-        _ => Ok(()),
+    // A script asking `colzip gpu` whether a GPU is there gets its answer in the exit
+    // status too, with the reason worded as `--backend gpu` words it.
+    match unavailable {
+        Some(reason) => Err(Error::Gpu(reason)),
+        None => Ok(()),
     }
 }
 
