@@ -1353,3 +1353,69 @@ fn outputs_are_the_same_with_or_without_the_flush_before_rename() {
         std::fs::read(&input).unwrap()
     );
 }
+
+/// Runs `colzip args` with standard output a pipe whose reader is already gone (as after
+/// `| head -1`), standard input `stdin`, and `TMPDIR` at `tmp`.
+fn into_closed_pipe(args: &[&str], stdin: &Path, tmp: &Path) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_colzip"))
+        .args(args)
+        .env("TMPDIR", tmp)
+        .env_remove("RUST_BACKTRACE")
+        .stdin(std::fs::File::open(stdin).unwrap())
+        .stdout(writer)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_closed_standard_output_ends_the_process_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("lines.txt");
+    let text: String = (0..20_000).map(|i| format!("{i}\n")).collect();
+    std::fs::write(&lines, text).unwrap();
+    let archive = dir.path().join("lines.czip");
+    ok(&[
+        "compress",
+        s(&lines),
+        "--type",
+        "utf8-lines",
+        "-o",
+        s(&archive),
+    ]);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let cases: [&[&str]; 7] = [
+        &["info", s(&archive)],
+        &["info", s(&archive), "--format", "json"],
+        &["head", s(&archive), "-n", "1000"],
+        &["decompress", s(&archive), "-o", "-"],
+        &["decompress", "-"],
+        &["compress", "-", "--type", "utf8-lines"],
+        &["sql", "-c", "SELECT * FROM generate_series(1, 100000)"],
+    ];
+    for args in cases {
+        let stdin = if args.contains(&"decompress") {
+            &archive
+        } else {
+            &lines
+        };
+        let out = into_closed_pipe(args, stdin, &tmp);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // Ended by SIGPIPE, as `cat` and `gzip` are (the shell's status 141), saying nothing
+        // (a warning about the input may still come first).
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "colzip {args:?}: {:?} {stderr}",
+            out.status
+        );
+        assert!(!stderr.contains("error"), "colzip {args:?}: {stderr}");
+        assert!(
+            std::fs::read_dir(&tmp).unwrap().next().is_none(),
+            "colzip {args:?} left a spool"
+        );
+    }
+}

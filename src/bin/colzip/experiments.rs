@@ -161,12 +161,12 @@ pub fn gpu_command(args: GpuArgs) -> Result<()> {
         }
     };
     match format {
-        Format::Json => println!("{report}"),
+        Format::Json => crate::stdout::line(&report)?,
         _ => {
             if report["available"].as_bool() == Some(true) {
                 for entry in report["devices"].as_array().into_iter().flatten() {
                     let device = &entry["device"];
-                    println!(
+                    crate::stdout::line(format_args!(
                         "GPU {}: {} (compute capability {}, {} SMs, {} bytes): self-test {}",
                         device["ordinal"],
                         device["name"].as_str().unwrap_or(""),
@@ -174,13 +174,13 @@ pub fn gpu_command(args: GpuArgs) -> Result<()> {
                         device["multiprocessors"],
                         device["memory_bytes"],
                         entry["self_test"].as_str().unwrap_or(""),
-                    );
+                    ))?;
                 }
-                println!(
+                crate::stdout::line(format_args!(
                     "first kernel {} after {:.3} s",
                     report["kernel"].as_str().unwrap_or(""),
                     report["first_kernel_seconds"].as_f64().unwrap_or(0.0)
-                );
+                ))?;
             }
         }
     }

@@ -278,7 +278,7 @@ pub fn decompress_command(args: DecompressArgs) -> Result<()> {
         if pipes.to_stdout() {
             eprintln!("{line}");
         } else {
-            println!("{line}");
+            crate::stdout::line(&line)?;
         }
     }
     Ok(())
@@ -563,31 +563,31 @@ fn decompress(
 
 fn print_info(input: &Path, info: &archive::ArchiveInfo, format: Format) -> Result<()> {
     match format {
-        Format::Json => println!(
+        Format::Json => crate::stdout::line(format_args!(
             "{}",
             serde_json::to_string_pretty(info).map_err(|e| Error::format(e.to_string()))?
-        ),
+        ))?,
         Format::Csv => return Err(Error::usage("info prints table or json")),
         Format::Table => {
-            println!(
+            crate::stdout::line(format_args!(
                 "{}: {} archive, {} rows in {} batches, {} bytes",
                 input.display(),
                 info.source,
                 info.rows,
                 info.batches,
                 info.archive_bytes
-            );
-            println!(
+            ))?;
+            crate::stdout::line(format_args!(
                 "{:<24} {:<28} {:>12} {:>12} {:>14} {:>14} {:>8}  codecs",
                 "column", "type", "rows", "nulls", "plain", "compressed", "ratio"
-            );
+            ))?;
             for c in &info.columns {
                 let codecs: Vec<String> = c
                     .codecs
                     .iter()
                     .map(|(k, v)| format!("{k} ({v} B)"))
                     .collect();
-                println!(
+                crate::stdout::line(format_args!(
                     "{:<24} {:<28} {:>12} {:>12} {:>14} {:>14} {:>8.3}  {}",
                     c.name,
                     c.arrow_type,
@@ -597,13 +597,13 @@ fn print_info(input: &Path, info: &archive::ArchiveInfo, format: Format) -> Resu
                     c.compressed_bytes,
                     c.ratio,
                     codecs.join(", ")
-                );
+                ))?;
             }
             for check in &info.checked {
-                println!("checked: {check}");
+                crate::stdout::line(format_args!("checked: {check}"))?;
             }
             for check in &info.not_checked {
-                println!("not checked (use --verify): {check}");
+                crate::stdout::line(format_args!("not checked (use --verify): {check}"))?;
             }
         }
     }
@@ -861,7 +861,7 @@ fn print_summary(output: &Path, sizes: Sizes, format: Format, on_stderr: bool) -
     if on_stderr {
         eprintln!("{line}");
     } else {
-        println!("{line}");
+        crate::stdout::line(&line)?;
     }
     Ok(())
 }

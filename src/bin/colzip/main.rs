@@ -6,6 +6,7 @@ mod experiments;
 mod files;
 mod progress;
 mod sql;
+mod stdout;
 
 use std::process::ExitCode;
 
@@ -99,6 +100,7 @@ fn main() -> ExitCode {
     colzip::trace::line(|| "done".to_string());
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if stdout::closed_under(&error) => stdout::end_by_sigpipe(),
         Err(error) => {
             let hint = match &error {
                 Error::TooLarge { .. }
