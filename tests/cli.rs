@@ -1198,6 +1198,132 @@ fn compressed_data_is_not_written_to_a_terminal() {
     }
 }
 
+/// Runs `sh -c script` on a pseudo-terminal and returns everything it printed there.
+fn on_a_terminal(script: &str) -> String {
+    use expectrl::{Eof, Expect, Session};
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(script).env_remove("RUST_BACKTRACE");
+    let mut session = Session::spawn(command).unwrap();
+    session.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
+    let captured = session.expect(Eof).unwrap();
+    String::from_utf8_lossy(captured.get(0).unwrap_or_default()).into_owned()
+}
+
+#[test]
+fn binary_output_is_not_written_to_a_terminal_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let ints = dir.path().join("ints.bin");
+    let values: Vec<u8> = (0..1000i64).flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&ints, &values).unwrap();
+    let lines = dir.path().join("lines.txt");
+    std::fs::write(&lines, "alpha\nbeta\n").unwrap();
+    let ints_archive = dir.path().join("ints.czip");
+    let lines_archive = dir.path().join("lines.czip");
+    ok(&[
+        "compress",
+        s(&ints),
+        "--type",
+        "int64",
+        "-o",
+        s(&ints_archive),
+    ]);
+    ok(&[
+        "compress",
+        s(&lines),
+        "--type",
+        "utf8-lines",
+        "-o",
+        s(&lines_archive),
+    ]);
+    let exe = env!("CARGO_BIN_EXE_colzip");
+    let refused = [
+        // Standard output a terminal, and the terminal named as the output file.
+        (
+            format!("'{exe}' decompress - < '{}'", s(&ints_archive)),
+            "raw int64 values",
+        ),
+        (
+            format!("'{exe}' decompress '{}' -o /dev/stdout", s(&ints_archive)),
+            "raw int64 values",
+        ),
+        (
+            format!("'{exe}' decompress '{}' -o - --to arrow", s(&lines_archive)),
+            "an Arrow IPC file",
+        ),
+    ];
+    for (command, what) in refused {
+        let screen = on_a_terminal(&format!("{command}; echo \"exit=$?\""));
+        assert!(
+            screen.contains(&format!(
+                "colzip: error: refusing to write {what} to a terminal"
+            )),
+            "{command}: {screen}"
+        );
+        assert!(screen.contains("exit=1"), "{command}: {screen}");
+        assert!(!screen.contains("ARROW1"), "{command}: {screen}");
+    }
+    // Text is shown, as `gzip -dc` shows it; --force writes binary output anyway.
+    let screen = on_a_terminal(&format!(
+        "'{exe}' decompress - < '{}'; echo \"exit=$?\"",
+        s(&lines_archive)
+    ));
+    assert!(
+        screen.contains("beta") && screen.contains("exit=0"),
+        "{screen}"
+    );
+    let screen = on_a_terminal(&format!(
+        "'{exe}' decompress '{}' -o - --to arrow --force | head -c 6; echo; echo \"exit=$?\"",
+        s(&lines_archive)
+    ));
+    assert!(
+        screen.contains("ARROW1") && screen.contains("exit=0"),
+        "{screen}"
+    );
+}
+
+/// `-o /dev/stdout > FILE` (here a link of the test's own to `/proc/self/fd/1`, so that a
+/// regression replaces that link, not `/dev/stdout`): the data goes through standard
+/// output, in its append mode, and the link stays a link.
+#[test]
+fn an_output_naming_standard_output_is_written_through_it_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("lines.txt");
+    std::fs::write(&lines, "alpha\nbeta\n").unwrap();
+    let archive = dir.path().join("lines.czip");
+    ok(&[
+        "compress",
+        s(&lines),
+        "--type",
+        "utf8-lines",
+        "-o",
+        s(&archive),
+    ]);
+    let link = dir.path().join("stdout");
+    std::os::unix::fs::symlink("/proc/self/fd/1", &link).unwrap();
+    let target = dir.path().join("out.txt");
+    std::fs::write(&target, "kept\n").unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_colzip"))
+        .args(["decompress", s(&archive), "-o", s(&link), "--force"])
+        .stdout(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&target)
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "kept\nalpha\nbeta\n"
+    );
+}
+
 #[test]
 fn colzip_gpu_exits_non_zero_without_a_gpu() {
     let out = colzip(&["gpu", "--format", "json"]);

@@ -8,7 +8,8 @@
 //! rename replaces a symlink at the output path itself, never its target.
 //!
 //! Replacing is for regular files alone: a device node, FIFO, socket or directory at the
-//! output path is refused (`--force` must never turn `/dev/null` into a file), and a
+//! output path is refused (`--force` must never turn `/dev/null` into a file), as is
+//! anything in `/dev` or `/proc` (`/dev/stdout` may resolve to a regular file), and a
 //! replaced file's permission bits carry over to the new one (a 0600 output stays 0600).
 //! Without `overwrite` the rename itself refuses an existing path (`renameat2` with
 //! `RENAME_NOREPLACE`, or a hard link), so a file that appears during the write is kept.
@@ -125,6 +126,20 @@ fn existing_file(path: &Path, overwrite: bool) -> Result<Option<std::fs::Metadat
                 "it exists (use --force to overwrite)",
             ),
         });
+    }
+    // `/dev/stdout` and `/proc/self/fd/N` are links to whatever a descriptor holds (a
+    // regular file when redirected to one): never replaced, whatever they resolve to.
+    let system_dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .canonicalize()
+        .is_ok_and(|dir| dir == Path::new("/dev") || dir.starts_with("/proc"));
+    if system_dir {
+        return Err(Error::format(format!(
+            "{} is a system file: only regular files outside /dev and /proc are replaced",
+            path.display()
+        )));
     }
     let kind = metadata.file_type();
     if kind.is_file() {
