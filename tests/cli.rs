@@ -1545,3 +1545,82 @@ fn a_closed_standard_output_ends_the_process_quietly() {
         );
     }
 }
+
+/// The temporary files next to `dir`'s outputs.
+fn partials(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_next_run_removes_what_a_killed_run_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let ints = dir.path().join("ints.bin");
+    let values: Vec<u8> = (0..4_000_000i64)
+        .flat_map(|v| (v * 7919 % 100_003).to_le_bytes())
+        .collect();
+    std::fs::write(&ints, &values).unwrap();
+    let archive = dir.path().join("ints.czip");
+    ok(&["compress", s(&ints), "--type", "int64", "-o", s(&archive)]);
+    let csv = dir.path().join("ints.csv");
+    // SIGKILL a decompression once its temporary file exists: nothing can remove it then.
+    let mut killed = None;
+    for _ in 0..20 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_colzip"))
+            .args(["decompress", s(&archive), "--to", "csv", "-o", s(&csv)])
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while partials(dir.path()).is_empty()
+            && child.try_wait().unwrap().is_none()
+            && started.elapsed().as_secs() < 30
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        child.kill().unwrap_or_default();
+        let status = child.wait().unwrap();
+        if !status.success() && !partials(dir.path()).is_empty() {
+            killed = Some(child.id());
+            break;
+        }
+        // It finished first: again, with the output out of the way.
+        let _ = std::fs::remove_file(&csv);
+    }
+    let pid = killed.expect("a run killed while writing");
+    let left = partials(dir.path());
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        left[0].starts_with(&format!(".ints.csv.{pid}.")),
+        "the writer's pid in the name: {left:?}"
+    );
+    // A live writer's file (this test's pid) and another output's stay.
+    let live = format!(".ints.csv.{}.aB3xYz.partial", std::process::id());
+    let other = format!(".other.csv.{pid}.aB3xYz.partial");
+    for name in [&live, &other] {
+        std::fs::write(dir.path().join(name), b"").unwrap();
+    }
+    let run = colzip(&[
+        "decompress",
+        s(&archive),
+        "--to",
+        "csv",
+        "-o",
+        s(&csv),
+        "--verbose",
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("removed {}", s(&dir.path().join(&left[0])))),
+        "{stderr}"
+    );
+    let mut kept = vec![live, other];
+    kept.sort();
+    assert_eq!(partials(dir.path()), kept);
+    assert!(csv.exists());
+}

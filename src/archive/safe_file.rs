@@ -5,7 +5,9 @@
 //! never an existing file, nor a symlink planted to redirect the write; two runs writing
 //! the same output never share it. It is removed when the write fails, returns an error
 //! or panics (its handle's `Drop` runs during unwinding), and when the rename fails. The
-//! rename replaces a symlink at the output path itself, never its target.
+//! rename replaces a symlink at the output path itself, never its target. A temporary
+//! file that a killed run left (no destructor runs on SIGKILL) is removed by the next
+//! write of the same output ([`super::partial`]).
 //!
 //! Replacing is for regular files alone: a device node, FIFO, socket or directory at the
 //! output path is refused (`--force` must never turn `/dev/null` into a file), as is
@@ -49,12 +51,13 @@ pub fn write_atomically<T>(
     let name = path
         .file_name()
         .ok_or_else(|| Error::format(format!("{} is not a file name", path.display())))?;
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(name);
-    prefix.push(".");
     let replaced = existing_file(path, overwrite)?;
+    // What a killed run writing this output left behind (no destructor or signal handler
+    // runs on SIGKILL).
+    super::partial::remove_stale(dir, name);
+    let prefix = super::partial::prefix(name);
     let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".partial");
+    builder.prefix(&prefix).suffix(super::partial::SUFFIX);
     let temp = builder.tempfile_in(dir).map_err(|e| match dir.metadata() {
         Err(_) => Error::format(format!(
             "cannot write {}: its directory {} does not exist",

@@ -27,6 +27,10 @@ struct Cli {
     /// faster, but after a power loss an output may exist and be empty or short
     #[arg(long, global = true)]
     no_fsync: bool,
+    /// Say on stderr what colzip cleans up besides its work: the temporary files that
+    /// killed runs left next to an output it writes, which it removes
+    #[arg(long, global = true)]
+    verbose: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -173,6 +177,14 @@ fn parse_runs(text: &str) -> std::result::Result<usize, String> {
 
 fn run(cli: Cli) -> Result<()> {
     colzip::archive::set_flush_before_rename(!cli.no_fsync);
+    if cli.verbose {
+        colzip::archive::on_stale_partial_removed(|path| {
+            eprintln!(
+                "colzip: removed {}, left by a run that was killed",
+                path.display()
+            )
+        });
+    }
     match cli.command {
         Command::Compress(args) => {
             colzip::archive::interrupted::install_handlers();
