@@ -244,8 +244,10 @@ fn options_that_do_not_fit_the_input_exit_2() {
     parquet_file(&table, 10, 10, parquet::basic::Compression::SNAPPY);
     let raw = dir.path().join("v.bin");
     std::fs::write(&raw, [1u8, 2, 3, 4]).unwrap();
+    let archive = dir.path().join("v.czip");
+    ok(&["compress", s(&raw), "--type", "bytes", "-o", s(&archive)]);
     let out = dir.path().join("out");
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["compress", s(&table), "--type", "int32", "-o", s(&out)],
             "--type applies to raw",
@@ -259,6 +261,19 @@ fn options_that_do_not_fit_the_input_exit_2() {
             "not to --snappy streams",
         ),
         (&["decompress", s(&raw)], "give one with -o"),
+        (
+            &[
+                "decompress",
+                s(&archive),
+                "--to",
+                "arrow",
+                "--parquet-compression",
+                "lz4",
+                "-o",
+                s(&out),
+            ],
+            "applies to Parquet output",
+        ),
     ];
     for (args, expected) in cases {
         let run = colzip(args);

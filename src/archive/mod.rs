@@ -384,7 +384,7 @@ pub fn decompress_file_with(
     #[cfg(not(feature = "parquet"))]
     let writes_parquet = false;
     if options.parquet_codec.is_some() && !writes_parquet {
-        return Err(Error::format(
+        return Err(Error::usage(
             "--parquet-compression applies to Parquet output (--to parquet)",
         ));
     }
