@@ -13,6 +13,11 @@ pub enum Error {
     /// A container, archive or option that is not well formed.
     #[error("{0}")]
     Format(String),
+    /// Arguments that do not go together, or do not fit the input (`--type` on a Parquet
+    /// file): the caller's mistake, which the CLI reports with exit status 2, as it does
+    /// arguments it cannot parse.
+    #[error("{0}")]
+    Usage(String),
     /// An Arrow type (or combination of options) colzip does not handle.
     #[error("unsupported: {0}")]
     Unsupported(String),
@@ -84,6 +89,11 @@ impl Error {
     /// Shorthand for [`Error::Format`].
     pub fn format(message: impl Into<String>) -> Self {
         Error::Format(message.into())
+    }
+
+    /// Shorthand for [`Error::Usage`].
+    pub fn usage(message: impl Into<String>) -> Self {
+        Error::Usage(message.into())
     }
 
     /// The message for a terminal: its first line, and any further lines (DataFusion's

@@ -464,6 +464,17 @@ fn outputs_are_written_safely() {
         names.sort();
         names
     };
+    // A descriptor's path (as `/dev/stdout` is) is never replaced, even where it resolves
+    // to a regular file.
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let held = std::fs::File::open(&victim).unwrap();
+        let path = std::path::PathBuf::from(format!("/proc/self/fd/{}", held.as_raw_fd()));
+        let refused = colzip::archive::write_atomically(&path, true, |_| Ok(())).unwrap_err();
+        assert!(refused.to_string().contains("system file"), "{refused}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+    }
     let before = listing();
     // An error and a panic inside the write leave no file behind.
     let failed = colzip::archive::write_atomically(&dir.path().join("e.bin"), true, |_| {

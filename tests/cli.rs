@@ -235,6 +235,57 @@ fn bad_option_values_exit_2_naming_the_choices() {
     }
 }
 
+/// Options that parse but do not go together, or do not fit the input, are bad arguments
+/// too: exit status 2, one line naming the option, nothing written.
+#[test]
+fn options_that_do_not_fit_the_input_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t.parquet");
+    parquet_file(&table, 10, 10, parquet::basic::Compression::SNAPPY);
+    let raw = dir.path().join("v.bin");
+    std::fs::write(&raw, [1u8, 2, 3, 4]).unwrap();
+    let archive = dir.path().join("v.czip");
+    ok(&["compress", s(&raw), "--type", "bytes", "-o", s(&archive)]);
+    let out = dir.path().join("out");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["compress", s(&table), "--type", "int32", "-o", s(&out)],
+            "--type applies to raw",
+        ),
+        (
+            &["compress", s(&raw), "--type", "bytes", "--delimiter", ";"],
+            "--delimiter apply to CSV inputs",
+        ),
+        (
+            &["decompress", s(&raw), "--snappy", "raw", "--to", "arrow"],
+            "not to --snappy streams",
+        ),
+        (&["decompress", s(&raw)], "give one with -o"),
+        (
+            &[
+                "decompress",
+                s(&archive),
+                "--to",
+                "arrow",
+                "--parquet-compression",
+                "lz4",
+                "-o",
+                s(&out),
+            ],
+            "applies to Parquet output",
+        ),
+    ];
+    for (args, expected) in cases {
+        let run = colzip(args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "colzip {args:?}: {stderr}");
+        assert!(stderr.starts_with("colzip: error: "), "{stderr}");
+        assert!(stderr.contains(expected), "colzip {args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    assert!(!out.exists());
+}
+
 #[test]
 fn a_snappy_stream_given_as_an_archive_gets_a_hint() {
     let dir = tempfile::tempdir().unwrap();
@@ -1162,6 +1213,132 @@ fn compressed_data_is_not_written_to_a_terminal() {
     }
 }
 
+/// Runs `sh -c script` on a pseudo-terminal and returns everything it printed there.
+fn on_a_terminal(script: &str) -> String {
+    use expectrl::{Eof, Expect, Session};
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(script).env_remove("RUST_BACKTRACE");
+    let mut session = Session::spawn(command).unwrap();
+    session.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
+    let captured = session.expect(Eof).unwrap();
+    String::from_utf8_lossy(captured.get(0).unwrap_or_default()).into_owned()
+}
+
+#[test]
+fn binary_output_is_not_written_to_a_terminal_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let ints = dir.path().join("ints.bin");
+    let values: Vec<u8> = (0..1000i64).flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&ints, &values).unwrap();
+    let lines = dir.path().join("lines.txt");
+    std::fs::write(&lines, "alpha\nbeta\n").unwrap();
+    let ints_archive = dir.path().join("ints.czip");
+    let lines_archive = dir.path().join("lines.czip");
+    ok(&[
+        "compress",
+        s(&ints),
+        "--type",
+        "int64",
+        "-o",
+        s(&ints_archive),
+    ]);
+    ok(&[
+        "compress",
+        s(&lines),
+        "--type",
+        "utf8-lines",
+        "-o",
+        s(&lines_archive),
+    ]);
+    let exe = env!("CARGO_BIN_EXE_colzip");
+    let refused = [
+        // Standard output a terminal, and the terminal named as the output file.
+        (
+            format!("'{exe}' decompress - < '{}'", s(&ints_archive)),
+            "raw int64 values",
+        ),
+        (
+            format!("'{exe}' decompress '{}' -o /dev/stdout", s(&ints_archive)),
+            "raw int64 values",
+        ),
+        (
+            format!("'{exe}' decompress '{}' -o - --to arrow", s(&lines_archive)),
+            "an Arrow IPC file",
+        ),
+    ];
+    for (command, what) in refused {
+        let screen = on_a_terminal(&format!("{command}; echo \"exit=$?\""));
+        assert!(
+            screen.contains(&format!(
+                "colzip: error: refusing to write {what} to a terminal"
+            )),
+            "{command}: {screen}"
+        );
+        assert!(screen.contains("exit=1"), "{command}: {screen}");
+        assert!(!screen.contains("ARROW1"), "{command}: {screen}");
+    }
+    // Text is shown, as `gzip -dc` shows it; --force writes binary output anyway.
+    let screen = on_a_terminal(&format!(
+        "'{exe}' decompress - < '{}'; echo \"exit=$?\"",
+        s(&lines_archive)
+    ));
+    assert!(
+        screen.contains("beta") && screen.contains("exit=0"),
+        "{screen}"
+    );
+    let screen = on_a_terminal(&format!(
+        "'{exe}' decompress '{}' -o - --to arrow --force | head -c 6; echo; echo \"exit=$?\"",
+        s(&lines_archive)
+    ));
+    assert!(
+        screen.contains("ARROW1") && screen.contains("exit=0"),
+        "{screen}"
+    );
+}
+
+/// `-o /dev/stdout > FILE` (here a link of the test's own to `/proc/self/fd/1`, so that a
+/// regression replaces that link, not `/dev/stdout`): the data goes through standard
+/// output, in its append mode, and the link stays a link.
+#[test]
+fn an_output_naming_standard_output_is_written_through_it_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("lines.txt");
+    std::fs::write(&lines, "alpha\nbeta\n").unwrap();
+    let archive = dir.path().join("lines.czip");
+    ok(&[
+        "compress",
+        s(&lines),
+        "--type",
+        "utf8-lines",
+        "-o",
+        s(&archive),
+    ]);
+    let link = dir.path().join("stdout");
+    std::os::unix::fs::symlink("/proc/self/fd/1", &link).unwrap();
+    let target = dir.path().join("out.txt");
+    std::fs::write(&target, "kept\n").unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_colzip"))
+        .args(["decompress", s(&archive), "-o", s(&link), "--force"])
+        .stdout(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&target)
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "kept\nalpha\nbeta\n"
+    );
+}
+
 #[test]
 fn colzip_gpu_exits_non_zero_without_a_gpu() {
     let out = colzip(&["gpu", "--format", "json"]);
@@ -1316,4 +1493,149 @@ fn outputs_are_the_same_with_or_without_the_flush_before_rename() {
         std::fs::read(&back).unwrap(),
         std::fs::read(&input).unwrap()
     );
+}
+
+/// Runs `colzip args` with standard output a pipe whose reader is already gone (as after
+/// `| head -1`), standard input `stdin`, and `TMPDIR` at `tmp`.
+fn into_closed_pipe(args: &[&str], stdin: &Path, tmp: &Path) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_colzip"))
+        .args(args)
+        .env("TMPDIR", tmp)
+        .env_remove("RUST_BACKTRACE")
+        .stdin(std::fs::File::open(stdin).unwrap())
+        .stdout(writer)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_closed_standard_output_ends_the_process_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("lines.txt");
+    let text: String = (0..20_000).map(|i| format!("{i}\n")).collect();
+    std::fs::write(&lines, text).unwrap();
+    let archive = dir.path().join("lines.czip");
+    ok(&[
+        "compress",
+        s(&lines),
+        "--type",
+        "utf8-lines",
+        "-o",
+        s(&archive),
+    ]);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let cases: [&[&str]; 7] = [
+        &["info", s(&archive)],
+        &["info", s(&archive), "--format", "json"],
+        &["head", s(&archive), "-n", "1000"],
+        &["decompress", s(&archive), "-o", "-"],
+        &["decompress", "-"],
+        &["compress", "-", "--type", "utf8-lines"],
+        &["sql", "-c", "SELECT * FROM generate_series(1, 100000)"],
+    ];
+    for args in cases {
+        let stdin = if args.contains(&"decompress") {
+            &archive
+        } else {
+            &lines
+        };
+        let out = into_closed_pipe(args, stdin, &tmp);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // Ended by SIGPIPE, as `cat` and `gzip` are (the shell's status 141), saying nothing
+        // (a warning about the input may still come first).
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "colzip {args:?}: {:?} {stderr}",
+            out.status
+        );
+        assert!(!stderr.contains("error"), "colzip {args:?}: {stderr}");
+        assert!(
+            std::fs::read_dir(&tmp).unwrap().next().is_none(),
+            "colzip {args:?} left a spool"
+        );
+    }
+}
+
+/// The temporary files next to `dir`'s outputs.
+fn partials(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_next_run_removes_what_a_killed_run_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let ints = dir.path().join("ints.bin");
+    let values: Vec<u8> = (0..4_000_000i64)
+        .flat_map(|v| (v * 7919 % 100_003).to_le_bytes())
+        .collect();
+    std::fs::write(&ints, &values).unwrap();
+    let archive = dir.path().join("ints.czip");
+    ok(&["compress", s(&ints), "--type", "int64", "-o", s(&archive)]);
+    let csv = dir.path().join("ints.csv");
+    // SIGKILL a decompression once its temporary file exists: nothing can remove it then.
+    let mut killed = None;
+    for _ in 0..20 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_colzip"))
+            .args(["decompress", s(&archive), "--to", "csv", "-o", s(&csv)])
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while partials(dir.path()).is_empty()
+            && child.try_wait().unwrap().is_none()
+            && started.elapsed().as_secs() < 30
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        child.kill().unwrap_or_default();
+        let status = child.wait().unwrap();
+        if !status.success() && !partials(dir.path()).is_empty() {
+            killed = Some(child.id());
+            break;
+        }
+        // It finished first: again, with the output out of the way.
+        let _ = std::fs::remove_file(&csv);
+    }
+    let pid = killed.expect("a run killed while writing");
+    let left = partials(dir.path());
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        left[0].starts_with(&format!(".ints.csv.{pid}.")),
+        "the writer's pid in the name: {left:?}"
+    );
+    // A live writer's file (this test's pid) and another output's stay.
+    let live = format!(".ints.csv.{}.aB3xYz.partial", std::process::id());
+    let other = format!(".other.csv.{pid}.aB3xYz.partial");
+    for name in [&live, &other] {
+        std::fs::write(dir.path().join(name), b"").unwrap();
+    }
+    let run = colzip(&[
+        "decompress",
+        s(&archive),
+        "--to",
+        "csv",
+        "-o",
+        s(&csv),
+        "--verbose",
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("removed {}", s(&dir.path().join(&left[0])))),
+        "{stderr}"
+    );
+    let mut kept = vec![live, other];
+    kept.sort();
+    assert_eq!(partials(dir.path()), kept);
+    assert!(csv.exists());
 }

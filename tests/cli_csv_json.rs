@@ -221,3 +221,53 @@ fn a_file_of_no_known_kind_is_compressed_as_bytes_with_a_warning() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A file of 3,000 columns compresses within 2 GiB of address space (the readers'
+/// batches would otherwise claim room for a million rows of every column up front: tens
+/// of GB, an abort or the OOM killer) and round-trips.
+#[test]
+fn a_file_of_thousands_of_columns_compresses_in_bounded_memory() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let width = 3000;
+    let header: Vec<String> = (0..width).map(|i| format!("c{i}")).collect();
+    let values: Vec<String> = (0..width).map(|i| i.to_string()).collect();
+    let csv = dir.path().join("wide.csv");
+    std::fs::write(
+        &csv,
+        format!("{}\n{}\n", header.join(","), values.join(",")),
+    )
+    .unwrap();
+    let pairs: Vec<String> = (0..width).map(|i| format!("\"c{i}\":{i}")).collect();
+    let json = dir.path().join("wide.jsonl");
+    std::fs::write(&json, format!("{{{}}}\n", pairs.join(","))).unwrap();
+    for input in [&csv, &json] {
+        let archive = dir.path().join("wide.czip");
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_colzip"));
+        command
+            .args(["compress", s(input), "-o", s(&archive), "--force"])
+            .env_remove("RUST_BACKTRACE");
+        // SAFETY: setrlimit is async-signal-safe, called in the child before exec.
+        unsafe {
+            command.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 2 << 30,
+                    rlim_max: 2 << 30,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = command.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {:?} {}",
+            input.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(columns(&archive).len(), width);
+    }
+}

@@ -330,18 +330,49 @@ fn backend_gpu_fails_the_same_way_for_every_statement_without_a_gpu() {
     let gpu: serde_json::Value =
         serde_json::from_slice(&cli_run::colzip(&["gpu", "--format", "json"]).stdout).unwrap();
     let has_gpu = gpu["available"] == true;
-    for sql in [
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("t.parquet");
+    let copy = format!(
+        "COPY (SELECT 1 AS a) TO '{}' STORED AS COLZIP_PARQUET",
+        target.display()
+    );
+    let copy_with_option = format!("{copy} OPTIONS ('backend' 'gpu')");
+    let statements = [
         "SELECT 1",
         "SELECT colzip_ratio(x, 'gmatch') FROM (VALUES ('a'), ('b')) t(x)",
-    ] {
-        let out = colzip(&["sql", "--backend", "gpu", "-c", sql], "");
+        copy.as_str(),
+    ];
+    // `--backend gpu`, the environment's default, and the COPY option: each names the
+    // reason the same way, and writes nothing.
+    let mut runs: Vec<(&str, Output)> = statements
+        .iter()
+        .map(|sql| (*sql, colzip(&["sql", "--backend", "gpu", "-c", sql], "")))
+        .collect();
+    for sql in statements {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_colzip"))
+            .args(["sql", "-c", sql])
+            .env("COLZIP_BACKEND", "gpu")
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .unwrap();
+        runs.push((sql, out));
+    }
+    runs.push((
+        copy_with_option.as_str(),
+        colzip(&["sql", "--backend", "cpu", "-c", &copy_with_option], ""),
+    ));
+    let compress = cli_run::colzip(&["compress", "-", "--backend", "gpu"]);
+    let expected = String::from_utf8_lossy(&compress.stderr).into_owned();
+    for (sql, out) in runs {
         let stderr = String::from_utf8_lossy(&out.stderr);
         if has_gpu {
             assert!(out.status.success(), "{sql}: {stderr}");
-        } else {
-            // As COLZIP_BACKEND=gpu and compress --backend gpu do: one line saying why.
-            assert_eq!(out.status.code(), Some(1), "{sql}: {stderr}");
-            assert!(stderr.contains("no usable GPU"), "{sql}: {stderr}");
+            continue;
         }
+        // Word for word what compress --backend gpu says: one line saying why.
+        assert_eq!(out.status.code(), Some(1), "{sql}: {stderr}");
+        assert!(stderr.contains("no usable GPU"), "{sql}: {stderr}");
+        assert_eq!(stderr, expected, "{sql}");
+        assert!(!target.exists(), "{sql}: wrote {}", target.display());
     }
 }

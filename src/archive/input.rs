@@ -235,6 +235,20 @@ pub struct Input {
     pub parquet: Option<super::ParquetOptions>,
 }
 
+/// The most fields (rows times columns, nested ones counted) in one batch of a CSV or
+/// JSON-lines input: arrow-csv and arrow-json allocate room for every field of a batch up
+/// front, so a file of thousands of columns would otherwise claim tens of GB, or abort,
+/// before reading a line.
+#[cfg(feature = "csv-json")]
+const MAX_TEXT_BATCH_FIELDS: usize = 1 << 24;
+
+/// `batch_rows`, fewer for a text input of many columns ([`MAX_TEXT_BATCH_FIELDS`]).
+#[cfg(feature = "csv-json")]
+fn text_batch_rows(batch_rows: usize, schema: &arrow::datatypes::Schema) -> usize {
+    let fields = schema.flattened_fields().len().max(1);
+    batch_rows.min((MAX_TEXT_BATCH_FIELDS / fields).max(1))
+}
+
 /// Opens `path` as `kind`, reading batches of about `batch_bytes` of raw data
 /// (`batch_rows` rows for Arrow IPC and Parquet files).
 pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize) -> Result<Input> {

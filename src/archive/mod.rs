@@ -22,6 +22,7 @@ mod input;
 pub mod interrupted;
 mod output;
 mod parquet_options;
+mod partial;
 mod safe_file;
 
 use std::collections::BTreeMap;
@@ -40,6 +41,7 @@ pub use format::{ArchiveReader, ArchiveWriter, Source, compress_batch, decompres
 pub use input::{CsvOptions, InputKind, RawType};
 pub use output::{OutputKind, ParquetWrite};
 pub use parquet_options::{ParquetCodec, ParquetOptions};
+pub use partial::on_stale_partial_removed;
 pub use safe_file::{set_flush_before_rename, write_atomically};
 
 /// Rows per batch read from Arrow IPC and Parquet files.
@@ -382,7 +384,7 @@ pub fn decompress_file_with(
     #[cfg(not(feature = "parquet"))]
     let writes_parquet = false;
     if options.parquet_codec.is_some() && !writes_parquet {
-        return Err(Error::format(
+        return Err(Error::usage(
             "--parquet-compression applies to Parquet output (--to parquet)",
         ));
     }

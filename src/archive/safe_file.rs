@@ -5,10 +5,13 @@
 //! never an existing file, nor a symlink planted to redirect the write; two runs writing
 //! the same output never share it. It is removed when the write fails, returns an error
 //! or panics (its handle's `Drop` runs during unwinding), and when the rename fails. The
-//! rename replaces a symlink at the output path itself, never its target.
+//! rename replaces a symlink at the output path itself, never its target. A temporary
+//! file that a killed run left (no destructor runs on SIGKILL) is removed by the next
+//! write of the same output ([`super::partial`]).
 //!
 //! Replacing is for regular files alone: a device node, FIFO, socket or directory at the
-//! output path is refused (`--force` must never turn `/dev/null` into a file), and a
+//! output path is refused (`--force` must never turn `/dev/null` into a file), as is
+//! anything in `/dev` or `/proc` (`/dev/stdout` may resolve to a regular file), and a
 //! replaced file's permission bits carry over to the new one (a 0600 output stays 0600).
 //! Without `overwrite` the rename itself refuses an existing path (`renameat2` with
 //! `RENAME_NOREPLACE`, or a hard link), so a file that appears during the write is kept.
@@ -48,12 +51,13 @@ pub fn write_atomically<T>(
     let name = path
         .file_name()
         .ok_or_else(|| Error::format(format!("{} is not a file name", path.display())))?;
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(name);
-    prefix.push(".");
     let replaced = existing_file(path, overwrite)?;
+    // What a killed run writing this output left behind (no destructor or signal handler
+    // runs on SIGKILL).
+    super::partial::remove_stale(dir, name);
+    let prefix = super::partial::prefix(name);
     let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".partial");
+    builder.prefix(&prefix).suffix(super::partial::SUFFIX);
     let temp = builder.tempfile_in(dir).map_err(|e| match dir.metadata() {
         Err(_) => Error::format(format!(
             "cannot write {}: its directory {} does not exist",
@@ -125,6 +129,20 @@ fn existing_file(path: &Path, overwrite: bool) -> Result<Option<std::fs::Metadat
                 "it exists (use --force to overwrite)",
             ),
         });
+    }
+    // `/dev/stdout` and `/proc/self/fd/N` are links to whatever a descriptor holds (a
+    // regular file when redirected to one): never replaced, whatever they resolve to.
+    let system_dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .canonicalize()
+        .is_ok_and(|dir| dir == Path::new("/dev") || dir.starts_with("/proc"));
+    if system_dir {
+        return Err(Error::format(format!(
+            "{} is a system file: only regular files outside /dev and /proc are replaced",
+            path.display()
+        )));
     }
     let kind = metadata.file_type();
     if kind.is_file() {

@@ -380,8 +380,10 @@ impl FileFormat for ColzipParquetFormat {
             return not_impl_err!("{FORMAT_NAME} only appends: overwrites are not supported");
         }
         let sink = Arc::new(
+            // colzip's own error (a missing GPU reads as everywhere else), not a
+            // configuration error: the options were parsed when the format was made.
             ColzipParquetSink::new(conf, self.parquet.clone(), self.options.clone())
-                .map_err(df_error)?,
+                .map_err(DataFusionError::from)?,
         );
         Ok(Arc::new(DataSinkExec::new(input, sink, order_requirements)))
     }

@@ -41,6 +41,7 @@ pub(super) fn open(
     file.seek(SeekFrom::Start(0))
         .map_err(Error::file("read", path))?;
     let schema = Arc::new(schema);
+    let batch_rows = super::text_batch_rows(batch_rows, &schema);
     let reader = ReaderBuilder::new(schema.clone())
         .with_format(format)
         .with_batch_size(batch_rows)

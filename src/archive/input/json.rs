@@ -32,6 +32,7 @@ pub(super) fn open(file: File, path: &Path, batch_rows: usize) -> Result<(Schema
     file.seek(SeekFrom::Start(0))
         .map_err(Error::file("read", path))?;
     let schema = Arc::new(schema);
+    let batch_rows = super::text_batch_rows(batch_rows, &schema);
     let reader = ReaderBuilder::new(schema.clone())
         .with_batch_size(batch_rows)
         .build(file)

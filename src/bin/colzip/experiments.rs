@@ -114,6 +114,7 @@ pub struct BenchArgs {
 pub fn gpu_command(args: GpuArgs) -> Result<()> {
     let GpuArgs { format } = args;
     let start = std::time::Instant::now();
+    let mut unavailable = None;
     let report = match Gpu::all() {
         Ok(gpus) => {
             let gpu = &gpus[0];
@@ -154,16 +155,18 @@ pub fn gpu_command(args: GpuArgs) -> Result<()> {
             })
         }
         Err(reason) => {
-            serde_json::json!({"available": false, "reason": reason.to_string()})
+            let report = serde_json::json!({"available": false, "reason": reason.to_string()});
+            unavailable = Some(reason);
+            report
         }
     };
     match format {
-        Format::Json => println!("{report}"),
+        Format::Json => crate::stdout::line(&report)?,
         _ => {
             if report["available"].as_bool() == Some(true) {
                 for entry in report["devices"].as_array().into_iter().flatten() {
                     let device = &entry["device"];
-                    println!(
+                    crate::stdout::line(format_args!(
                         "GPU {}: {} (compute capability {}, {} SMs, {} bytes): self-test {}",
                         device["ordinal"],
                         device["name"].as_str().unwrap_or(""),
@@ -171,23 +174,21 @@ pub fn gpu_command(args: GpuArgs) -> Result<()> {
                         device["multiprocessors"],
                         device["memory_bytes"],
                         entry["self_test"].as_str().unwrap_or(""),
-                    );
+                    ))?;
                 }
-                println!(
+                crate::stdout::line(format_args!(
                     "first kernel {} after {:.3} s",
                     report["kernel"].as_str().unwrap_or(""),
                     report["first_kernel_seconds"].as_f64().unwrap_or(0.0)
-                );
+                ))?;
             }
         }
     }
-    match report["reason"].as_str() {
-        // A script asking `colzip gpu` whether a GPU is there gets its answer in the
-        // exit status too.
-        Some(reason) if report["available"] != true => {
-            Err(Error::format(format!("no usable GPU: {reason}")))
-        }
-        _ => Ok(()),
+    // A script asking `colzip gpu` whether a GPU is there gets its answer in the exit
+    // status too, with the reason worded as `--backend gpu` words it.
+    match unavailable {
+        Some(reason) => Err(Error::Gpu(reason)),
+        None => Ok(()),
     }
 }
 
@@ -304,7 +305,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
     let source = match file {
         Some(path) => {
             if columns.is_some() {
-                return Err(Error::format(
+                return Err(Error::usage(
                     "--columns names TPC-H columns; it does not go with --file",
                 ));
             }
@@ -340,7 +341,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
         },
     };
     if !gpu && no_cpu && !suites.is_empty() {
-        return Err(Error::format(
+        return Err(Error::usage(
             "--backend cpu with --no-cpu: nothing to measure",
         ));
     }

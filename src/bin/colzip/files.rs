@@ -109,7 +109,8 @@ pub struct DecompressArgs {
     #[arg(long, value_enum)]
     snappy: Option<SnappyArg>,
     /// Replace the output if it is an existing regular file (its permissions are kept;
-    /// devices, FIFOs, sockets and directories are never replaced)
+    /// devices, FIFOs, sockets and directories are never replaced), and write binary
+    /// output (Arrow IPC, Parquet, raw typed values) to a terminal
     #[arg(short, long)]
     force: bool,
     /// Fail, before decoding, when the output would exceed this many bytes (suffixes
@@ -252,12 +253,23 @@ pub fn decompress_command(args: DecompressArgs) -> Result<()> {
     // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
     Placement::new(backend)?;
     if snappy.is_some() && (to.is_some() || parquet_compression.is_some()) {
-        return Err(Error::format(
+        return Err(Error::usage(
             "--to and --parquet-compression apply to archives, not to --snappy streams",
         ));
     }
+    let to_terminal = !force && pipes_to_terminal(output.as_deref(), &input);
     let mut pipes = Pipes::default();
     let (input, output) = pipes.paths(&input, output, strip_extension)?;
+    // Text (CSV, JSON, lines, a raw file's bytes) is shown, as `gzip -dc` shows it; typed
+    // binary values would only garble the terminal.
+    if to_terminal
+        && snappy.is_none()
+        && let Some(what) = binary_output(&input, to)
+    {
+        return Err(Error::format(format!(
+            "refusing to write {what} to a terminal: redirect standard output, give -o FILE, or use --force"
+        )));
+    }
     let overwrite = force || pipes.streams();
     check_output(&input, &output, overwrite)?;
     let options = archive::DecompressOptions {
@@ -278,7 +290,7 @@ pub fn decompress_command(args: DecompressArgs) -> Result<()> {
         if pipes.to_stdout() {
             eprintln!("{line}");
         } else {
-            println!("{line}");
+            crate::stdout::line(&line)?;
         }
     }
     Ok(())
@@ -416,7 +428,7 @@ fn input_kind(input: &Path, what: &Coding) -> Result<(InputKind, Option<String>)
     };
     let detected = InputKind::detect(input, raw)?;
     if let (Some(_), Some(kind_name)) = (what.input_type, detected.schema_file()) {
-        return Err(Error::format(format!(
+        return Err(Error::usage(format!(
             "--type applies to raw, CSV and JSON files; {} is {kind_name} file, whose schema gives the types",
             named.display(),
         )));
@@ -458,7 +470,7 @@ fn input_kind(input: &Path, what: &Coding) -> Result<(InputKind, Option<String>)
     #[cfg(not(feature = "csv-json"))]
     let is_csv = false;
     if !is_csv && (what.csv.delimiter.is_some() || !what.csv.header) {
-        return Err(Error::format(format!(
+        return Err(Error::usage(format!(
             "--csv-header and --delimiter apply to CSV inputs; {} is not read as CSV (--type csv reads it so)",
             named.display()
         )));
@@ -563,31 +575,31 @@ fn decompress(
 
 fn print_info(input: &Path, info: &archive::ArchiveInfo, format: Format) -> Result<()> {
     match format {
-        Format::Json => println!(
+        Format::Json => crate::stdout::line(format_args!(
             "{}",
             serde_json::to_string_pretty(info).map_err(|e| Error::format(e.to_string()))?
-        ),
-        Format::Csv => return Err(Error::format("info prints table or json")),
+        ))?,
+        Format::Csv => return Err(Error::usage("info prints table or json")),
         Format::Table => {
-            println!(
+            crate::stdout::line(format_args!(
                 "{}: {} archive, {} rows in {} batches, {} bytes",
                 input.display(),
                 info.source,
                 info.rows,
                 info.batches,
                 info.archive_bytes
-            );
-            println!(
+            ))?;
+            crate::stdout::line(format_args!(
                 "{:<24} {:<28} {:>12} {:>12} {:>14} {:>14} {:>8}  codecs",
                 "column", "type", "rows", "nulls", "plain", "compressed", "ratio"
-            );
+            ))?;
             for c in &info.columns {
                 let codecs: Vec<String> = c
                     .codecs
                     .iter()
                     .map(|(k, v)| format!("{k} ({v} B)"))
                     .collect();
-                println!(
+                crate::stdout::line(format_args!(
                     "{:<24} {:<28} {:>12} {:>12} {:>14} {:>14} {:>8.3}  {}",
                     c.name,
                     c.arrow_type,
@@ -597,13 +609,13 @@ fn print_info(input: &Path, info: &archive::ArchiveInfo, format: Format) -> Resu
                     c.compressed_bytes,
                     c.ratio,
                     codecs.join(", ")
-                );
+                ))?;
             }
             for check in &info.checked {
-                println!("checked: {check}");
+                crate::stdout::line(format_args!("checked: {check}"))?;
             }
             for check in &info.not_checked {
-                println!("not checked (use --verify): {check}");
+                crate::stdout::line(format_args!("not checked (use --verify): {check}"))?;
             }
         }
     }
@@ -658,12 +670,67 @@ fn pipes_to_terminal(output: Option<&Path>, input: &Path) -> bool {
     }
 }
 
-/// Whether `path` (symlinks followed) is a FIFO or a character device.
+/// What the archive at `input` decompresses to (as `to`, or what it was made from) when
+/// that is binary: Arrow IPC, Parquet, or raw values of a fixed width. `None` for text and
+/// for raw bytes, and for a file that is no archive (decompressing it says so).
+fn binary_output(input: &Path, to: Option<OutputKind>) -> Option<String> {
+    let reader = std::fs::File::open(input)
+        .ok()
+        .and_then(|file| archive::ArchiveReader::new(std::io::BufReader::new(file)).ok())?;
+    let source = reader.source();
+    match to.unwrap_or_else(|| OutputKind::for_source(source)) {
+        OutputKind::ArrowIpc => Some("an Arrow IPC file".into()),
+        #[cfg(feature = "parquet")]
+        OutputKind::Parquet => Some("a Parquet file".into()),
+        OutputKind::Raw => match source {
+            archive::Source::Raw(RawType::Bytes | RawType::Utf8Lines) => None,
+            archive::Source::Raw(raw) => Some(format!("raw {} values", raw.name())),
+            // A non-raw archive refuses `--to raw` itself.
+            _ => None,
+        },
+        #[cfg(feature = "csv-json")]
+        OutputKind::Csv | OutputKind::JsonLines => None,
+    }
+}
+
+/// Whether `path` (symlinks followed) is a FIFO or a character device, or names an open
+/// descriptor: written in place, never replaced.
 fn is_stream_file(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     path.metadata()
-        .map(|m| m.file_type().is_fifo() || m.file_type().is_char_device())
-        .unwrap_or(false)
+        .is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_char_device())
+        || names_a_descriptor(path)
+}
+
+/// Whether `path` is an existing `/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N` or a link
+/// to one of these. Redirected to a file, `/dev/stdout` resolves to that regular file, and
+/// replacing "the link" as a file output would replace `/dev/stdout` itself.
+fn names_a_descriptor(path: &Path) -> bool {
+    let in_descriptor_dir = path
+        .parent()
+        .and_then(|dir| dir.canonicalize().ok())
+        .is_some_and(|dir| dir == Path::new("/dev") || dir.starts_with("/proc"));
+    let links_to_proc = std::fs::read_link(path).is_ok_and(|target| target.starts_with("/proc"));
+    (in_descriptor_dir || links_to_proc) && path.exists()
+}
+
+/// Whether `path` names a descriptor open on the same file as standard output
+/// (`-o /dev/stdout > file`): written through standard output, which keeps its offset and
+/// append mode, as a reopened path would not.
+fn is_standard_output(path: &Path) -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    if !names_a_descriptor(path) {
+        return false;
+    }
+    let stdout = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(|fd| std::fs::File::from(fd).metadata());
+    match (path.metadata(), stdout) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
 }
 
 impl Pipes {
@@ -721,7 +788,7 @@ impl Pipes {
             input.to_path_buf()
         };
         self.stream = match &output {
-            Some(output) if output == dash => Some(Stream::Stdout),
+            Some(output) if output == dash || is_standard_output(output) => Some(Stream::Stdout),
             Some(output) if is_stream_file(output) => Some(Stream::Special(output.clone())),
             Some(_) => None,
             None => from_stdin.then_some(Stream::Stdout),
@@ -792,7 +859,7 @@ fn with_extension(path: &Path, ext: &str) -> PathBuf {
 fn strip_extension(path: &Path) -> Result<PathBuf> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("czip" | "snappy" | "sz") => Ok(path.with_extension("")),
-        _ => Err(Error::format(format!(
+        _ => Err(Error::usage(format!(
             "cannot derive an output name from {} (no .czip/.snappy/.sz extension): give one with -o",
             path.display()
         ))),
@@ -861,7 +928,7 @@ fn print_summary(output: &Path, sizes: Sizes, format: Format, on_stderr: bool) -
     if on_stderr {
         eprintln!("{line}");
     } else {
-        println!("{line}");
+        crate::stdout::line(&line)?;
     }
     Ok(())
 }

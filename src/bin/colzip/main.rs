@@ -6,6 +6,7 @@ mod experiments;
 mod files;
 mod progress;
 mod sql;
+mod stdout;
 
 use std::process::ExitCode;
 
@@ -26,6 +27,10 @@ struct Cli {
     /// faster, but after a power loss an output may exist and be empty or short
     #[arg(long, global = true)]
     no_fsync: bool,
+    /// Say on stderr what colzip cleans up besides its work: the temporary files that
+    /// killed runs left next to an output it writes, which it removes
+    #[arg(long, global = true)]
+    verbose: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -99,6 +104,7 @@ fn main() -> ExitCode {
     colzip::trace::line(|| "done".to_string());
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if stdout::closed_under(&error) => stdout::end_by_sigpipe(),
         Err(error) => {
             let hint = match &error {
                 Error::TooLarge { .. }
@@ -108,7 +114,11 @@ fn main() -> ExitCode {
                 _ => "",
             };
             eprintln!("colzip: error: {}{hint}", error.report());
-            ExitCode::FAILURE
+            match error {
+                // As clap exits for arguments it cannot parse.
+                Error::Usage(_) => ExitCode::from(2),
+                _ => ExitCode::FAILURE,
+            }
         }
     }
 }
@@ -167,6 +177,14 @@ fn parse_runs(text: &str) -> std::result::Result<usize, String> {
 
 fn run(cli: Cli) -> Result<()> {
     colzip::archive::set_flush_before_rename(!cli.no_fsync);
+    if cli.verbose {
+        colzip::archive::on_stale_partial_removed(|path| {
+            eprintln!(
+                "colzip: removed {}, left by a run that was killed",
+                path.display()
+            )
+        });
+    }
     match cli.command {
         Command::Compress(args) => {
             colzip::archive::interrupted::install_handlers();
