@@ -17,14 +17,15 @@
 //! the details):
 //!
 //! - [`memory`], [`limits`], [`trace`], [`panics`]: helpers every layer may use;
-//! - [`gpu`]: the device runtime (devices, lanes, pinned memory, the step pipeline, the
-//!   kernel cache) the GPU codecs are built on;
+//! - [`gpu`]: the device runtime (devices, lanes, pinned staging and the pinned pool GPU
+//!   decodes are handed out on, the step pipeline, the kernel cache) the GPU codecs are
+//!   built on;
 //! - [`codec`]: the codecs on plain bytes, each a folder implementing one trait and
 //!   listed in one registry ([`codec::registry`]), driven through one batched interface
 //!   on the CPU or the GPU;
 //! - [`column`](mod@column): Arrow arrays to compressed columns (containers) and back;
-//! - [`archive`]: files of many columns, and conversions from and to raw, Arrow IPC and
-//!   Parquet files; `parquet`: Parquet files with gmatch-made SNAPPY pages;
+//! - [`archive`]: files of many columns, and conversions from and to raw, Arrow IPC,
+//!   Parquet, CSV and JSON-lines files; `parquet`: Parquet files with gmatch-made SNAPPY pages;
 //! - `datafusion`: SQL functions, compressed tables and the `COLZIP_PARQUET` format;
 //!   `cluster`: the same on Ballista;
 //! - [`tpch`], [`bench`](mod@bench), [`plot`]: the experiments the CLI runs.

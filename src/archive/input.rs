@@ -249,6 +249,43 @@ fn text_batch_rows(batch_rows: usize, schema: &arrow::datatypes::Schema) -> usiz
     batch_rows.min((MAX_TEXT_BATCH_FIELDS / fields).max(1))
 }
 
+/// Batches of rows read from a text file (CSV or JSON lines).
+#[cfg(feature = "csv-json")]
+type TextBatches = Box<dyn Iterator<Item = Result<RecordBatch>> + Send>;
+
+/// What the text readers do once a file's schema is inferred: refuse a schema without
+/// columns (`no_columns` says why, after the file's name), rewind the file for the
+/// reading pass, and size a batch for the schema. The schema and the rows of a batch.
+#[cfg(feature = "csv-json")]
+fn after_inference(
+    schema: arrow::datatypes::Schema,
+    file: &mut impl std::io::Seek,
+    path: &Path,
+    no_columns: &str,
+    batch_rows: usize,
+) -> Result<(SchemaRef, usize)> {
+    if schema.fields().is_empty() {
+        return Err(Error::format(format!("{}: {no_columns}", path.display())));
+    }
+    file.seek(std::io::SeekFrom::Start(0))
+        .map_err(Error::file("read", path))?;
+    let batch_rows = text_batch_rows(batch_rows, &schema);
+    Ok((Arc::new(schema), batch_rows))
+}
+
+/// A text reader's batches, each error worded by `error` (which names the file).
+#[cfg(feature = "csv-json")]
+fn text_batches(
+    reader: impl Iterator<Item = std::result::Result<RecordBatch, arrow::error::ArrowError>>
+    + Send
+    + 'static,
+    path: &Path,
+    error: fn(&Path, arrow::error::ArrowError) -> Error,
+) -> TextBatches {
+    let path = path.to_path_buf();
+    Box::new(reader.map(move |batch| batch.map_err(|e| error(&path, e))))
+}
+
 /// Opens `path` as `kind`, reading batches of about `batch_bytes` of raw data
 /// (`batch_rows` rows for Arrow IPC and Parquet files).
 pub fn open(path: &Path, kind: InputKind, batch_bytes: usize, batch_rows: usize) -> Result<Input> {
