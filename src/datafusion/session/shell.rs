@@ -16,6 +16,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod cells;
 mod completion;
 mod repl;
 mod statement_end;
@@ -284,7 +285,9 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
             let options = arrow::util::display::FormatOptions::default()
                 .with_display_error(true)
                 .with_null("NULL");
-            let table = arrow::util::pretty::pretty_format_batches_with_options(batches, &options)?;
+            let batches = cells::clip_wide_cells(batches)?;
+            let table =
+                arrow::util::pretty::pretty_format_batches_with_options(&batches, &options)?;
             Ok(format!("{table}\n"))
         }
         OutputFormat::Json => {
