@@ -162,6 +162,31 @@ fn statements_from_stdin_until_quit() {
 }
 
 #[test]
+fn oversized_sql_from_stdin_is_skipped_with_one_error_and_reading_goes_on() {
+    let most = colzip::limits::MOST_SQL_BYTES;
+    // One line longer than the limit, then a statement over it in lines of 1 MiB (a
+    // string literal holding a `;`, which must not end it early), then a small one.
+    let mut script = format!("select '{}';\nselect 1 as a;\n", "x".repeat(most));
+    script.push_str("select '");
+    for _ in 0..(most >> 20) + 1 {
+        script.push_str(&"y;".repeat(1 << 19));
+        script.push('\n');
+    }
+    script.push_str("' as b;\nselect 2 as c;\n");
+    let out = colzip(&["sql", "--format", "csv"], &script);
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "a\n1\nc\n2\n");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 3, "{stderr}");
+    assert!(stderr.contains("2 statement(s) failed"), "{stderr}");
+    assert!(stderr.contains("a line of over 16 MB of SQL"), "{stderr}");
+    assert!(
+        stderr.contains("a statement of over 16 MB of SQL"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn create_table_with_compressed_makes_compressed_tables() {
     let sql = "CREATE TABLE t AS SELECT value AS id, value % 3 AS r, concat('v', value % 5) AS s \
                FROM generate_series(1, 1000);\n\

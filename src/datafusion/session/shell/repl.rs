@@ -83,6 +83,9 @@ pub async fn repl(
     let mut timing = true;
     let mut pending = String::new();
     let mut end = StatementEnd::new();
+    // The statement being typed went over the size limit: the rest of it is read to find
+    // its end, and dropped.
+    let mut dropping = false;
     loop {
         let prompt = if pending.is_empty() {
             "colzip> "
@@ -134,10 +137,22 @@ pub async fn repl(
         if pending.is_empty() && (trimmed == "quit" || trimmed == "exit") {
             break;
         }
-        pending.push_str(&line);
-        pending.push('\n');
         end.push(&line);
         end.push("\n");
+        if !dropping && pending.len() + line.len() >= crate::limits::MOST_SQL_BYTES {
+            eprintln!("error: {}", super::too_large("a statement"));
+            failed += 1;
+            pending = String::new();
+            dropping = true;
+        }
+        if dropping {
+            if end.at_end() {
+                (end, dropping) = (StatementEnd::new(), false);
+            }
+            continue;
+        }
+        pending.push_str(&line);
+        pending.push('\n');
         if end.at_end() {
             remember(&mut editor, pending.trim(), history.as_deref());
             failed += usize::from(!run_one(ctx, &pending, format, max_rows, timing).await);
