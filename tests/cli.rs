@@ -314,6 +314,107 @@ fn a_snappy_stream_given_as_an_archive_gets_a_hint() {
     assert!(!out.exists(), "no output is left behind");
 }
 
+/// The columns' plain bytes in all, from `colzip info --format json`'s columns.
+fn plain_bytes_of(info: &serde_json::Value) -> u64 {
+    info["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["plain_bytes"].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn compress_and_info_name_the_file_ratio_and_the_plain_ratio() {
+    let dir = tempfile::tempdir().unwrap();
+    // Repetitive int64 values: several times smaller, so both ratios are well above one.
+    let data: Vec<u8> = (0..50_000i64)
+        .flat_map(|i| (i % 100).to_le_bytes())
+        .collect();
+    let input = dir.path().join("values.bin");
+    std::fs::write(&input, &data).unwrap();
+    let archive = dir.path().join("values.czip");
+    let summary = ok(&["compress", s(&input), "-o", s(&archive), "--type", "int64"]);
+    let input_bytes = data.len() as u64;
+    let archive_bytes = std::fs::metadata(&archive).unwrap().len();
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&["info", s(&archive), "--format", "json"])).unwrap();
+    let plain = plain_bytes_of(&info);
+    let file_ratio = input_bytes as f64 / archive_bytes as f64;
+    let plain_ratio = plain as f64 / archive_bytes as f64;
+    assert!(file_ratio > 2.0, "{summary}");
+    // The file ratio first, in the sizes a file manager shows, then the plain ratio.
+    let file_at = summary.find("file 400.0 kB -> ").expect(&summary);
+    let plain_at = summary.find("; plain data ").expect(&summary);
+    assert!(file_at < plain_at, "{summary}");
+    assert!(
+        summary.contains(&format!("({file_ratio:.2}x smaller)"))
+            && summary.contains(&format!("(plain ratio {plain_ratio:.2})")),
+        "{summary}"
+    );
+
+    // JSON: the earlier names, and the new ones for the same values.
+    let again = dir.path().join("again.czip");
+    let json: serde_json::Value = serde_json::from_str(&ok(&[
+        "compress",
+        s(&input),
+        "-o",
+        s(&again),
+        "--type",
+        "int64",
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(json["input_file_bytes"], input_bytes);
+    assert_eq!(json["archive_file_bytes"], archive_bytes);
+    assert_eq!(json["compressed_bytes"], archive_bytes);
+    assert_eq!(json["plain_bytes"], plain);
+    assert!((json["file_ratio"].as_f64().unwrap() - file_ratio).abs() < 1e-9);
+    assert!((json["plain_ratio"].as_f64().unwrap() - plain_ratio).abs() < 1e-9);
+    assert_eq!(json["ratio"], json["plain_ratio"]);
+
+    // From standard input: the input bytes are the bytes read.
+    let piped_archive = dir.path().join("piped.czip");
+    let out = piped(
+        &[
+            "compress",
+            "-",
+            "-o",
+            s(&piped_archive),
+            "--type",
+            "int64",
+            "--format",
+            "json",
+        ],
+        &data,
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let piped_bytes = std::fs::metadata(&piped_archive).unwrap().len();
+    assert_eq!(json["input_file_bytes"], input_bytes);
+    assert_eq!(json["archive_file_bytes"], piped_bytes);
+    assert!(
+        (json["file_ratio"].as_f64().unwrap() - input_bytes as f64 / piped_bytes as f64).abs()
+            < 1e-9
+    );
+
+    // info: the archive file's size and the plain ratio, named; no file ratio, since the
+    // archive does not record its input's size.
+    assert_eq!(info["archive_bytes"], archive_bytes);
+    assert_eq!(info["plain_bytes"], plain);
+    assert!((info["plain_ratio"].as_f64().unwrap() - plain_ratio).abs() < 1e-9);
+    let table = ok(&["info", s(&archive)]);
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.contains("archive file ")
+            && header.contains(&format!("({archive_bytes} bytes)"))
+            && header.contains("; plain data ")
+            && header.contains(&format!("(plain ratio {plain_ratio:.2})"))
+            && !header.contains("file ratio"),
+        "{header}"
+    );
+}
+
 /// Runs `colzip args` with `stdin` on its standard input, which must succeed; its stdout.
 fn piped(args: &[&str], stdin: &[u8]) -> Vec<u8> {
     let out = cli_run::with_stdin(args, stdin);
@@ -532,13 +633,13 @@ fn parquet_files_round_trip() {
         "--codec",
         "gmatch",
     ]);
-    // Two ratios, each named: of the columns' plain bytes and of the Parquet file's size.
+    // Two ratios, each named: of the Parquet file's size and of the columns' plain bytes.
     let file_bytes = std::fs::metadata(&input).unwrap().len();
     let archive_bytes = std::fs::metadata(&archive).unwrap().len();
     assert!(
         summary.contains("plain ratio")
             && summary.contains(&format!(
-                "input file {file_bytes} bytes (file ratio {:.3})",
+                "({:.2}x smaller)",
                 file_bytes as f64 / archive_bytes as f64
             )),
         "{summary}"

@@ -13,6 +13,7 @@ use colzip::tpch::Format;
 use colzip::{Error, Result};
 
 use crate::progress::bytes_bar;
+use crate::ratios::{self, Sizes};
 use crate::{BackendArg, SnappyArg, parse_size};
 
 /// `colzip compress`'s arguments.
@@ -218,7 +219,8 @@ pub fn compress_command(args: CompressArgs) -> Result<()> {
         snappy,
         named: pipes.shown_input(),
     };
-    // The input's size on disk, for the ratio a user compares with other tools.
+    // The input's size on disk, for the ratio a user compares with other tools. For
+    // standard input, `input` is the spool, so this counts the bytes read.
     let input_bytes = std::fs::metadata(&input).map(|m| m.len()).ok();
     let result = compress(&input, &output, what, placement, backend, overwrite)?;
     if let Some(warning) = &result.2 {
@@ -577,17 +579,19 @@ fn print_info(input: &Path, info: &archive::ArchiveInfo, format: Format) -> Resu
     match format {
         Format::Json => crate::stdout::line(format_args!(
             "{}",
-            serde_json::to_string_pretty(info).map_err(|e| Error::format(e.to_string()))?
+            ratios::info_json(info)
+                .and_then(|value| serde_json::to_string_pretty(&value))
+                .map_err(|e| Error::format(e.to_string()))?
         ))?,
         Format::Csv => return Err(Error::usage("info prints table or json")),
         Format::Table => {
             crate::stdout::line(format_args!(
-                "{}: {} archive, {} rows in {} batches, {} bytes",
+                "{}: {} archive, {} rows in {} batches; {}",
                 input.display(),
                 info.source,
                 info.rows,
                 info.batches,
-                info.archive_bytes
+                ratios::info_text(info)
             ))?;
             crate::stdout::line(format_args!(
                 "{:<24} {:<28} {:>12} {:>12} {:>14} {:>14} {:>8}  codecs",
@@ -883,47 +887,13 @@ fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
-/// The sizes a compression reports.
-struct Sizes {
-    /// The input file's bytes (`None` when its size could not be read).
-    input: Option<u64>,
-    /// The plain bytes of its columns (what `colzip info` and `colzip_ratio` divide).
-    plain: u64,
-    /// The archive's bytes.
-    archive: u64,
-}
-
-/// The summary of a compression, on stdout, or on stderr when stdout holds the data: two
-/// ratios, each named. The plain ratio divides the columns' plain bytes (a Parquet file's
-/// values decoded), the file ratio the input file's size, the one other tools print.
+/// The summary of a compression, on stdout, or on stderr when stdout holds the data: the
+/// file ratio and the plain ratio, each named ([`ratios`]).
 fn print_summary(output: &Path, sizes: Sizes, format: Format, on_stderr: bool) -> Result<()> {
-    let Sizes {
-        input,
-        plain,
-        archive,
-    } = sizes;
-    let ratio = plain as f64 / archive.max(1) as f64;
-    let file_ratio = input.map(|bytes| bytes as f64 / archive.max(1) as f64);
+    let shown = output.display().to_string();
     let line = match format {
-        Format::Json => serde_json::json!({
-            "output": output.display().to_string(),
-            "plain_bytes": plain,
-            "compressed_bytes": archive,
-            "ratio": ratio,
-            "input_file_bytes": input,
-            "file_ratio": file_ratio,
-        })
-        .to_string(),
-        _ => {
-            let file = match (input, file_ratio) {
-                (Some(bytes), Some(r)) => format!("; input file {bytes} bytes (file ratio {r:.3})"),
-                _ => String::new(),
-            };
-            format!(
-                "{}: {plain} plain bytes -> {archive} bytes (plain ratio {ratio:.3}){file}",
-                output.display()
-            )
-        }
+        Format::Json => ratios::summary_json(&shown, &sizes).to_string(),
+        _ => format!("{shown}: {}", ratios::summary_text(&sizes)),
     };
     if on_stderr {
         eprintln!("{line}");

@@ -5,6 +5,7 @@ mod cluster;
 mod experiments;
 mod files;
 mod progress;
+mod ratios;
 mod sql;
 mod stdout;
 

@@ -80,7 +80,7 @@ pub(super) fn ratio() -> &'static Documentation {
     built(&DOC, || {
         Documentation::builder(
             section(),
-            "Aggregate: the compression ratio of the group's values compressed as one column, plain bytes (colzip's plain parts: values, offsets, validity) / compressed bytes.",
+            "Aggregate: the compression ratio of the group's values compressed as one column, plain bytes (colzip's plain parts: values, offsets, validity) / compressed bytes. colzip_stats' ratio divides Arrow's in-memory bytes (its raw_bytes column) instead, higher for view-typed strings.",
             "colzip_ratio(column, 'codec')",
         )
         .with_argument("column", "The values to compress.")
