@@ -20,6 +20,7 @@ mod budget;
 mod copy;
 mod device;
 mod error;
+mod gather;
 mod host;
 mod kernel_cache;
 mod lane;
@@ -40,6 +41,7 @@ pub use device::{
     compile_kernel, nvrtc_available,
 };
 pub use error::{GpuError, GpuResult};
+pub use gather::{GATHER, Piece, gather};
 pub use host::on_host;
 pub use kernel_cache::KERNEL_CACHE_ENV;
 pub use lane::{Lane, LaneGuard, MAX_LANES};
