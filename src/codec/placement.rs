@@ -125,6 +125,13 @@ impl Placement {
         (!gpus.is_empty()).then(|| &gpus[next_turn(gpus.len())])
     }
 
+    /// The GPU for work of `len` bytes that is not a codec's batch (a scan's selection of
+    /// rows), or `None` for the CPU: by the same size rule, GPUs taken in turn.
+    pub fn gpu_for_bytes(&self, len: usize) -> Option<&'static Gpu> {
+        (!self.gpus.is_empty() && len >= self.min_bytes)
+            .then(|| &self.gpus[next_turn(self.gpus.len())])
+    }
+
     /// The GPUs a batch of `codec` in `direction` of `len` bytes may split across
     /// (empty: the CPU).
     pub fn gpus_for(&self, codec: CodecId, direction: Direction, len: usize) -> &'static [Gpu] {

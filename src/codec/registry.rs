@@ -12,6 +12,7 @@ use super::interface::{
 };
 use super::{bwt, gmatch, intpack, lzss, stored};
 use crate::gpu::{Define, Gpu, HostMemory, KernelSource, Lane};
+use cudarc::driver::CudaView;
 
 /// Writes [`Codec`], [`CodecSpec`], their dispatch to each codec's [`CodecFamily`], and
 /// the list of families, from one line per codec: its variant, its family type, its
@@ -261,6 +262,12 @@ impl CodecId {
         family_of(self).has_gpu_path(self, direction)
     }
 
+    /// Whether this codec's device-resident decoder leaves each stream's output in device
+    /// memory where a caller can read it ([`DeviceJob::stream_outputs`]).
+    pub fn decodes_into_device_memory(self) -> bool {
+        family_of(self).decodes_into_device_memory()
+    }
+
     /// The output length a stream of this codec claims in its header.
     pub fn claimed_len(self, stream: &[u8]) -> Result<u64> {
         family_of(self).claimed_len(self, stream)
@@ -295,9 +302,10 @@ impl CodecId {
         gpu: &Gpu,
         lane: &mut Lane,
         streams: &[&[u8]],
+        resident: Option<&[CudaView<'_, u8>]>,
         lens: &[usize],
     ) -> Result<Box<dyn DeviceJob>> {
-        family_of(self).device_decompressor(gpu, lane, self, streams, lens)
+        family_of(self).device_decompressor(gpu, lane, self, streams, resident, lens)
     }
 }
 
@@ -323,6 +331,7 @@ trait Registered {
     fn has_id(&self, id: CodecId) -> bool;
     fn id_name(&self, id: CodecId) -> &'static str;
     fn has_gpu_path(&self, id: CodecId, direction: Direction) -> bool;
+    fn decodes_into_device_memory(&self) -> bool;
     fn kernel_builds(&self) -> Vec<(KernelSource, Vec<Define>)>;
     fn claimed_len(&self, id: CodecId, stream: &[u8]) -> Result<u64>;
     fn decompress_with_limit(&self, id: CodecId, stream: &[u8], expected: usize)
@@ -343,6 +352,7 @@ trait Registered {
         lane: &mut Lane,
         id: CodecId,
         streams: &[&[u8]],
+        resident: Option<&[CudaView<'_, u8>]>,
         lens: &[usize],
     ) -> Result<Box<dyn DeviceJob>>;
 }
@@ -388,6 +398,10 @@ impl<F: CodecFamily> Registered for Family<F> {
         F::has_gpu_path(id, direction)
     }
 
+    fn decodes_into_device_memory(&self) -> bool {
+        F::DEVICE_STREAM_OUTPUTS
+    }
+
     fn kernel_builds(&self) -> Vec<(KernelSource, Vec<Define>)> {
         F::kernel_builds()
     }
@@ -427,9 +441,10 @@ impl<F: CodecFamily> Registered for Family<F> {
         lane: &mut Lane,
         id: CodecId,
         streams: &[&[u8]],
+        resident: Option<&[CudaView<'_, u8>]>,
         lens: &[usize],
     ) -> Result<Box<dyn DeviceJob>> {
-        F::device_decompressor(gpu, lane, id, streams, lens)
+        F::device_decompressor(gpu, lane, id, streams, resident, lens)
     }
 }
 

@@ -43,6 +43,7 @@ use super::interface::{Direction, Sink};
 use super::placement::Placement;
 pub use super::registry::Codec;
 use crate::gpu::{Gpu, HostMemory, Lane, PIPELINE_LANES, PinnedBuffer, PinnedPool, step_bytes};
+use cudarc::driver::CudaView;
 use rayon::prelude::*;
 
 impl Codec {
@@ -394,7 +395,24 @@ impl CodecId {
         lens: &[usize],
     ) -> Result<Box<dyn DeviceJob>> {
         check_count(streams.len(), lens.len())?;
-        self.device_job(gpu, lane, streams, lens)
+        self.device_job(gpu, lane, streams, None, lens)
+    }
+
+    /// [`Self::device_decompressor`] for streams already in device memory on `gpu`:
+    /// `resident[i]` holds the bytes of `streams[i]` (the host copy, which gives the
+    /// layout). The job's input is gathered device to device. For codecs whose
+    /// [`CodecId::decodes_into_device_memory`] holds; the others refuse it.
+    pub fn device_decompressor_resident(
+        self,
+        gpu: &Gpu,
+        lane: &mut Lane,
+        streams: &[&[u8]],
+        resident: &[CudaView<'_, u8>],
+        lens: &[usize],
+    ) -> Result<Box<dyn DeviceJob>> {
+        check_count(streams.len(), lens.len())?;
+        check_count(streams.len(), resident.len())?;
+        self.device_job(gpu, lane, streams, Some(resident), lens)
     }
 
     /// Decodes on `gpus`, the batch split across them, into `outputs` (`lens[i]` bytes

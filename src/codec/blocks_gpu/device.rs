@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaView, DevicePtr};
 
 use super::BlockCodec;
 use super::launch::ReasonCode;
@@ -13,7 +13,7 @@ use super::launch::{
 };
 use crate::codec::error::{CodecError, Result};
 use crate::codec::interface::DeviceJob;
-use crate::gpu::{ArrayPack, Gpu, Lane, copy_to_device, copy_to_host};
+use crate::gpu::{ArrayPack, Gpu, Lane, Piece, copy_to_device, copy_to_host, gather};
 
 /// Compression of resident buffers.
 pub(crate) struct DeviceCompress<C: BlockCodec> {
@@ -119,22 +119,37 @@ pub(crate) struct DeviceDecompress<C: BlockCodec> {
     out: CudaSlice<u8>,
     error: CudaSlice<u8>,
     out_len: usize,
+    /// Each stream's output in `out`.
+    ranges: Vec<Range<usize>>,
 }
 
 /// Uploads `streams` (each of `lens[i]` bytes once decoded) for decoding; `read` gives a
-/// stream's validated layout from the stream and its length.
+/// stream's validated layout from the stream and its length. With `resident`, the same
+/// streams already in device memory (`resident[i]` holds `streams[i]`'s bytes), the job's
+/// input is gathered there, device to device, and nothing crosses PCIe.
 pub(crate) fn device_decompress<C: BlockCodec>(
     gpu: &Gpu,
     lane: &mut Lane,
     streams: &[&[u8]],
+    resident: Option<&[CudaView<'_, u8>]>,
     lens: &[usize],
     read: impl Fn(&[u8], usize) -> Result<C::Layout>,
 ) -> Result<DeviceDecompress<C>> {
     let words = &C::WORDS;
+    if resident.is_some_and(|r| r.len() != streams.len()) {
+        return Err(CodecError::invalid(
+            words.codec,
+            "resident streams do not match the streams",
+        ));
+    }
     let (mut tables, mut payloads) = (Vec::new(), Vec::new());
+    // Each stream's (table, payload) byte ranges, for the device-to-device gathering.
+    let mut pieces = Vec::with_capacity(streams.len());
+    let (mut tables_len, mut payload_len) = (0usize, 0usize);
     let (mut block_out, mut block_lens) = (Vec::new(), Vec::new());
     let mut codec = None;
     let mut at = 0usize;
+    let mut ranges = Vec::with_capacity(streams.len());
     for (stream, &len) in streams.iter().zip(lens) {
         let layout = read(stream, len)?;
         let set = C::of_layout(&layout);
@@ -150,25 +165,66 @@ pub(crate) fn device_decompress<C: BlockCodec>(
         let table = C::table(&layout);
         let (blocks, block_bytes) = (table.blocks(), set.block_bytes());
         let (table_at, payload_at) = (table.table_at, table.payload_at);
-        tables.extend_from_slice(&stream[table_at..table_at + 2 * blocks]);
-        payloads.extend_from_slice(&stream[payload_at..payload_at + table.offsets[blocks]]);
+        let table_bytes = table_at..table_at + 2 * blocks;
+        let payload_bytes = payload_at..payload_at + table.offsets[blocks];
+        tables_len += table_bytes.len();
+        payload_len += payload_bytes.len();
+        if resident.is_none() {
+            tables.extend_from_slice(&stream[table_bytes.clone()]);
+            payloads.extend_from_slice(&stream[payload_bytes.clone()]);
+        }
+        pieces.push((table_bytes, payload_bytes));
         at = at.div_ceil(8) * 8;
         for k in 0..blocks {
             block_out.push((at + k * block_bytes) as u64);
             block_lens.push(set.block_len(table.body, k));
         }
+        ranges.push(at..at + table.body);
         at += table.body;
     }
     let Some(codec) = codec else {
         return Err(CodecError::invalid(words.codec, "no stream to decode"));
     };
     let blocks = block_out.len();
-    let payload_len = payloads.len();
-    tables.extend_from_slice(&payloads);
     let mut meta = ArrayPack::new();
     let spans = [meta.push_u64(&block_out), meta.push_u16(&block_lens)].map(|id| meta.span(id));
-    let mut input = lane.take_device("resident.in", tables.len())?;
-    copy_to_device(lane.stream(), &tables, &mut input)?;
+    let mut input = lane.take_device("resident.in", (tables_len + payload_len).max(1))?;
+    match resident {
+        None => {
+            tables.extend_from_slice(&payloads);
+            copy_to_device(lane.stream(), &tables, &mut input)?;
+        }
+        Some(resident) => {
+            // Every stream's table and payload in place, in one launch.
+            let (mut table_to, mut payload_to) = (0usize, tables_len);
+            let base = {
+                let (base, _record) = input.device_ptr(lane.stream());
+                base
+            };
+            let mut gathered = Vec::with_capacity(2 * resident.len());
+            for (source, (table_bytes, payload_bytes)) in resident.iter().zip(&pieces) {
+                let (start, _record) = source.device_ptr(lane.stream());
+                for (from, to) in [
+                    (table_bytes, &mut table_to),
+                    (payload_bytes, &mut payload_to),
+                ] {
+                    if from.end > source.len() {
+                        return Err(CodecError::invalid(
+                            words.codec,
+                            "a resident stream is shorter than its layout",
+                        ));
+                    }
+                    gathered.push(Piece {
+                        src: start + from.start as u64,
+                        dst: base + *to as u64,
+                        len: from.len() as u64,
+                    });
+                    *to += from.len();
+                }
+            }
+            gather(gpu, lane, &gathered)?;
+        }
+    }
     let meta = meta.upload(gpu, lane, "resident.meta", "resident.meta")?;
     let job = DeviceDecompress {
         kernels: codec.decoder(gpu)?,
@@ -181,6 +237,7 @@ pub(crate) fn device_decompress<C: BlockCodec>(
         out: lane.take_device("resident.out", at.max(1))?,
         error: lane.take_device("resident.error", 8)?,
         out_len: at,
+        ranges,
     };
     lane.synchronize()?;
     Ok(job)
@@ -220,5 +277,17 @@ impl<C: BlockCodec> DeviceJob for DeviceDecompress<C> {
             ));
         }
         Ok(self.out_len)
+    }
+
+    fn stream_outputs(&self) -> Option<(&CudaSlice<u8>, &[Range<usize>])> {
+        Some((&self.out, &self.ranges))
+    }
+
+    fn give_back(self: Box<Self>, lane: &mut Lane) {
+        lane.put_device("resident.in", self.input);
+        lane.put_device("resident.meta", self.meta);
+        lane.put_device("resident.offsets", self.offsets);
+        lane.put_device("resident.out", self.out);
+        lane.put_device("resident.error", self.error);
     }
 }

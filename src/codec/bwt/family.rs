@@ -11,6 +11,7 @@ use crate::codec::interface::{
     AutoUse, CodecFamily, DeviceJob, Direction, Sink, SpecOption, Suited,
 };
 use crate::gpu::{Define, Gpu, HostMemory, KernelSource, Lane};
+use cudarc::driver::CudaView;
 
 #[allow(non_upper_case_globals)]
 impl CodecId {
@@ -135,8 +136,12 @@ impl CodecFamily for Bwt {
         lane: &mut Lane,
         _id: CodecId,
         streams: &[&[u8]],
+        resident: Option<&[CudaView<'_, u8>]>,
         lens: &[usize],
     ) -> Result<Box<dyn DeviceJob>> {
+        if resident.is_some() {
+            return Err(crate::codec::interface::no_gpu_path(NAME));
+        }
         let job = gpu::device::device_decompress(gpu, lane, streams, lens)?;
         Ok(Box::new(job))
     }

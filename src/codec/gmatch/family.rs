@@ -12,6 +12,7 @@ use crate::codec::interface::{
     AutoUse, CodecFamily, DeviceJob, Direction, Sink, SpecOption, Suited, id_name,
 };
 use crate::gpu::{Define, Gpu, HostMemory, KernelSource, Lane};
+use cudarc::driver::CudaView;
 
 #[allow(non_upper_case_globals)]
 impl CodecId {
@@ -223,8 +224,12 @@ impl CodecFamily for Gmatch {
         lane: &mut Lane,
         id: CodecId,
         streams: &[&[u8]],
+        resident: Option<&[CudaView<'_, u8>]>,
         lens: &[usize],
     ) -> Result<Box<dyn DeviceJob>> {
+        if resident.is_some() {
+            return Err(crate::codec::interface::no_gpu_path(NAME));
+        }
         let job = gpu::device::device_decompress(gpu, lane, format_of(id), streams, lens)?;
         Ok(Box::new(job))
     }

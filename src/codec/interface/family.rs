@@ -11,6 +11,7 @@ use super::{DeviceJob, Sink};
 use crate::codec::error::{CodecError, Result};
 use crate::codec::id::CodecId;
 use crate::gpu::{Define, Gpu, HostMemory, KernelSource, Lane};
+use cudarc::driver::CudaView;
 
 /// Which way a codec runs: a codec may have a GPU path in one direction only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,6 +70,9 @@ pub(crate) trait CodecFamily: 'static {
     const SUITED: Suited;
     /// Whether and where `auto` tries it.
     const AUTO: Option<AutoUse> = None;
+    /// Whether the device-resident decoder ([`Self::device_decompressor`]) gives each
+    /// stream's output in device memory ([`DeviceJob::stream_outputs`]).
+    const DEVICE_STREAM_OUTPUTS: bool = false;
 
     /// The options of the bare name (`lzss`).
     fn default_options() -> Self::Options;
@@ -151,12 +155,15 @@ pub(crate) trait CodecFamily: 'static {
         Err(no_gpu_path(Self::NAME))
     }
     /// `streams` (each decoding to `lens[i]` bytes) uploaded to `gpu` and kept there,
-    /// ready to be decoded by the kernels alone.
+    /// ready to be decoded by the kernels alone. With `resident` (the same streams
+    /// already in device memory), a codec with [`Self::DEVICE_STREAM_OUTPUTS`] takes them
+    /// from there; the others refuse it.
     fn device_decompressor(
         _gpu: &Gpu,
         _lane: &mut Lane,
         id: CodecId,
         _streams: &[&[u8]],
+        _resident: Option<&[CudaView<'_, u8>]>,
         _lens: &[usize],
     ) -> Result<Box<dyn DeviceJob>> {
         Err(no_gpu_path(id_name::<Self>(id)))

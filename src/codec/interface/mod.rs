@@ -12,9 +12,11 @@ mod packed;
 mod sink;
 
 pub use family::{AutoUse, Direction, SpecOption, Suited};
-pub(crate) use family::{CodecFamily, id_name, wrong_len};
+pub(crate) use family::{CodecFamily, id_name, no_gpu_path, wrong_len};
 pub use packed::Packed;
 pub(crate) use sink::Sink;
+
+use cudarc::driver::CudaSlice;
 
 use super::error::Result;
 use crate::gpu::{Gpu, Lane};
@@ -32,4 +34,14 @@ pub trait DeviceJob {
     /// Waits for the lane and returns the bytes of output the last run wrote, checked
     /// (a decoder's errors are reported here).
     fn output_bytes(&mut self, gpu: &Gpu, lane: &mut Lane) -> Result<usize>;
+    /// A decoder's output buffer on the device and each stream's range in it, every
+    /// range starting at a multiple of 8 (valid once [`Self::output_bytes`] has
+    /// checked a run). `None` for jobs whose outputs are not laid out stream by stream,
+    /// and for compressors.
+    fn stream_outputs(&self) -> Option<(&CudaSlice<u8>, &[std::ops::Range<usize>])> {
+        None
+    }
+    /// Gives the job's device buffers back to `lane` for its next work (dropped, they
+    /// would be freed, and freeing device memory waits for the whole device).
+    fn give_back(self: Box<Self>, _lane: &mut Lane) {}
 }

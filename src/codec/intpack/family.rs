@@ -14,6 +14,7 @@ use crate::codec::interface::{
     AutoUse, CodecFamily, DeviceJob, Direction, Sink, SpecOption, Suited,
 };
 use crate::gpu::{Define, Gpu, HostMemory, KernelSource, Lane};
+use cudarc::driver::CudaView;
 
 #[allow(non_upper_case_globals)]
 impl CodecId {
@@ -44,6 +45,7 @@ impl CodecFamily for Intpack {
         fixed_width: true,
         decode_speed: 3,
     });
+    const DEVICE_STREAM_OUTPUTS: bool = true;
 
     fn default_options() -> IntpackOptions {
         IntpackOptions::default()
@@ -180,12 +182,14 @@ impl CodecFamily for Intpack {
         lane: &mut Lane,
         _id: CodecId,
         streams: &[&[u8]],
+        resident: Option<&[CudaView<'_, u8>]>,
         lens: &[usize],
     ) -> Result<Box<dyn DeviceJob>> {
         let job = blocks_gpu::device::device_decompress::<IntpackShape>(
             gpu,
             lane,
             streams,
+            resident,
             lens,
             |stream, len| read_layout(stream, Some(len)),
         )?;

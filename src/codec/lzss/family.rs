@@ -14,6 +14,7 @@ use crate::codec::interface::{
     AutoUse, CodecFamily, DeviceJob, Direction, Sink, SpecOption, Suited,
 };
 use crate::gpu::{Define, Gpu, HostMemory, KernelSource, Lane};
+use cudarc::driver::CudaView;
 
 #[allow(non_upper_case_globals)]
 impl CodecId {
@@ -60,6 +61,7 @@ impl CodecFamily for Lzss {
         fixed_width: true,
         decode_speed: 1,
     });
+    const DEVICE_STREAM_OUTPUTS: bool = true;
 
     fn default_options() -> LzssOptions {
         LzssOptions::default()
@@ -223,12 +225,14 @@ impl CodecFamily for Lzss {
         lane: &mut Lane,
         _id: CodecId,
         streams: &[&[u8]],
+        resident: Option<&[CudaView<'_, u8>]>,
         lens: &[usize],
     ) -> Result<Box<dyn DeviceJob>> {
         let job = blocks_gpu::device::device_decompress::<LzssShape>(
             gpu,
             lane,
             streams,
+            resident,
             lens,
             read_layout,
         )?;
