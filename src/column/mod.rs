@@ -62,6 +62,7 @@ mod parts;
 pub mod plain;
 mod rows;
 mod run_end;
+pub mod select;
 mod types;
 mod union;
 

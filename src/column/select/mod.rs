@@ -1,0 +1,538 @@
+//! Row selection on the GPU over compressed columns of fixed-width integers: the columns'
+//! parts are decoded into device memory, a conjunction of tests on their values is
+//! evaluated there, and only the rows that pass, of the columns asked for, are copied
+//! together on the device and brought to the host, with a bitmap of the passing rows.
+//! What crosses PCIe is the compressed streams one way and the passing rows the other.
+//!
+//! The columns are those whose node is one part of values of 1, 2, 4 or 8 bytes, without
+//! nulls ([`selectable`]): integers, dates, times, timestamps, durations, decimals at
+//! their stored width, floats (copied, never tested). The caller evaluates anything else
+//! on the host. The codecs' decoders check every stream on the device as they do on the
+//! host; the parts' checksums, which only the host computes, are not checked on this
+//! path.
+//!
+//! The rows come back on one buffer of the [`PinnedPool`] when it has room (ordinary
+//! memory otherwise): the device writes them there, and each block's nodes are slices of
+//! it.
+
+mod device_parts;
+mod launch;
+mod resident;
+
+use std::sync::Arc;
+
+use arrow::buffer::{BooleanBuffer, Buffer};
+use cudarc::driver::CudaView;
+
+use super::{CompressedColumn, PartRole, PlainNode, PlainPart};
+use crate::codec::CodecId;
+use crate::gpu::{ArrayPack, Gpu, GpuError, Lane, PinnedPool, copy_to_host};
+use crate::{Error, Result};
+use device_parts::{VALUES, address, decode_parts};
+use launch::{SelectKernels, TILE_ROWS, TestLaunch, Tiles};
+
+pub use launch::SELECT;
+pub use resident::{ResidentColumns, make_resident, resident_bytes};
+
+/// A test of a column's values, read as 64-bit integers (sign- or zero-extended).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValueTest {
+    /// `lo <= value <= hi`.
+    Range { lo: i64, hi: i64 },
+    /// `value <> x`.
+    NotEqual(i64),
+    /// `value IN (values)`, or `NOT IN` when `negated`.
+    In { values: Vec<i64>, negated: bool },
+    /// No row passes.
+    Never,
+    /// Every row passes.
+    Always,
+}
+
+/// A test of one column of a selection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnTest {
+    /// The column, an index into each block's columns.
+    pub column: usize,
+    pub test: ValueTest,
+    /// Whether the values are signed (read sign-extended).
+    pub signed: bool,
+}
+
+/// What [`select_on_gpu`] gives for each block.
+#[derive(Debug)]
+pub struct SelectedBlock {
+    /// The rows that pass, one bit per row of the block.
+    pub passing: BooleanBuffer,
+    /// The passing rows of each output column, in the order asked for.
+    pub nodes: Vec<PlainNode>,
+}
+
+/// Whether `column` is in the form [`select_on_gpu`] reads: one part of values, 1, 2, 4
+/// or 8 bytes each, no nulls, no children, stored or compressed with a codec whose
+/// device-resident decoder leaves its outputs in device memory (intpack, lzss).
+pub fn selectable(column: &CompressedColumn) -> bool {
+    values_part(column).is_some()
+}
+
+fn values_part(column: &CompressedColumn) -> Option<&super::CompressedPart> {
+    let root = column.root();
+    match root.parts.as_slice() {
+        [part]
+            if root.null_count == 0
+                && root.children.is_empty()
+                && part.role == PartRole::Values
+                && matches!(part.width, 1 | 2 | 4 | 8)
+                && Some(part.raw_len) == root.rows.checked_mul(part.width as usize)
+                && (part.codec == CodecId::Stored || part.codec.decodes_into_device_memory()) =>
+        {
+            Some(part)
+        }
+        _ => None,
+    }
+}
+
+/// Selects rows of `blocks` (each a list of columns, every list alike) on `gpu`: the
+/// rows for which every test of `tests` holds (every row without tests), and of those
+/// the values of the columns `outputs` (indexes into a block's list). Every column a test
+/// or output names must be [`selectable`]. `resident`, when not empty, gives for each
+/// block and column its compressed stream already on `gpu` ([`ResidentColumns`]), which
+/// is then decoded from there instead of being uploaded.
+pub fn select_on_gpu(
+    gpu: &Gpu,
+    blocks: &[Vec<&CompressedColumn>],
+    resident: &[Vec<Option<CudaView<'_, u8>>>],
+    tests: &[ColumnTest],
+    outputs: &[usize],
+) -> Result<Vec<SelectedBlock>> {
+    if blocks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut columns: Vec<usize> = tests
+        .iter()
+        .map(|t| t.column)
+        .chain(outputs.iter().copied())
+        .collect();
+    columns.sort_unstable();
+    columns.dedup();
+    let mut rows = Vec::with_capacity(blocks.len());
+    let mut parts = Vec::with_capacity(blocks.len() * columns.len());
+    let mut streams: Vec<Option<CudaView<'_, u8>>> = Vec::with_capacity(parts.capacity());
+    let mut widths = vec![0u32; columns.len()];
+    for block in blocks {
+        let mut block_rows = None;
+        for (at, &k) in columns.iter().enumerate() {
+            let column = block.get(k).ok_or_else(|| {
+                Error::Usage(format!(
+                    "a selection names column {k} of a block of {}",
+                    block.len()
+                ))
+            })?;
+            let part = values_part(column).ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "column {k} of a selection is not fixed-width values without nulls"
+                ))
+            })?;
+            if *block_rows.get_or_insert(column.len()) != column.len() {
+                return Err(Error::format("the columns of a block differ in rows"));
+            }
+            if widths[at] != 0 && widths[at] != part.width {
+                return Err(Error::format(
+                    "a column's values differ in width between blocks",
+                ));
+            }
+            widths[at] = part.width;
+            parts.push(part);
+            let b = rows.len();
+            streams.push(
+                resident
+                    .get(b)
+                    .and_then(|r| r.get(k))
+                    .and_then(|v| v.as_ref().map(|v| v.slice(..))),
+            );
+        }
+        rows.push(block_rows.unwrap_or(0));
+    }
+    let layout = Layout::new(&rows);
+    if layout.tiles.is_empty() {
+        return Ok(rows
+            .iter()
+            .map(|_| SelectedBlock {
+                passing: BooleanBuffer::new_unset(0),
+                nodes: outputs
+                    .iter()
+                    .map(|&k| empty_node(widths[columns.binary_search(&k).unwrap_or(0)]))
+                    .collect(),
+            })
+            .collect());
+    }
+    let started = std::time::Instant::now();
+    let mut lane = gpu.lane()?;
+    let lane: &mut Lane = &mut lane;
+    let waited = started.elapsed();
+    let device = decode_parts(gpu, lane, &parts, &streams)?;
+    let decoded = started.elapsed();
+    let base = address(lane, &device.values, 0);
+    let place = |b: usize, at: usize| base + device.offsets[b * columns.len() + at] as u64;
+    let column_of = |k: usize| columns.binary_search(&k).expect("a listed column");
+    let selected = run_kernels(gpu, lane, &layout, |pack| {
+        let addresses: Vec<usize> = (0..columns.len())
+            .map(|at| pack.push_u64(&(0..rows.len()).map(|b| place(b, at)).collect::<Vec<_>>()))
+            .collect();
+        let tests = tests
+            .iter()
+            .map(|t| {
+                let at = column_of(t.column);
+                (addresses[at], widths[at], t)
+            })
+            .collect();
+        let outputs = outputs
+            .iter()
+            .map(|&k| {
+                let at = column_of(k);
+                (addresses[at], widths[at])
+            })
+            .collect();
+        (tests, outputs)
+    });
+    lane.put_device(VALUES, device.values);
+    crate::trace::line(|| {
+        format!(
+            "select: {} rows of {} blocks, {} parts: lane {:.2} ms, parts decoded {:.2} ms, \
+             selected {:.2} ms",
+            layout.total,
+            rows.len(),
+            parts.len(),
+            waited.as_secs_f64() * 1e3,
+            (decoded - waited).as_secs_f64() * 1e3,
+            (started.elapsed() - decoded).as_secs_f64() * 1e3
+        )
+    });
+    selected
+}
+
+/// The window's rows as the kernels see them: where each block starts in the mask and in
+/// the bitmap, and the tiles.
+struct Layout {
+    rows: Vec<usize>,
+    /// Each block's first row in the mask.
+    base: Vec<u64>,
+    /// Each block's first u32 word in the bitmap.
+    bits_at: Vec<u64>,
+    words: usize,
+    /// (block, first row, rows) of each tile.
+    tiles: Vec<(u32, u32, u32)>,
+    total: usize,
+}
+
+impl Layout {
+    fn new(rows: &[usize]) -> Layout {
+        let (mut base, mut bits_at, mut tiles) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut total, mut words) = (0usize, 0usize);
+        for (b, &n) in rows.iter().enumerate() {
+            base.push(total as u64);
+            bits_at.push(words as u64);
+            for start in (0..n).step_by(TILE_ROWS) {
+                tiles.push((b as u32, start as u32, TILE_ROWS.min(n - start) as u32));
+            }
+            total += n;
+            words += n.div_ceil(32);
+        }
+        Layout {
+            rows: rows.to_vec(),
+            base,
+            bits_at,
+            words,
+            tiles,
+            total,
+        }
+    }
+}
+
+/// A test's list of values in the pack (`IN` lists; one zero for the others, which the
+/// kernel does not read).
+fn list_of(test: &ValueTest) -> (Vec<u64>, u32, u32, i64, i64) {
+    match test {
+        ValueTest::Range { lo, hi } if lo > hi => (vec![0], 0, 4, 0, 0),
+        ValueTest::Range { lo, hi } => (vec![0], 0, 0, *lo, *hi),
+        ValueTest::NotEqual(x) => (vec![0], 0, 1, *x, 0),
+        ValueTest::In { values, negated } => {
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            let len = sorted.len() as u32;
+            let list = if sorted.is_empty() {
+                vec![0]
+            } else {
+                sorted.iter().map(|&v| v as u64).collect()
+            };
+            (list, len, if *negated { 3 } else { 2 }, 0, 0)
+        }
+        ValueTest::Never => (vec![0], 0, 4, 0, 0),
+        ValueTest::Always => (vec![0], 0, 5, 0, 0),
+    }
+}
+
+/// The tests' and outputs' places in the meta pack: per test (addresses span, width,
+/// test), per output (addresses span, width).
+type Columns<'t> = (Vec<(usize, u32, &'t ColumnTest)>, Vec<(usize, u32)>);
+
+/// Runs the tests, the count and the copies of the passing rows, and brings them to the
+/// host. `columns` adds the columns' addresses to the pack and says where they are.
+fn run_kernels<'t>(
+    gpu: &Gpu,
+    lane: &mut Lane,
+    layout: &Layout,
+    columns: impl FnOnce(&mut ArrayPack) -> Columns<'t>,
+) -> Result<Vec<SelectedBlock>> {
+    let kernels = SelectKernels::new(gpu)?;
+    let mut pack = ArrayPack::new();
+    let spans = [
+        pack.push_u32(&layout.tiles.iter().map(|t| t.0).collect::<Vec<_>>()),
+        pack.push_u32(&layout.tiles.iter().map(|t| t.1).collect::<Vec<_>>()),
+        pack.push_u32(&layout.tiles.iter().map(|t| t.2).collect::<Vec<_>>()),
+        pack.push_u64(&layout.base),
+        pack.push_u64(&layout.bits_at),
+    ];
+    let (tests, outputs) = columns(&mut pack);
+    let lists: Vec<_> = tests
+        .iter()
+        .map(|(_, _, t)| {
+            let (list, len, op, lo, hi) = list_of(&t.test);
+            (pack.push_u64(&list), len, op, lo, hi)
+        })
+        .collect();
+    let meta = pack.upload(gpu, lane, "select.meta", "select.meta")?;
+    let view = |index: usize| meta.slice(pack.span(index));
+    let tiles = Tiles {
+        count: layout.tiles.len(),
+        block: view(spans[0]),
+        start: view(spans[1]),
+        rows: view(spans[2]),
+        base: view(spans[3]),
+    };
+    let stream = lane.stream().clone();
+    let mut mask = lane.take_device("select.mask", layout.total)?;
+    for (i, ((addresses, width, test), (list, list_len, op, lo, hi))) in
+        tests.iter().zip(&lists).enumerate()
+    {
+        let launch = TestLaunch {
+            column: view(*addresses),
+            width: *width,
+            signed: test.signed,
+            op: *op,
+            lo: *lo,
+            hi: *hi,
+            list: view(*list),
+            list_len: *list_len,
+            first: i == 0,
+        };
+        launch::enqueue_test(&stream, &kernels, &tiles, &launch, &mut mask)?;
+    }
+    if tests.is_empty() {
+        // Every row passes; the kernel reads no value.
+        let launch = TestLaunch {
+            column: view(spans[3]),
+            width: 8,
+            signed: true,
+            op: 5,
+            lo: 0,
+            hi: 0,
+            list: view(spans[3]),
+            list_len: 0,
+            first: true,
+        };
+        launch::enqueue_test(&stream, &kernels, &tiles, &launch, &mut mask)?;
+    }
+    let mut bits = lane.take_device("select.bits", 4 * layout.words.max(1))?;
+    let mut counts = lane.take_device("select.counts", 4 * layout.tiles.len())?;
+    launch::enqueue_count(
+        &stream,
+        &kernels,
+        &tiles,
+        &mask,
+        &view(spans[4]),
+        &mut bits,
+        &mut counts,
+    )?;
+    let mut tile_counts = vec![0u8; 4 * layout.tiles.len()];
+    copy_to_host(
+        &stream,
+        &counts.slice(..tile_counts.len()),
+        &mut tile_counts,
+    )?;
+    lane.synchronize()?;
+
+    // Where each tile's passing rows go, and how many each block has.
+    let mut out_at = Vec::with_capacity(layout.tiles.len());
+    let mut passing = vec![0usize; layout.rows.len()];
+    let mut total = 0u64;
+    for (tile, count) in layout.tiles.iter().zip(tile_counts.as_chunks::<4>().0) {
+        let count = u32::from_le_bytes(*count);
+        out_at.push(total);
+        total += u64::from(count);
+        passing[tile.0 as usize] += count as usize;
+    }
+    let total = total as usize;
+    let mut places = ArrayPack::new();
+    let out_at_span = places.push_u64(&out_at);
+    let out_at = places.upload(gpu, lane, "select.places", "select.places")?;
+
+    // On the device each output has room for every row; on the host for the passing ones.
+    let mut device_at = Vec::with_capacity(outputs.len());
+    let mut end = 0usize;
+    for &(_, width) in &outputs {
+        device_at.push(end);
+        end = (end + layout.total * width as usize).div_ceil(64) * 64;
+    }
+    let mut out = lane.take_device("select.out", end.max(64))?;
+    for (&(addresses, width), &at) in outputs.iter().zip(&device_at) {
+        let mut place = out.slice_mut(at..at + layout.total * width as usize);
+        launch::enqueue_compact(
+            &stream,
+            &kernels,
+            &tiles,
+            &mask,
+            &out_at.slice(places.span(out_at_span)),
+            &view(addresses),
+            width,
+            &mut place,
+        )?;
+    }
+    let mut ranges = Vec::with_capacity(1 + outputs.len());
+    ranges.push(0..4 * layout.words);
+    for &(_, width) in &outputs {
+        let start = ranges.last().map_or(0, |r| r.end).div_ceil(64) * 64;
+        ranges.push(start..start + total * width as usize);
+    }
+    let host_len = ranges.last().map_or(0, |r| r.end);
+    let copy = |host: &mut [u8]| -> Result<()> {
+        copy_to_host(
+            &stream,
+            &bits.slice(..ranges[0].len()),
+            &mut host[ranges[0].clone()],
+        )?;
+        for (k, &at) in device_at.iter().enumerate() {
+            let range = ranges[k + 1].clone();
+            copy_to_host(&stream, &out.slice(at..at + range.len()), &mut host[range])?;
+        }
+        Ok(lane_sync(&stream)?)
+    };
+    let buffers = match PinnedPool::global().take(gpu, host_len) {
+        Some(mut pooled) => {
+            copy(pooled.as_mut_slice())?;
+            pooled.into_buffers(&ranges)
+        }
+        None => {
+            let mut host = vec![0u8; host_len];
+            copy(&mut host)?;
+            let host = Buffer::from_vec(host);
+            ranges
+                .iter()
+                .map(|r| host.slice_with_length(r.start, r.len()))
+                .collect()
+        }
+    };
+    for (name, buffer) in [
+        ("select.mask", mask),
+        ("select.bits", bits),
+        ("select.counts", counts),
+        ("select.out", out),
+        ("select.meta", meta),
+        ("select.places", out_at),
+    ] {
+        lane.put_device(name, buffer);
+    }
+    Ok(blocks_of(layout, &passing, &buffers, &outputs))
+}
+
+fn lane_sync(stream: &Arc<cudarc::driver::CudaStream>) -> std::result::Result<(), GpuError> {
+    stream
+        .synchronize()
+        .map_err(|e| GpuError::driver("synchronize", e))
+}
+
+/// Each block's bitmap and passing rows, slices of `buffers` (the bitmap, then each
+/// output's passing rows of every block, in block order).
+fn blocks_of(
+    layout: &Layout,
+    passing: &[usize],
+    buffers: &[Buffer],
+    outputs: &[(usize, u32)],
+) -> Vec<SelectedBlock> {
+    let mut before = 0usize;
+    layout
+        .rows
+        .iter()
+        .zip(passing)
+        .zip(&layout.bits_at)
+        .map(|((&rows, &n), &word)| {
+            let bits = buffers[0].slice_with_length(4 * word as usize, 4 * rows.div_ceil(32));
+            let nodes = outputs
+                .iter()
+                .zip(&buffers[1..])
+                .map(|(&(_, width), buffer)| {
+                    let w = width as usize;
+                    let bytes = buffer.slice_with_length(before * w, n * w);
+                    PlainNode {
+                        rows: n,
+                        null_count: 0,
+                        parts: vec![PlainPart {
+                            role: PartRole::Values,
+                            width,
+                            bytes,
+                        }],
+                        children: Vec::new(),
+                    }
+                })
+                .collect();
+            before += n;
+            SelectedBlock {
+                passing: BooleanBuffer::new(bits, 0, rows),
+                nodes,
+            }
+        })
+        .collect()
+}
+
+fn empty_node(width: u32) -> PlainNode {
+    PlainNode {
+        rows: 0,
+        null_count: 0,
+        parts: vec![PlainPart {
+            role: PartRole::Values,
+            width,
+            bytes: Buffer::from_vec(Vec::<u8>::new()),
+        }],
+        children: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::column::{self, CodecChoice};
+    use arrow::array::{ArrayRef, Date32Array, Int32Array, StringArray};
+
+    #[test]
+    fn fixed_width_columns_without_nulls_are_selectable() {
+        let ints: ArrayRef = Arc::new(Int32Array::from_iter_values((0..5000).map(|i| i % 97)));
+        let dates: ArrayRef = Arc::new(Date32Array::from_iter_values(0..5000));
+        let nulls: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None, Some(3)]));
+        let strings: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
+        // (`auto` may choose gmatch, whose decoder has no outputs on the device.)
+        for codec in ["lzss", "intpack", "stored"] {
+            let choice: CodecChoice = codec.parse().unwrap();
+            for array in [&ints, &dates] {
+                let compressed = column::compress(array, &choice).unwrap();
+                assert!(selectable(&compressed), "{codec} {}", array.data_type());
+            }
+            let compressed = column::compress(&nulls, &choice).unwrap();
+            assert!(!selectable(&compressed), "{codec} with nulls");
+        }
+        let compressed = column::compress(&strings, &CodecChoice::Auto).unwrap();
+        assert!(!selectable(&compressed));
+        let gmatch = column::compress(&ints, &"gmatch".parse().unwrap()).unwrap();
+        assert!(!selectable(&gmatch), "gmatch has no device outputs");
+    }
+}
