@@ -42,6 +42,7 @@
 mod archive;
 mod block;
 mod decoded;
+mod device_filter;
 mod dictionary;
 mod filter;
 mod load;
@@ -189,6 +190,18 @@ impl CompressedTable {
             .iter()
             .flatten()
             .map(|b| b.compressed_bytes())
+            .sum()
+    }
+
+    /// Bytes of the table's compressed columns held in GPU memory: each block's columns
+    /// of fixed-width values go there when a scan first selects its rows on the GPU, and
+    /// stay until the table is dropped (the rest of [`Self::compressed_bytes`] is host
+    /// memory, and all of it stays there too).
+    pub fn gpu_resident_bytes(&self) -> usize {
+        self.read()
+            .iter()
+            .flatten()
+            .map(|b| b.resident_bytes())
             .sum()
     }
 

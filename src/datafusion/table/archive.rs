@@ -40,11 +40,7 @@ impl CompressedTable {
         while let Some((rows, columns)) = reader.next_compressed().map_err(named)? {
             plain_bytes += columns.iter().map(|c| c.plain_bytes()).sum::<usize>();
             let zones = vec![None; columns.len()];
-            blocks.push(Arc::new(Block {
-                rows,
-                columns,
-                zones,
-            }));
+            blocks.push(Arc::new(Block::new(rows, columns, zones)));
         }
         let per_partition = blocks.len().div_ceil(partitions.max(1)).max(1);
         let spread: Partitions = blocks.chunks(per_partition).map(<[_]>::to_vec).collect();

@@ -2,7 +2,7 @@
 //! zone, and the statistics a scan reports from them (row and null counts, sizes, value
 //! ranges) without decoding anything.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow::datatypes::DataType;
 use datafusion::common::stats::Precision;
@@ -10,6 +10,7 @@ use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
 
 use super::zones;
 use crate::column::CompressedColumn;
+use crate::column::select::ResidentColumns;
 
 /// Up to [`CompressOptions::block_rows`] rows of a table, every column compressed, with
 /// each column's zone (minimum and maximum) for pruning.
@@ -18,9 +19,34 @@ pub(crate) struct Block {
     pub(super) rows: usize,
     pub(super) columns: Vec<CompressedColumn>,
     pub(super) zones: Vec<Option<zones::Zone>>,
+    /// The compressed streams of the block's columns of fixed-width values on a GPU,
+    /// uploaded by the first scan that selects its rows there (`device_filter`) and
+    /// decoded there by every later one; `None` inside when the GPU had no room.
+    pub(super) resident: OnceLock<Option<ResidentColumns>>,
 }
 
 impl Block {
+    pub(super) fn new(
+        rows: usize,
+        columns: Vec<CompressedColumn>,
+        zones: Vec<Option<zones::Zone>>,
+    ) -> Block {
+        Block {
+            rows,
+            columns,
+            zones,
+            resident: OnceLock::new(),
+        }
+    }
+
+    /// Device bytes the block holds on a GPU.
+    pub(super) fn resident_bytes(&self) -> usize {
+        self.resident
+            .get()
+            .and_then(Option::as_ref)
+            .map_or(0, ResidentColumns::bytes)
+    }
+
     pub(super) fn compressed_bytes(&self) -> usize {
         self.columns.iter().map(|c| c.compressed_bytes()).sum()
     }

@@ -162,11 +162,7 @@ fn compress_blocks(
                 .par_iter()
                 .map(|array| zones::Zone::of(array.as_ref()))
                 .collect();
-            Ok(Arc::new(Block {
-                rows: batch.num_rows(),
-                columns: block_columns,
-                zones,
-            }))
+            Ok(Arc::new(Block::new(batch.num_rows(), block_columns, zones)))
         })
         .collect()
 }

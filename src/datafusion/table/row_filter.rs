@@ -98,6 +98,18 @@ impl RowFilter {
         &self.columns
     }
 
+    /// Each conjunct as its column and test on the plain parts, when every conjunct has
+    /// one (the filter can then be evaluated on the GPU: `device_filter`).
+    pub(crate) fn plain_tests(&self) -> Option<Vec<(usize, &PlainTest)>> {
+        self.conjuncts
+            .iter()
+            .map(|c| match (&c.plain, c.columns.as_slice()) {
+                (Some(test), &[column]) => Some((column, test)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Which rows of `block` pass (it holds every column of [`Self::columns`]).
     pub(crate) fn evaluate(&self, block: &DecodedBlock<'_>) -> Result<BooleanBuffer> {
         let rows = block.rows();

@@ -29,6 +29,7 @@ use datafusion::physical_plan::{
 use futures::StreamExt;
 
 use super::decoded::DecodedBlock;
+use super::device_filter::{self, DeviceTests};
 use super::dictionary;
 use super::row_filter::RowFilter;
 use super::zones::blocks_to_scan;
@@ -53,7 +54,10 @@ use rayon::prelude::*;
 /// `build_arrays_time` (Arrow arrays from the plain parts); with a row filter also
 /// `filter_rows_in` (rows the filter read), `blocks_without_survivors` (blocks whose other
 /// columns were never decoded) and `filter_time` (evaluating it and keeping the rows that
-/// pass).
+/// pass). Windows whose filter runs on the GPU (`device_filter`) count
+/// `device_selected_blocks`, `bytes_to_device` (compressed streams sent),
+/// `bytes_from_device` (passing rows and bitmaps brought back) and `device_select_time`
+/// (decoding, testing and copying there, and building the arrays).
 pub struct CompressedScanExec {
     /// The table's schema (the zones are of its columns).
     schema_full: SchemaRef,
@@ -280,6 +284,7 @@ impl ExecutionPlan for CompressedScanExec {
             batch_size: context.session_config().batch_size().max(1),
             placement: self.placement,
             filter: self.filter.clone(),
+            device_tests: self.filter.as_deref().and_then(DeviceTests::of),
             decode_in_one_call: AtomicBool::new(false),
             metrics,
         });
@@ -404,6 +409,10 @@ struct Metrics {
     filter_rows_in: datafusion::physical_plan::metrics::Count,
     blocks_without_survivors: datafusion::physical_plan::metrics::Count,
     filter_time: datafusion::physical_plan::metrics::Time,
+    device_selected_blocks: datafusion::physical_plan::metrics::Count,
+    bytes_to_device: datafusion::physical_plan::metrics::Count,
+    bytes_from_device: datafusion::physical_plan::metrics::Count,
+    device_select_time: datafusion::physical_plan::metrics::Time,
 }
 
 impl Metrics {
@@ -420,6 +429,12 @@ impl Metrics {
             blocks_without_survivors: MetricBuilder::new(set)
                 .counter("blocks_without_survivors", partition),
             filter_time: MetricBuilder::new(set).subset_time("filter_time", partition),
+            device_selected_blocks: MetricBuilder::new(set)
+                .counter("device_selected_blocks", partition),
+            bytes_to_device: MetricBuilder::new(set).counter("bytes_to_device", partition),
+            bytes_from_device: MetricBuilder::new(set).counter("bytes_from_device", partition),
+            device_select_time: MetricBuilder::new(set)
+                .subset_time("device_select_time", partition),
         }
     }
 }
@@ -559,6 +574,8 @@ struct Job {
     batch_size: usize,
     placement: Placement,
     filter: Option<Arc<RowFilter>>,
+    /// The filter as tests the GPU evaluates, when it has that form.
+    device_tests: Option<DeviceTests>,
     /// Whether the next window decodes the filter's columns and the others in one call
     /// (see [`Job::run_filtered`]).
     decode_in_one_call: AtomicBool,
@@ -607,6 +624,9 @@ impl Job {
     /// filters of TPC-H over unsorted columns): after such a window the partition decodes
     /// every column in one call, until a block without a passing row turns up again.
     fn run_filtered(&self, blocks: &[&Block], filter: &RowFilter) -> Result<Vec<RecordBatch>> {
+        if let Some(batches) = self.select_on_device(blocks)? {
+            return Ok(batches);
+        }
         let read = filter.columns();
         let others: Vec<usize> = self
             .projection
@@ -667,6 +687,114 @@ impl Job {
             .collect::<Result<Vec<Vec<RecordBatch>>>>()?;
         timer.done();
         Ok(batches.into_iter().flatten().collect())
+    }
+
+    /// The window's passing rows selected on the GPU (`device_filter`), when the
+    /// placement gives the window a GPU and its filter has the form the GPU evaluates;
+    /// `None` otherwise.
+    fn select_on_device(&self, blocks: &[&Block]) -> Result<Option<Vec<RecordBatch>>> {
+        let Some(tests) = &self.device_tests else {
+            return Ok(None);
+        };
+        let columns = self.filter.as_ref().map_or(&[][..], |f| f.columns());
+        let plain: usize = blocks
+            .iter()
+            .flat_map(|b| {
+                columns
+                    .iter()
+                    .chain(&self.projection)
+                    .map(|&c| &b.columns[c])
+            })
+            .map(|c| c.plain_bytes())
+            .sum();
+        let Some(gpu) = self.placement.gpu_for_bytes(plain) else {
+            return Ok(None);
+        };
+        let window = device_filter::Window {
+            blocks,
+            table: &self.table,
+            projection: &self.projection,
+        };
+        let timer = self.metrics.time.timer();
+        let device_timer = self.metrics.device_select_time.timer();
+        let selected = device_filter::select_window(gpu, tests, &window);
+        device_timer.done();
+        timer.done();
+        let Some(selected) = selected? else {
+            return Ok(None);
+        };
+        let passing: Vec<usize> = selected.masks.iter().map(|m| m.count_set_bits()).collect();
+        self.metrics
+            .filter_rows_in
+            .add(blocks.iter().map(|b| b.rows).sum());
+        self.metrics
+            .blocks_without_survivors
+            .add(passing.iter().filter(|&&n| n == 0).count());
+        self.metrics.bytes_to_device.add(selected.bytes_to_device);
+        self.metrics
+            .bytes_from_device
+            .add(selected.bytes_from_device);
+        self.metrics.device_selected_blocks.add(blocks.len());
+        if self.projection.is_empty() {
+            let total = passing.iter().sum();
+            return row_count_batches(&self.schema, total, self.batch_size).map(Some);
+        }
+        // The columns the GPU does not select from, decoded for the blocks with passing
+        // rows.
+        let mut decoded: Vec<DecodedBlock<'_>> = blocks
+            .iter()
+            .map(|block| DecodedBlock::new(block, &self.table))
+            .collect();
+        let host = &selected.host_columns;
+        if !host.is_empty() {
+            let live: Vec<&mut DecodedBlock<'_>> = decoded
+                .iter_mut()
+                .zip(&passing)
+                .filter(|(_, n)| **n > 0)
+                .map(|(block, _)| block)
+                .collect();
+            if !live.is_empty() {
+                self.decode_into(live, host)?;
+            }
+        }
+        let timer = self.metrics.arrays_time.timer();
+        let batches = decoded
+            .par_iter()
+            .zip(selected.masks.par_iter())
+            .zip(selected.arrays.into_par_iter())
+            .zip(passing.par_iter())
+            .map(|(((block, keep), device), &n)| {
+                if n == 0 {
+                    return Ok(Vec::new());
+                }
+                let mut device = device.into_iter();
+                let columns = self
+                    .projection
+                    .iter()
+                    .map(|&c| {
+                        if host.binary_search(&c).is_err() {
+                            device.next().ok_or_else(|| {
+                                DataFusionError::Internal(
+                                    "a column missing from the GPU's selection".into(),
+                                )
+                            })
+                        } else if n == block.rows() {
+                            block.array(c)
+                        } else {
+                            block.kept_rows(c, keep)
+                        }
+                    })
+                    .collect::<Result<Vec<ArrayRef>>>()?;
+                let options = RecordBatchOptions::new().with_row_count(Some(n));
+                let batch =
+                    RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
+                Ok(chunks(n, self.batch_size)
+                    .map(|(offset, len)| batch.slice(offset, len))
+                    .collect::<Vec<_>>())
+            })
+            .collect::<Result<Vec<Vec<RecordBatch>>>>()?;
+        timer.done();
+        Ok(Some(batches.into_iter().flatten().collect()))
     }
 
     /// The projected columns of `block`'s `passing` rows that `keep` marks, in batches of
@@ -805,11 +933,7 @@ mod tests {
     fn block(rows: usize) -> Arc<Block> {
         let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows as i64));
         let column = column::compress(&values, &"stored".parse().unwrap()).unwrap();
-        Arc::new(Block {
-            rows,
-            columns: vec![column],
-            zones: vec![None],
-        })
+        Arc::new(Block::new(rows, vec![column], vec![None]))
     }
 
     #[test]

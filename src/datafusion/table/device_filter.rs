@@ -1,0 +1,285 @@
+//! A scan's exact filter evaluated on the GPU, where the window's columns are decoded:
+//! when every conjunct is a test on the plain parts (`plain_test`) of a column of
+//! fixed-width values without nulls, the window's parts go to the GPU compressed, the
+//! tests and the copying of the passing rows run there ([`column::select`]), and only
+//! the passing rows come back, with a bitmap of them. Projected columns of other forms
+//! (strings, dictionaries, nulls) are decoded on the host, only for blocks with passing
+//! rows, and filtered with that bitmap. The answers are those of
+//! the tests on the host, which are DataFusion's: a value passes a test exactly when it
+//! does there, and these columns hold no NULLs.
+
+use arrow::array::ArrayRef;
+use arrow::buffer::BooleanBuffer;
+use arrow::datatypes::{DataType, SchemaRef};
+use cudarc::driver::CudaView;
+use datafusion::error::{DataFusionError, Result};
+
+use super::Block;
+use super::dictionary;
+use super::plain_test::PlainTest;
+use super::row_filter::RowFilter;
+use crate::column::{self, select};
+use crate::gpu::Gpu;
+
+/// A filter's tests as the GPU evaluates them, by table column.
+pub(super) struct DeviceTests {
+    tests: Vec<(usize, select::ValueTest)>,
+}
+
+impl DeviceTests {
+    /// The tests of `filter` when every conjunct is a test on the plain parts.
+    pub(super) fn of(filter: &RowFilter) -> Option<DeviceTests> {
+        let tests = filter
+            .plain_tests()?
+            .into_iter()
+            .map(|(column, test)| (column, value_test(test)))
+            .collect();
+        Some(DeviceTests { tests })
+    }
+}
+
+/// `test` on values without NULLs, in 64-bit arithmetic: every value a selectable column
+/// holds fits an i64, so bounds beyond it clamp (or leave nothing to pass).
+fn value_test(test: &PlainTest) -> select::ValueTest {
+    use select::ValueTest;
+    let fits = |x: i128| i64::try_from(x).ok();
+    match test {
+        PlainTest::Range { lo, hi } => {
+            let (lo, hi) = ((*lo).max(i64::MIN.into()), (*hi).min(i64::MAX.into()));
+            match (fits(lo), fits(hi)) {
+                (Some(lo), Some(hi)) if lo <= hi => ValueTest::Range { lo, hi },
+                _ => ValueTest::Never,
+            }
+        }
+        PlainTest::NotEqual(x) => fits(*x).map_or(ValueTest::Always, ValueTest::NotEqual),
+        PlainTest::In { values, negated } => ValueTest::In {
+            values: values.iter().filter_map(|&v| fits(v)).collect(),
+            negated: *negated,
+        },
+        PlainTest::IsNull { negated: true } => ValueTest::Always,
+        PlainTest::IsNull { negated: false } => ValueTest::Never,
+    }
+}
+
+/// What a window's selection on the GPU gave.
+pub(super) struct Selected {
+    /// The passing rows of each block.
+    pub masks: Vec<BooleanBuffer>,
+    /// Each block's passing rows of the projected columns selected on the GPU, in the
+    /// projection's order (empty for a block without passing rows).
+    pub arrays: Vec<Vec<ArrayRef>>,
+    /// The projected table columns the GPU does not select from (strings,
+    /// dictionaries, columns with nulls): the caller decodes them on the host for the
+    /// blocks with passing rows and keeps those rows.
+    pub host_columns: Vec<usize>,
+    /// Compressed bytes sent to the GPU, and bytes brought back.
+    pub bytes_to_device: usize,
+    pub bytes_from_device: usize,
+}
+
+/// What a window's selection needs of the scan.
+pub(super) struct Window<'a> {
+    pub blocks: &'a [&'a Block],
+    pub table: &'a SchemaRef,
+    pub projection: &'a [usize],
+}
+
+/// Whether table column `c` of every block of `window` is one the GPU selects from, in
+/// the table's own type.
+fn on_device(window: &Window<'_>, c: usize) -> bool {
+    window.blocks.iter().all(|block| {
+        let column = &block.columns[c];
+        select::selectable(column) && column.data_type() == window.table.field(c).data_type()
+    })
+}
+
+/// The GPU the first block of `window` is resident on, when it is.
+fn home_gpu(window: &Window<'_>) -> Option<&'static Gpu> {
+    let ordinal = window.blocks.first()?.resident.get()?.as_ref()?.ordinal();
+    Gpu::all()
+        .ok()?
+        .iter()
+        .find(|gpu| gpu.info().ordinal == ordinal)
+}
+
+/// Selects `window`'s rows on `gpu` with `tests`; `None` when a column the tests read is
+/// not in a form the GPU tests (the caller then filters on the host).
+pub(super) fn select_window(
+    gpu: &Gpu,
+    tests: &DeviceTests,
+    window: &Window<'_>,
+) -> Result<Option<Selected>> {
+    let mut tested: Vec<usize> = tests.tests.iter().map(|(c, _)| *c).collect();
+    tested.sort_unstable();
+    tested.dedup();
+    if let Some(&c) = tested.iter().find(|&&c| !on_device(window, c)) {
+        crate::trace::line(|| {
+            format!(
+                "device filter: column {} is not fixed-width values without nulls in every block; the window is filtered on the host",
+                window.table.field(c).name()
+            )
+        });
+        return Ok(None);
+    }
+    let (device_outputs, mut host_columns): (Vec<usize>, Vec<usize>) = window
+        .projection
+        .iter()
+        .partition(|&&c| tested.binary_search(&c).is_ok() || on_device(window, c));
+    host_columns.sort_unstable();
+    host_columns.dedup();
+    let mut columns: Vec<usize> = tested.iter().chain(&device_outputs).copied().collect();
+    columns.sort_unstable();
+    columns.dedup();
+    let lists: Vec<Vec<&column::CompressedColumn>> = window
+        .blocks
+        .iter()
+        .map(|block| columns.iter().map(|&c| &block.columns[c]).collect())
+        .collect();
+    // The blocks' columns stay on the GPU that first selected from them.
+    let gpu = home_gpu(window).unwrap_or(gpu);
+    let mut uploaded = 0;
+    for block in window.blocks {
+        block.resident.get_or_init(|| {
+            let all: Vec<&column::CompressedColumn> = block.columns.iter().collect();
+            let resident = select::make_resident(gpu, &all).ok().flatten();
+            uploaded += resident.as_ref().map_or(0, |r| r.bytes());
+            resident
+        });
+    }
+    crate::trace::line(|| {
+        let states: Vec<&str> = window
+            .blocks
+            .iter()
+            .map(|b| match b.resident.get() {
+                None => "unset",
+                Some(None) => "host",
+                Some(Some(r)) if r.ordinal() == gpu.info().ordinal => "resident",
+                Some(Some(_)) => "other GPU",
+            })
+            .collect();
+        format!("device filter: blocks {states:?}, {uploaded} bytes uploaded")
+    });
+    let streams: Vec<Vec<Option<CudaView<'_, u8>>>> = window
+        .blocks
+        .iter()
+        .map(|block| {
+            let resident = block
+                .resident
+                .get()
+                .and_then(Option::as_ref)
+                .filter(|r| r.ordinal() == gpu.info().ordinal);
+            columns
+                .iter()
+                .map(|&c| resident.and_then(|r| r.stream(c)))
+                .collect()
+        })
+        .collect();
+    let at = |c: usize| columns.binary_search(&c).expect("a listed column");
+    let column_tests: Vec<select::ColumnTest> = tests
+        .tests
+        .iter()
+        .map(|(c, test)| select::ColumnTest {
+            column: at(*c),
+            test: test.clone(),
+            signed: signed(window.table.field(*c).data_type()),
+        })
+        .collect();
+    let outputs: Vec<usize> = device_outputs.iter().map(|&c| at(c)).collect();
+    let selected = match select::select_on_gpu(gpu, &lists, &streams, &column_tests, &outputs) {
+        Ok(selected) => selected,
+        // The host path decodes the window as the placement says (there, a batch the
+        // GPU has no memory for runs on the CPU under `auto`, or fails under `gpu`).
+        Err(e) if out_of_device_memory(&e) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let bytes_to_device = lists.iter().flatten().map(|c| c.compressed_bytes()).sum();
+    let mut bytes_from_device = 0;
+    let mut masks = Vec::with_capacity(selected.len());
+    let mut arrays = Vec::with_capacity(selected.len());
+    for block in selected {
+        bytes_from_device += block.passing.inner().len();
+        let built = if block.passing.count_set_bits() == 0 {
+            Vec::new()
+        } else {
+            block
+                .nodes
+                .into_iter()
+                .zip(&device_outputs)
+                .map(|(node, &c)| {
+                    bytes_from_device += node.plain_bytes();
+                    let ty = window.table.field(c).data_type();
+                    let array = column::plain::decode(ty, node).map_err(DataFusionError::from)?;
+                    dictionary::in_table_type(array, ty).map_err(DataFusionError::from)
+                })
+                .collect::<Result<Vec<ArrayRef>>>()?
+        };
+        masks.push(block.passing);
+        arrays.push(built);
+    }
+    Ok(Some(Selected {
+        masks,
+        arrays,
+        host_columns,
+        bytes_to_device,
+        bytes_from_device,
+    }))
+}
+
+fn out_of_device_memory(error: &crate::Error) -> bool {
+    use crate::codec::CodecError;
+    use crate::gpu::GpuError;
+    matches!(
+        error,
+        crate::Error::Gpu(GpuError::OutOfMemory { .. })
+            | crate::Error::Codec(CodecError::Gpu(GpuError::OutOfMemory { .. }))
+    )
+}
+
+/// Whether the values of `ty` are read sign-extended.
+fn signed(ty: &DataType) -> bool {
+    !matches!(
+        ty,
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use select::ValueTest;
+
+    #[test]
+    fn tests_clamp_to_64_bits_and_nulls_are_absent() {
+        let big = i128::from(i64::MAX) + 5;
+        assert_eq!(
+            value_test(&PlainTest::Range { lo: 3, hi: big }),
+            ValueTest::Range {
+                lo: 3,
+                hi: i64::MAX
+            }
+        );
+        assert_eq!(
+            value_test(&PlainTest::Range { lo: big, hi: big }),
+            ValueTest::Never
+        );
+        assert_eq!(
+            value_test(&PlainTest::Range { lo: 4, hi: 3 }),
+            ValueTest::Never
+        );
+        assert_eq!(value_test(&PlainTest::NotEqual(big)), ValueTest::Always);
+        assert_eq!(
+            value_test(&PlainTest::In {
+                values: vec![1, big],
+                negated: true
+            }),
+            ValueTest::In {
+                values: vec![1],
+                negated: true
+            }
+        );
+        assert_eq!(
+            value_test(&PlainTest::IsNull { negated: false }),
+            ValueTest::Never
+        );
+    }
+}
