@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the GPU test binaries (with Parquet, without DataFusion) and the CLI here, and puts them
+# Builds the GPU test binaries (with Parquet, without DataFusion; gpu_sql_* with it) and the CLI here, and puts them
 # stripped into .gpu/ for the device machine (run there with scripts/run-gpu.sh).
 # Usage: scripts/build-gpu.sh [release|dev]   (default release)
 set -euo pipefail
@@ -11,6 +11,15 @@ grep -qx '/.gpu/' "$exclude" 2>/dev/null || { mkdir -p "$(dirname "$exclude")"; 
 rm -rf .gpu && mkdir -p .gpu
 # Test binaries whose name starts with gpu_ hold the GPU tests.
 cargo test --profile "$profile" --no-default-features --features parquet --no-run --message-format=json --test 'gpu_*' \
+  | python3 -c '
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["target"]["kind"] == ["test"]:
+        print(msg["target"]["name"], msg["executable"])
+' | while read -r name exe; do cp "$exe" ".gpu/$name"; done
+# The GPU tests of SQL (gpu_sql_*) need DataFusion: built again with the default features.
+cargo test --profile "$profile" --no-run --message-format=json --test 'gpu_sql_*' \
   | python3 -c '
 import json, sys
 for line in sys.stdin:
