@@ -68,3 +68,8 @@ pub use error::{Error, Result, report};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExamples;
+
+/// The Rust examples that moved from the README to docs/CODECS.md, kept as doctests too.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/CODECS.md")]
+pub struct CodecsExamples;
