@@ -69,7 +69,7 @@ pub use error::{Error, Result, report};
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExamples;
 
-/// The Rust examples that moved from the README to docs/CODECS.md, kept as doctests too.
+/// docs/CODECS.md's Rust examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../docs/CODECS.md")]
 pub struct CodecsExamples;
