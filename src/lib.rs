@@ -68,3 +68,8 @@ pub use error::{Error, Result, report};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExamples;
+
+/// docs/CODECS.md's Rust examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/CODECS.md")]
+pub struct CodecsExamples;

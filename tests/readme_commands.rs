@@ -1,14 +1,16 @@
-//! Every command in the README's shell code blocks, run as written (issue 16).
+//! Every command in the shell code blocks of the README and of the user documents it
+//! links to (docs/CLI.md, docs/SQL.md), run as written.
 //!
-//! The list below must equal, in order and character for character, the commands the
-//! README's ```` ```sh ```` blocks hold (comments after ` #` left out): a README change
-//! fails here until this list follows it. Each command runs in one scratch directory,
-//! in README order, through `sh -c` with the built `colzip` first on `PATH` and the input
-//! files the README presupposes made beforehand. Commands whose full size would take
-//! minutes in CI's debug build run at a smaller scale factor (`Smaller`: only the scale
-//! and run counts change, the README's text is still checked); `cargo` commands are not
-//! run (`cargo test` is this suite). Commands that need a GPU run too: without one they
-//! must fail with exit status 1 and a message naming the GPU, not as a usage error.
+//! The list below must equal, in order and character for character, the commands those
+//! files' ```` ```sh ```` blocks hold (README first, then the documents in `DOCUMENTS`
+//! order; comments after ` #` left out): a change to them fails here until this list
+//! follows it. Each command runs in one scratch directory, in that order, through `sh -c`
+//! with the built `colzip` first on `PATH` and the input files the documents presuppose
+//! made beforehand. Commands whose full size would take minutes in CI's debug build run
+//! at a smaller scale factor (`Smaller`: only the scale and run counts change, the
+//! document's text is still checked); `cargo` commands are not run (`cargo test` is this
+//! suite). Commands that need a GPU run too: without one they must fail with exit status
+//! 1 and a message naming the GPU, not as a usage error.
 #![cfg(all(unix, feature = "datafusion"))]
 
 use std::path::Path;
@@ -26,13 +28,31 @@ enum Run {
 use Run::*;
 
 const COMMANDS: &[(&str, Run)] = &[
-    // The two commands.
+    // README.md: the quick start, the tests, one example each of the CLI and SQL.
+    (
+        "cargo install --path .",
+        Not("a release build of its own; this test runs the debug build's colzip"),
+    ),
+    ("colzip compress table.parquet", AsWritten),
+    ("colzip info table.parquet.czip", AsWritten),
+    (
+        "colzip sql -c \"SELECT count(*) FROM 'table.parquet.czip'\"",
+        AsWritten,
+    ),
     (
         "cargo run --release -- tpch --sf 0.1",
         Smaller("colzip tpch --sf 0.002"),
     ),
     ("cargo test", Not("this test runs under it")),
-    // colzip tpch.
+    ("colzip compress data.csv", AsWritten),
+    ("colzip decompress data.csv.czip -o back.csv", AsWritten),
+    (
+        "colzip sql --tpch 0.1 -c \"SELECT colzip_ratio(l_comment, 'bwt') AS bwt, colzip_ratio(l_comment, 'gmatch') AS gmatch FROM lineitem\"",
+        Smaller(
+            "colzip sql --tpch 0.002 -c \"SELECT colzip_ratio(l_comment, 'bwt') AS bwt, colzip_ratio(l_comment, 'gmatch') AS gmatch FROM lineitem\"",
+        ),
+    ),
+    // docs/CLI.md: colzip tpch, the file commands, colzip bench.
     (
         "colzip tpch --sf 1 --tables lineitem,orders --format json",
         Smaller("colzip tpch --sf 0.002 --tables lineitem,orders --format json"),
@@ -45,19 +65,15 @@ const COMMANDS: &[(&str, Run)] = &[
         "colzip tpch --peer-forms --tables lineitem",
         Smaller("colzip tpch --sf 0.002 --peer-forms --tables lineitem"),
     ),
-    // The CLI.
     ("colzip compress prices.bin --type int64", AsWritten),
     (
         "colzip compress lines.txt --type utf8-lines --codec bwt",
         AsWritten,
     ),
-    ("colzip compress table.parquet --codec auto", AsWritten),
-    ("colzip compress data.csv", AsWritten),
     (
         "colzip compress data.txt --type csv --delimiter ';' --csv-header false",
         AsWritten,
     ),
-    ("colzip decompress data.csv.czip -o back.csv", AsWritten),
     ("colzip info table.parquet.czip", AsWritten),
     ("colzip info table.parquet.czip --format json", AsWritten),
     ("colzip info table.parquet.czip --verify", AsWritten),
@@ -88,13 +104,42 @@ const COMMANDS: &[(&str, Run)] = &[
         "colzip compress lines.txt --type utf8-lines --codec gmatch --backend gpu -o lines.gpu.czip",
         AsWritten,
     ),
-    // SQL.
+    // colzip bench (without a GPU: the CPU rows alone; --no-cpu then fails saying so).
     (
-        "colzip sql --tpch 0.1 -c \"SELECT colzip_ratio(l_comment, 'bwt') AS bwt, colzip_ratio(l_comment, 'gmatch') AS gmatch FROM lineitem\"",
-        Smaller(
-            "colzip sql --tpch 0.002 -c \"SELECT colzip_ratio(l_comment, 'bwt') AS bwt, colzip_ratio(l_comment, 'gmatch') AS gmatch FROM lineitem\"",
-        ),
+        "colzip bench --sf 10 --columns l_quantity,l_comment",
+        Smaller("colzip bench --sf 0.002 --columns l_quantity,l_comment"),
     ),
+    (
+        "colzip bench --sf 10 --s 2,4 --w 32,128 --c 2048 --runs 5 --format json",
+        Smaller("colzip bench --sf 0.002 --s 2,4 --w 32,128 --c 2048 --runs 1 --format json"),
+    ),
+    (
+        "colzip bench --sf 1 --no-cpu --format csv",
+        Smaller("colzip bench --sf 0.002 --no-cpu --format csv"),
+    ),
+    (
+        "colzip bench --sf 1 --backend cpu --suites gmatch,lzss,intpack",
+        Smaller("colzip bench --sf 0.002 --backend cpu --suites gmatch,lzss,intpack --runs 1"),
+    ),
+    (
+        "colzip bench --sf 10 --suites gmatch --columns l_comment",
+        Smaller("colzip bench --sf 0.002 --suites gmatch --columns l_comment"),
+    ),
+    (
+        "colzip bench --file prices.bin --type int64 --suites gmatch",
+        AsWritten,
+    ),
+    (
+        "colzip bench --sf 10 --suites none --write-columns cols/",
+        Smaller("colzip bench --sf 0.002 --suites none --write-columns cols/"),
+    ),
+    (
+        "colzip bench --sf 1 --suites gmatch --plot bench.svg",
+        Smaller("colzip bench --sf 0.002 --suites gmatch --runs 1 --plot bench.svg"),
+    ),
+    // docs/SQL.md: colzip sql, colzip queries, a cluster (processes that run until
+    // stopped, in a build with the `ballista` feature; tests/cluster.rs starts them and runs
+    // `colzip sql --remote`).
     (
         "colzip sql --tpch 0.1 --compressed --file q1.sql --format json",
         Smaller("colzip sql --tpch 0.002 --compressed --file q1.sql --format json"),
@@ -133,41 +178,6 @@ const COMMANDS: &[(&str, Run)] = &[
         "colzip queries --sf 0.1 --queries 1,3,6 --plot queries.svg",
         Smaller("colzip queries --sf 0.002 --queries 1,3,6 --runs 1 --plot queries.svg"),
     ),
-    // colzip bench (without a GPU: the CPU rows alone; --no-cpu then fails saying so).
-    (
-        "colzip bench --sf 10 --columns l_quantity,l_comment",
-        Smaller("colzip bench --sf 0.002 --columns l_quantity,l_comment"),
-    ),
-    (
-        "colzip bench --sf 10 --s 2,4 --w 32,128 --c 2048 --runs 5 --format json",
-        Smaller("colzip bench --sf 0.002 --s 2,4 --w 32,128 --c 2048 --runs 1 --format json"),
-    ),
-    (
-        "colzip bench --sf 1 --no-cpu --format csv",
-        Smaller("colzip bench --sf 0.002 --no-cpu --format csv"),
-    ),
-    (
-        "colzip bench --sf 1 --backend cpu --suites gmatch,lzss,intpack",
-        Smaller("colzip bench --sf 0.002 --backend cpu --suites gmatch,lzss,intpack --runs 1"),
-    ),
-    (
-        "colzip bench --sf 10 --suites gmatch --columns l_comment",
-        Smaller("colzip bench --sf 0.002 --suites gmatch --columns l_comment"),
-    ),
-    (
-        "colzip bench --file prices.bin --type int64 --suites gmatch",
-        AsWritten,
-    ),
-    (
-        "colzip bench --sf 10 --suites none --write-columns cols/",
-        Smaller("colzip bench --sf 0.002 --suites none --write-columns cols/"),
-    ),
-    (
-        "colzip bench --sf 1 --suites gmatch --plot bench.svg",
-        Smaller("colzip bench --sf 0.002 --suites gmatch --runs 1 --plot bench.svg"),
-    ),
-    // Running on a cluster: processes that run until stopped, in a build with the
-    // `ballista` feature; tests/cluster.rs starts them (and runs `colzip sql --remote`).
     (
         "cargo build --release --features ballista",
         Not("a build of its own; CI builds the feature for tests/cluster.rs"),
@@ -243,7 +253,7 @@ fn every_readme_command_runs_as_written() {
     let readme = readme_commands();
     assert_eq!(
         readme, listed,
-        "the README's shell commands changed: update COMMANDS in this test to match"
+        "the shell commands of the README or docs/CLI.md / docs/SQL.md changed: update COMMANDS in this test to match"
     );
 
     let dir = tempfile::tempdir().unwrap();
@@ -336,13 +346,26 @@ fn every_readme_command_runs_as_written() {
 
 mod cli_run;
 
-/// The commands of the README's `sh` code blocks, without trailing comments.
+/// The user documents whose `sh` blocks this test runs, after the README, in this order.
+const DOCUMENTS: &[&str] = &["docs/CLI.md", "docs/SQL.md"];
+
+/// The commands of the `sh` code blocks of the README and then of `DOCUMENTS`, without
+/// trailing comments.
 fn readme_commands() -> Vec<String> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut commands = Vec::new();
+    for document in std::iter::once("README.md").chain(DOCUMENTS.iter().copied()) {
+        let text = std::fs::read_to_string(root.join(document)).expect(document);
+        commands.extend(sh_commands(&text));
+    }
+    commands
+}
+
+/// The commands of `markdown`'s `sh` code blocks, without trailing comments.
+fn sh_commands(markdown: &str) -> Vec<String> {
     let mut commands = Vec::new();
     let mut in_sh = false;
-    for line in readme.lines() {
+    for line in markdown.lines() {
         let trimmed = line.trim();
         if trimmed.starts_with("```") {
             in_sh = !in_sh && trimmed == "```sh";

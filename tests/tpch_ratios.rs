@@ -1,4 +1,4 @@
-//! The ratio promises on TPC-H data (SF 0.01 here; the README reports larger runs):
+//! The ratio promises on TPC-H data (SF 0.01 here; docs/PERFORMANCE.md reports larger runs):
 //! gmatch within 0.5% of snap, bwt at least bzip2 -9 on l_comment, lzss never below 0.99
 //! on any column, and every codec round-trips every column.
 

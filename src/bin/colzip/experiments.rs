@@ -69,8 +69,8 @@ pub struct BenchArgs {
     /// How --file's bytes are read: bytes, int8..int64, uint8..uint64, float32, float64
     #[arg(short = 't', long = "type", default_value = "bytes")]
     raw_type: RawType,
-    /// Write each measured plain column to this directory (one file per column, for
-    /// peers such as ../shared/tools/peers.py on the same bytes)
+    /// Write each measured plain column to this directory (one file per column, so that
+    /// other codecs measure the same bytes, as scripts/bench-vs-peers.sh does with nvCOMP)
     #[arg(long)]
     write_columns: Option<PathBuf>,
     #[arg(long, value_delimiter = ',', default_value = "lzss,gmatch", help = suites_help())]

@@ -11,7 +11,7 @@ use crate::codec::{CodecSpec, Placement, registry};
 use crate::column::{self, CodecChoice};
 use crate::gpu::Backend;
 
-/// The codec forms a codec argument accepts (README's codec specifications), from the
+/// The codec forms a codec argument accepts (docs/CODECS.md's specifications), from the
 /// codec registry.
 pub(super) fn codec_forms() -> String {
     format!("auto, {}", registry::syntax_list())
