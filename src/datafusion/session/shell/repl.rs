@@ -13,8 +13,9 @@ use rustyline::Editor;
 use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;
 
+use super::bounded::{BoundedStatement, Pushed, too_large};
 use super::completion::SqlCompleter;
-use super::{OutputFormat, StatementEnd, run_sql_rows};
+use super::{OutputFormat, run_sql_rows};
 use crate::{Error, Result};
 
 /// The environment variable naming the history file.
@@ -81,13 +82,9 @@ pub async fn repl(
     }
     let mut failed = 0;
     let mut timing = true;
-    let mut pending = String::new();
-    let mut end = StatementEnd::new();
-    // The statement being typed went over the size limit: the rest of it is read to find
-    // its end, and dropped.
-    let mut dropping = false;
+    let mut statement = BoundedStatement::new();
     loop {
-        let prompt = if pending.is_empty() {
+        let prompt = if statement.is_empty() {
             "colzip> "
         } else {
             "     -> "
@@ -95,15 +92,14 @@ pub async fn repl(
         let line = match editor.readline(prompt) {
             Ok(line) => line,
             Err(ReadlineError::Interrupted) => {
-                pending.clear();
-                end = StatementEnd::new();
+                statement.clear();
                 continue;
             }
             Err(ReadlineError::Eof) => break,
             Err(e) => return Err(Error::format(format!("cannot read the terminal: {e}"))),
         };
         let trimmed = line.trim();
-        if pending.is_empty() && trimmed.starts_with('\\') {
+        if statement.is_empty() && trimmed.starts_with('\\') {
             let command = backslash(trimmed);
             // \q is not worth recalling: the next session's first Up would bring it back.
             if !matches!(command, Backslash::Quit) {
@@ -134,36 +130,27 @@ pub async fn repl(
             failed += usize::from(!run_one(ctx, &sql, format, max_rows, false).await);
             continue;
         }
-        if pending.is_empty() && (trimmed == "quit" || trimmed == "exit") {
+        if statement.is_empty() && (trimmed == "quit" || trimmed == "exit") {
             break;
         }
-        end.push(&line);
-        end.push("\n");
-        if !dropping && pending.len() + line.len() >= crate::limits::MOST_SQL_BYTES {
-            eprintln!("error: {}", super::too_large("a statement"));
-            failed += 1;
-            pending = String::new();
-            dropping = true;
-        }
-        if dropping {
-            if end.at_end() {
-                (end, dropping) = (StatementEnd::new(), false);
+        // The editor gives the line without its newline.
+        match statement.push_line(&format!("{line}\n")) {
+            Pushed::More => {}
+            Pushed::TooLarge => {
+                eprintln!("error: {}", too_large("a statement"));
+                failed += 1;
             }
-            continue;
-        }
-        pending.push_str(&line);
-        pending.push('\n');
-        if end.at_end() {
-            remember(&mut editor, pending.trim(), history.as_deref());
-            failed += usize::from(!run_one(ctx, &pending, format, max_rows, timing).await);
-            pending.clear();
-            end = StatementEnd::new();
-            // The statement may have made or dropped tables.
-            editor.set_helper(Some(SqlCompleter::of(ctx).await));
+            Pushed::Ready => {
+                let sql = statement.take();
+                remember(&mut editor, sql.trim(), history.as_deref());
+                failed += usize::from(!run_one(ctx, &sql, format, max_rows, timing).await);
+                // The statement may have made or dropped tables.
+                editor.set_helper(Some(SqlCompleter::of(ctx).await));
+            }
         }
     }
-    if !pending.trim().is_empty() {
-        failed += usize::from(!run_one(ctx, &pending, format, max_rows, timing).await);
+    if !statement.text().trim().is_empty() {
+        failed += usize::from(!run_one(ctx, statement.text(), format, max_rows, timing).await);
     }
     Ok(failed)
 }
