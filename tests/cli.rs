@@ -1437,7 +1437,7 @@ fn colzip_gpu_exits_non_zero_without_a_gpu() {
         assert!(out.status.success(), "{stderr}");
     } else {
         assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains("no usable GPU"), "{stderr}");
+        assert!(stderr.contains("error: no usable GPU: "), "{stderr}");
         // The text form says it on stderr too, and nothing on stdout.
         let text = colzip(&["gpu"]);
         assert_eq!(text.status.code(), Some(1));
