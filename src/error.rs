@@ -45,7 +45,7 @@ pub enum Error {
     #[error("internal error (a bug in colzip, please report it): {0}")]
     Panic(String),
     /// No usable GPU, or a CUDA/NVRTC failure.
-    #[error("GPU: {0}")]
+    #[error("{}", .0.labelled())]
     Gpu(#[from] crate::gpu::GpuError),
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),

@@ -12,32 +12,7 @@ mod common;
 use common::dir_listing;
 use std::path::Path;
 
-use cli_run::{colzip, ok};
-
-/// Runs a command that must fail with exit code `code` and an error block: one line
-/// `colzip: error: …`, any further lines indented under it.
-fn fails_with(code: i32, args: &[&str]) -> String {
-    let out = colzip(args);
-    assert_eq!(out.status.code(), Some(code), "colzip {args:?}: {out:?}");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("internal error"),
-        "{stderr}"
-    );
-    if code == 1 {
-        let mut lines = stderr.lines();
-        assert!(
-            lines.next().unwrap().starts_with("colzip: error: "),
-            "{stderr}"
-        );
-        assert!(lines.all(|l| l.starts_with("  ")), "{stderr}");
-    }
-    stderr
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
+use cli_run::{fails_with, ok, s};
 
 /// Issue 13: `colzip compress` of an empty file with `--type int32` (and int16, int64,
 /// float64) panicked ("Memory pointer is not aligned").
@@ -387,7 +362,7 @@ mod sql {
 
     /// Runs colzip, killing it (and failing) when it has not ended within a minute.
     fn within_a_minute(args: &[&str]) -> std::process::Output {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_colzip"))
+        let mut child = cli_run::command()
             .args(args)
             .env_remove("RUST_BACKTRACE")
             .stdout(std::process::Stdio::piped())

@@ -4,7 +4,7 @@
 #![cfg(all(unix, feature = "datafusion"))]
 
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use expectrl::{ControlCode, Eof, Expect, Session};
 
@@ -70,6 +70,32 @@ fn the_terminal_shell_recalls_cancels_and_keeps_its_tables() {
         kept.contains("SELECT sum(column1) * 7 AS total FROM t;"),
         "{kept}"
     );
+}
+
+#[test]
+fn ctrl_c_cancels_a_cross_join_within_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut shell = shell(&dir.path().join("history"));
+    // A join that computes for long stretches between its batches: Ctrl-C must still
+    // bring the prompt back at once, and the work must stop.
+    shell
+        .send_line(
+            "SELECT count(*) FROM generate_series(1, 1000000) AS a \
+             CROSS JOIN generate_series(1, 1000000) AS b;",
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    shell.send(ControlCode::EndOfText).unwrap();
+    shell.expect("query cancelled after").unwrap();
+    let took = sent.elapsed();
+    // Well over the 1 s aimed at, for a slow machine.
+    assert!(took < Duration::from_secs(5), "cancelling took {took:?}");
+    shell.expect("colzip> ").unwrap();
+    shell.send_line("SELECT 41 + 1 AS v;").unwrap();
+    shell.expect("42").unwrap();
+    shell.send_line("\\q").unwrap();
+    shell.expect(Eof).unwrap();
 }
 
 #[test]

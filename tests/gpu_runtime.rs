@@ -31,7 +31,13 @@ fn backend_choices_parse_and_resolve() {
         Ok(gpu) => assert!(gpu.is_some() && auto.is_some()),
         Err(error) => {
             assert!(auto.is_none());
-            assert!(error.to_string().starts_with("GPU: "), "{error}");
+            // One sentence, without a "GPU: " label doubling what it says.
+            assert!(
+                error
+                    .to_string()
+                    .starts_with("no usable GPU for backend 'gpu': "),
+                "{error}"
+            );
         }
     }
 }

@@ -23,7 +23,7 @@ pub enum CodecError {
     },
     /// The GPU path failed (no device, a CUDA failure, a launch the runtime refused);
     /// corrupt streams are `Corrupt` on the GPU as on the CPU.
-    #[error("GPU: {0}")]
+    #[error("{}", .0.labelled())]
     Gpu(#[from] GpuError),
     /// Memory for the output could not be had (a fallible allocation failed).
     #[error("{codec}: no memory for {bytes} bytes of output")]

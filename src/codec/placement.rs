@@ -61,10 +61,7 @@ impl Placement {
             Backend::Gpu => match Gpu::all() {
                 Ok(gpus) => Placement::on_all(gpus),
                 Err(reason) => {
-                    return Err(crate::Error::Gpu(GpuError::Unavailable(format!(
-                        "backend 'gpu' was chosen but {}",
-                        reason.to_string().trim_start_matches("no usable GPU: ")
-                    ))));
+                    return Err(crate::Error::Gpu(reason.for_backend_gpu()));
                 }
             },
             Backend::Auto => Placement {

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::GpuError;
 use super::device::Gpu;
 use crate::{Error, Result};
 
@@ -39,7 +40,7 @@ impl Backend {
     pub fn resolve(self) -> Result<Option<&'static Gpu>> {
         match self {
             Backend::Cpu => Ok(None),
-            Backend::Gpu => Ok(Some(Gpu::get()?)),
+            Backend::Gpu => Ok(Some(Gpu::get().map_err(GpuError::for_backend_gpu)?)),
             Backend::Auto => Ok(Gpu::get().ok()),
         }
     }

@@ -137,7 +137,7 @@ impl Gpu {
         })
         .as_ref()
         .map(Vec::as_slice)
-        .map_err(|reason| GpuError::Unavailable(reason.clone()))
+        .map_err(|reason| GpuError::Unavailable(format!("no usable GPU: {reason}")))
     }
 
     fn open_all() -> std::result::Result<Vec<Gpu>, String> {

@@ -10,7 +10,9 @@ use super::budget::GPU_MEMORY_ENV;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum GpuError {
     /// No usable GPU: no driver, no NVRTC, no device, or a device that would not open.
-    #[error("no usable GPU: {0}")]
+    /// The message is whole ("no usable GPU: …"): it says GPU already, so the layers
+    /// above print it without their "GPU: " label ([`GpuError::labelled`]).
+    #[error("{0}")]
     Unavailable(String),
     /// A CUDA driver call (allocation, copy, launch, synchronisation) failed.
     #[error("{what}: {detail}")]
@@ -34,6 +36,28 @@ pub enum GpuError {
 }
 
 impl GpuError {
+    /// This error, when it says there is no usable GPU, saying too that backend 'gpu' was
+    /// what asked for one (the backend that cannot fall back to the CPU).
+    pub fn for_backend_gpu(self) -> GpuError {
+        match self {
+            GpuError::Unavailable(message) => GpuError::Unavailable(message.replacen(
+                "no usable GPU: ",
+                "no usable GPU for backend 'gpu': ",
+                1,
+            )),
+            other => other,
+        }
+    }
+
+    /// The error as the layers above print it: labelled "GPU: " unless it already says
+    /// there is no usable GPU, which would read "GPU: no usable GPU".
+    pub fn labelled(&self) -> String {
+        match self {
+            GpuError::Unavailable(message) => message.clone(),
+            other => format!("GPU: {other}"),
+        }
+    }
+
     /// A failed driver call: what was being done and the driver's message.
     pub fn driver(what: impl Into<String>, detail: impl std::fmt::Display) -> Self {
         GpuError::Driver {

@@ -1,17 +1,60 @@
 //! Running the `colzip` binary from the CLI test binaries (each uses some of these).
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
+
+/// A command running the `colzip` binary, to be given its arguments.
+#[allow(dead_code)]
+pub fn command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_colzip"));
+    // The panic hook would print the default report too with backtraces asked for.
+    command.env_remove("RUST_BACKTRACE");
+    command
+}
 
 /// Runs `colzip args`, capturing its output.
 #[allow(dead_code)]
 pub fn colzip(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_colzip"))
-        .args(args)
-        // The panic hook would print the default report too with backtraces asked for.
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("colzip runs")
+    command().args(args).output().expect("colzip runs")
+}
+
+/// A path as a command-line argument (the tests' paths are UTF-8).
+#[allow(dead_code)]
+pub fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Runs `colzip args`, which must fail without a panic; returns its stderr.
+#[allow(dead_code)]
+pub fn fails(args: &[&str]) -> String {
+    let out = colzip(args);
+    assert!(!out.status.success(), "colzip {args:?} should fail");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+/// Runs a command that must fail with exit code `code` and, for code 1, an error block:
+/// one line `colzip: error: …`, any further lines indented under it. Returns its stderr.
+#[allow(dead_code)]
+pub fn fails_with(code: i32, args: &[&str]) -> String {
+    let out = colzip(args);
+    assert_eq!(out.status.code(), Some(code), "colzip {args:?}: {out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "{stderr}"
+    );
+    if code == 1 {
+        let mut lines = stderr.lines();
+        assert!(
+            lines.next().unwrap().starts_with("colzip: error: "),
+            "{stderr}"
+        );
+        assert!(lines.all(|l| l.starts_with("  ")), "{stderr}");
+    }
+    stderr
 }
 
 /// Runs `colzip args`, which must succeed; returns its stdout.
@@ -30,9 +73,8 @@ pub fn ok(args: &[&str]) -> String {
 /// a large input cannot deadlock against a full stdout pipe), capturing its output.
 #[allow(dead_code)]
 pub fn with_stdin(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_colzip"))
+    let mut child = command()
         .args(args)
-        .env_remove("RUST_BACKTRACE")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -16,6 +16,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod bounded;
 mod cells;
 mod completion;
 mod repl;
@@ -33,6 +34,7 @@ use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
 use crate::{Error, Result};
+use bounded::{BoundedStatement, Line, Pushed, read_bounded_line, too_large};
 
 pub use repl::{HISTORY_ENV, repl};
 pub use statement_end::StatementEnd;
@@ -348,18 +350,14 @@ pub async fn interactive(
     timing: bool,
 ) -> Result<usize> {
     let mut failed = 0;
-    let mut pending = String::new();
-    let mut end = StatementEnd::new();
+    let mut statement = BoundedStatement::new();
     let mut line = String::new();
-    // The statement being read went over the size limit: the rest of it is read to find
-    // its end, and dropped.
-    let mut dropping = false;
     loop {
         if prompt {
             write!(
                 out,
                 "{}",
-                if pending.is_empty() {
+                if statement.is_empty() {
                     "colzip> "
                 } else {
                     "     -> "
@@ -374,86 +372,39 @@ pub async fn interactive(
             Line::TooLong => {
                 writeln!(errors, "error: {}", too_large("a line"))?;
                 failed += 1;
-                (pending, end, dropping) = (String::new(), StatementEnd::new(), false);
+                statement.clear();
                 continue;
             }
         }
         let trimmed = line.trim();
-        if pending.is_empty() && (trimmed == "\\q" || trimmed == "quit" || trimmed == "exit") {
+        if statement.is_empty() && (trimmed == "\\q" || trimmed == "quit" || trimmed == "exit") {
             break;
         }
-        end.push(&line);
-        if !dropping && pending.len() + line.len() > crate::limits::MOST_SQL_BYTES {
-            writeln!(errors, "error: {}", too_large("a statement"))?;
-            failed += 1;
-            pending = String::new();
-            dropping = true;
-        }
-        if dropping {
-            if end.at_end() {
-                (end, dropping) = (StatementEnd::new(), false);
-            }
-            continue;
-        }
-        pending.push_str(&line);
-        if end.at_end() {
-            let timings = timing.then_some(&mut *errors as &mut dyn Write);
-            if let Err(error) = run_sql_timed(ctx, &pending, format, None, out, timings).await {
-                writeln!(errors, "error: {}", error.report())?;
+        match statement.push_line(&line) {
+            Pushed::More => {}
+            Pushed::TooLarge => {
+                writeln!(errors, "error: {}", too_large("a statement"))?;
                 failed += 1;
             }
-            pending.clear();
-            end = StatementEnd::new();
+            Pushed::Ready => {
+                let timings = timing.then_some(&mut *errors as &mut dyn Write);
+                let sql = statement.take();
+                if let Err(error) = run_sql_timed(ctx, &sql, format, None, out, timings).await {
+                    writeln!(errors, "error: {}", error.report())?;
+                    failed += 1;
+                }
+            }
         }
     }
     // A last statement without its ';' still runs.
     let timings = timing.then_some(&mut *errors as &mut dyn Write);
-    if !pending.trim().is_empty()
-        && let Err(error) = run_sql_timed(ctx, &pending, format, None, out, timings).await
+    if !statement.text().trim().is_empty()
+        && let Err(error) = run_sql_timed(ctx, statement.text(), format, None, out, timings).await
     {
         writeln!(errors, "error: {}", error.report())?;
         failed += 1;
     }
     Ok(failed)
-}
-
-/// What [`read_bounded_line`] read.
-enum Line {
-    /// A line (with its newline, when it had one).
-    Read,
-    /// A line longer than [`crate::limits::MOST_SQL_BYTES`], skipped to its end.
-    TooLong,
-    /// The end of the input.
-    End,
-}
-
-/// Reads a line of `input` into `line`, holding at most
-/// [`crate::limits::MOST_SQL_BYTES`] of it: a longer line is skipped, never held whole.
-fn read_bounded_line(input: &mut dyn BufRead, line: &mut String) -> Result<Line> {
-    let most = crate::limits::MOST_SQL_BYTES;
-    let mut bytes = Vec::new();
-    let read = <&mut dyn BufRead as std::io::Read>::take(&mut *input, most as u64 + 1)
-        .read_until(b'\n', &mut bytes)?;
-    if read == 0 {
-        return Ok(Line::End);
-    }
-    if bytes.len() > most {
-        input.skip_until(b'\n')?;
-        return Ok(Line::TooLong);
-    }
-    line.push_str(
-        std::str::from_utf8(&bytes)
-            .map_err(|e| Error::format(format!("SQL input is not UTF-8: {e}")))?,
-    );
-    Ok(Line::Read)
-}
-
-/// The error for SQL text over [`crate::limits::MOST_SQL_BYTES`] read line by line.
-fn too_large(what: &str) -> String {
-    format!(
-        "{what} of over {} MB of SQL, more than colzip plans at once; it was skipped (split it into smaller statements)",
-        crate::limits::MOST_SQL_BYTES >> 20
-    )
 }
 
 /// Rows of a table result the terminal shell prints unless told otherwise.

@@ -292,3 +292,53 @@ fn same_values(a: &DataType, b: &DataType) -> bool {
     let binaries = |t: &DataType| matches!(t, Binary | LargeBinary | BinaryView);
     (strings(a) && strings(b)) || (binaries(a) && binaries(b))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{BinaryViewArray, Int64Array, LargeStringArray, StringViewArray};
+    use arrow::datatypes::Schema;
+
+    fn schema(fields: Vec<Field>) -> SchemaRef {
+        Arc::new(Schema::new(fields))
+    }
+
+    #[test]
+    fn string_and_binary_layouts_are_cast_to_the_tables() {
+        let table = schema(vec![
+            Field::new("s", DataType::Utf8, true),
+            Field::new("l", DataType::Utf8, true),
+            Field::new("b", DataType::Binary, true),
+        ]);
+        let given = schema(vec![
+            Field::new("s", DataType::Utf8View, true),
+            Field::new("l", DataType::LargeUtf8, true),
+            Field::new("b", DataType::BinaryView, true),
+        ]);
+        let batch = RecordBatch::try_new(
+            given,
+            vec![
+                Arc::new(StringViewArray::from(vec![Some("a"), None])),
+                Arc::new(LargeStringArray::from(vec![Some("long"), Some("")])),
+                Arc::new(BinaryViewArray::from(vec![Some(&b"\x00"[..]), None])),
+            ],
+        )
+        .unwrap();
+        let conformed = conform(&table, batch).unwrap();
+        assert_eq!(conformed.schema(), table);
+        assert_eq!(conformed.num_rows(), 2);
+        assert!(conformed.column(0).is_null(1));
+    }
+
+    #[test]
+    fn other_type_mismatches_stay_errors() {
+        let table = schema(vec![Field::new("n", DataType::Utf8, true)]);
+        let given = schema(vec![Field::new("n", DataType::Int64, true)]);
+        let batch = RecordBatch::try_new(given, vec![Arc::new(Int64Array::from(vec![1]))]).unwrap();
+        let error = conform(&table, batch).unwrap_err().to_string();
+        assert!(
+            error.contains("column 'n' is Utf8 in the table but Int64 in a batch"),
+            "{error}"
+        );
+    }
+}

@@ -12,9 +12,11 @@ use datafusion::prelude::SessionContext;
 use rustyline::Editor;
 use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;
+use tokio::sync::watch;
 
+use super::bounded::{BoundedStatement, Pushed, too_large};
 use super::completion::SqlCompleter;
-use super::{OutputFormat, StatementEnd, run_sql_rows};
+use super::{OutputFormat, run_sql_rows};
 use crate::{Error, Result};
 
 /// The environment variable naming the history file.
@@ -79,15 +81,12 @@ pub async fn repl(
         // A first session has none yet.
         let _ = editor.load_history(path);
     }
+    let interrupts = interrupts()?;
     let mut failed = 0;
     let mut timing = true;
-    let mut pending = String::new();
-    let mut end = StatementEnd::new();
-    // The statement being typed went over the size limit: the rest of it is read to find
-    // its end, and dropped.
-    let mut dropping = false;
+    let mut statement = BoundedStatement::new();
     loop {
-        let prompt = if pending.is_empty() {
+        let prompt = if statement.is_empty() {
             "colzip> "
         } else {
             "     -> "
@@ -95,15 +94,14 @@ pub async fn repl(
         let line = match editor.readline(prompt) {
             Ok(line) => line,
             Err(ReadlineError::Interrupted) => {
-                pending.clear();
-                end = StatementEnd::new();
+                statement.clear();
                 continue;
             }
             Err(ReadlineError::Eof) => break,
             Err(e) => return Err(Error::format(format!("cannot read the terminal: {e}"))),
         };
         let trimmed = line.trim();
-        if pending.is_empty() && trimmed.starts_with('\\') {
+        if statement.is_empty() && trimmed.starts_with('\\') {
             let command = backslash(trimmed);
             // \q is not worth recalling: the next session's first Up would bring it back.
             if !matches!(command, Backslash::Quit) {
@@ -131,39 +129,33 @@ pub async fn repl(
                     .to_string(),
                 Backslash::Describe(name) => format!("DESCRIBE {name}"),
             };
-            failed += usize::from(!run_one(ctx, &sql, format, max_rows, false).await);
+            failed += usize::from(!run_one(ctx, &sql, format, max_rows, false, &interrupts).await);
             continue;
         }
-        if pending.is_empty() && (trimmed == "quit" || trimmed == "exit") {
+        if statement.is_empty() && (trimmed == "quit" || trimmed == "exit") {
             break;
         }
-        end.push(&line);
-        end.push("\n");
-        if !dropping && pending.len() + line.len() >= crate::limits::MOST_SQL_BYTES {
-            eprintln!("error: {}", super::too_large("a statement"));
-            failed += 1;
-            pending = String::new();
-            dropping = true;
-        }
-        if dropping {
-            if end.at_end() {
-                (end, dropping) = (StatementEnd::new(), false);
+        // The editor gives the line without its newline.
+        match statement.push_line(&format!("{line}\n")) {
+            Pushed::More => {}
+            Pushed::TooLarge => {
+                eprintln!("error: {}", too_large("a statement"));
+                failed += 1;
             }
-            continue;
-        }
-        pending.push_str(&line);
-        pending.push('\n');
-        if end.at_end() {
-            remember(&mut editor, pending.trim(), history.as_deref());
-            failed += usize::from(!run_one(ctx, &pending, format, max_rows, timing).await);
-            pending.clear();
-            end = StatementEnd::new();
-            // The statement may have made or dropped tables.
-            editor.set_helper(Some(SqlCompleter::of(ctx).await));
+            Pushed::Ready => {
+                let sql = statement.take();
+                remember(&mut editor, sql.trim(), history.as_deref());
+                failed +=
+                    usize::from(!run_one(ctx, &sql, format, max_rows, timing, &interrupts).await);
+                // The statement may have made or dropped tables.
+                editor.set_helper(Some(SqlCompleter::of(ctx).await));
+            }
         }
     }
-    if !pending.trim().is_empty() {
-        failed += usize::from(!run_one(ctx, &pending, format, max_rows, timing).await);
+    if !statement.text().trim().is_empty() {
+        failed += usize::from(
+            !run_one(ctx, statement.text(), format, max_rows, timing, &interrupts).await,
+        );
     }
     Ok(failed)
 }
@@ -184,25 +176,27 @@ fn remember(
 }
 
 /// Runs `sql`, printing its results, then (with `timing`) its row count and time; Ctrl-C
-/// cancels it. Whether it succeeded.
+/// cancels it and returns to the prompt at once. Whether it succeeded.
 async fn run_one(
     ctx: &SessionContext,
     sql: &str,
     format: OutputFormat,
     max_rows: Option<usize>,
     timing: bool,
+    interrupts: &watch::Receiver<u64>,
 ) -> bool {
     let started = Instant::now();
-    let mut out = std::io::stdout();
-    // Dropping the statement's future stops its execution: DataFusion's tasks end with it.
+    let mut interrupts = interrupts.clone();
+    // A Ctrl-C from before this statement does not cancel it.
+    interrupts.borrow_and_update();
     let result = tokio::select! {
-        result = run_sql_rows(ctx, sql, format, max_rows, &mut out) => Some(result),
-        _ = tokio::signal::ctrl_c() => None,
+        result = run_apart(ctx, sql, format, max_rows) => Some(result),
+        Ok(()) = interrupts.changed() => None,
     };
     let seconds = started.elapsed().as_secs_f64();
     match result {
         None => {
-            eprintln!("cancelled after {seconds:.3} s");
+            eprintln!("query cancelled after {seconds:.3} s");
             false
         }
         Some(Err(error)) => {
@@ -216,10 +210,79 @@ async fn run_one(
                     super::timing_line(rows.last().copied().flatten(), seconds)
                 );
             }
-            let _ = out.flush();
+            let _ = std::io::stdout().flush();
             true
         }
     }
+}
+
+/// The count of Ctrl-Cs (SIGINT) seen so far, kept by a thread with a runtime of its own.
+/// The statement's operators may keep every worker of the shared runtime busy, and its
+/// signal driver runs only on an idle worker: a Ctrl-C waited for there could go unseen
+/// for seconds. (At the prompt the terminal is raw, so Ctrl-C is a key, not a signal.)
+fn interrupts() -> Result<watch::Receiver<u64>> {
+    let (count, interrupts) = watch::channel(0u64);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    // Registered here, before any statement runs, so that the first Ctrl-C is caught
+    // rather than ending the process.
+    let mut signals = {
+        let _in_it = runtime.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?
+    };
+    std::thread::Builder::new()
+        .name("colzip-ctrl-c".into())
+        .spawn(move || {
+            runtime.block_on(async {
+                while signals.recv().await.is_some() {
+                    count.send_modify(|n| *n += 1);
+                }
+            })
+        })
+        .map_err(|e| Error::format(format!("cannot start the Ctrl-C thread: {e}")))?;
+    Ok(interrupts)
+}
+
+/// Runs `sql` on a thread of its own (polling it there, its operators' tasks on the
+/// runtime's workers), printing to stdout. The shell's task only waits for it, so Ctrl-C
+/// is seen even while an operator computes for seconds between two yields, which would
+/// starve a `select!` polling both on one thread. Dropping the returned future cancels
+/// the statement: its future is dropped at its next yield (DataFusion's operators yield
+/// to the runtime regularly, and dropping a plan's stream aborts its spawned tasks).
+async fn run_apart(
+    ctx: &SessionContext,
+    sql: &str,
+    format: OutputFormat,
+    max_rows: Option<usize>,
+) -> Result<Vec<Option<usize>>> {
+    let (done, result) = tokio::sync::oneshot::channel();
+    // Dropped with this future: the statement's thread then stops at its next yield.
+    let (_cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
+    let runtime = tokio::runtime::Handle::current();
+    let (ctx, sql) = (ctx.clone(), sql.to_string());
+    std::thread::Builder::new()
+        .name("colzip-statement".into())
+        // Deeply nested statements recurse deeply while planned and polled.
+        .stack_size(crate::limits::SQL_STACK_BYTES)
+        .spawn(move || {
+            let mut out = std::io::stdout();
+            let finished = runtime.block_on(async {
+                tokio::select! {
+                    result = run_sql_rows(&ctx, &sql, format, max_rows, &mut out) => Some(result),
+                    _ = cancelled => None,
+                }
+            });
+            let _ = out.flush();
+            if let Some(finished) = finished {
+                // The shell may have stopped waiting (cancelled): nothing to tell it then.
+                let _ = done.send(finished);
+            }
+        })
+        .map_err(|e| Error::format(format!("cannot start the statement's thread: {e}")))?;
+    result
+        .await
+        .unwrap_or_else(|_| Err(Error::format("the statement stopped without a result")))
 }
 
 #[cfg(test)]
