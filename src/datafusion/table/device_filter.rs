@@ -146,19 +146,6 @@ pub(super) fn select_window(
             resident
         });
     }
-    crate::trace::line(|| {
-        let states: Vec<&str> = window
-            .blocks
-            .iter()
-            .map(|b| match b.resident.get() {
-                None => "unset",
-                Some(None) => "host",
-                Some(Some(r)) if r.ordinal() == gpu.info().ordinal => "resident",
-                Some(Some(_)) => "other GPU",
-            })
-            .collect();
-        format!("device filter: blocks {states:?}, {uploaded} bytes uploaded")
-    });
     let streams: Vec<Vec<Option<CudaView<'_, u8>>>> = window
         .blocks
         .iter()
@@ -174,6 +161,14 @@ pub(super) fn select_window(
                 .collect()
         })
         .collect();
+    crate::trace::line(|| {
+        let resident = streams.iter().flatten().filter(|s| s.is_some()).count();
+        format!(
+            "device filter: {} blocks, {resident} of {} column streams resident, {uploaded} bytes made resident",
+            window.blocks.len(),
+            streams.iter().map(Vec::len).sum::<usize>()
+        )
+    });
     let at = |c: usize| columns.binary_search(&c).expect("a listed column");
     let column_tests: Vec<select::ColumnTest> = tests
         .tests
@@ -192,7 +187,16 @@ pub(super) fn select_window(
         Err(e) if out_of_device_memory(&e) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let bytes_to_device = lists.iter().flatten().map(|c| c.compressed_bytes()).sum();
+    // What crossed PCIe for this window: the blocks made resident now, and the streams
+    // of blocks that are not.
+    let bytes_to_device = uploaded
+        + lists
+            .iter()
+            .flatten()
+            .zip(streams.iter().flatten())
+            .filter(|(_, resident)| resident.is_none())
+            .map(|(c, _)| c.compressed_bytes())
+            .sum::<usize>();
     let mut bytes_from_device = 0;
     let mut masks = Vec::with_capacity(selected.len());
     let mut arrays = Vec::with_capacity(selected.len());
