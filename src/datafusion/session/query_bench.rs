@@ -194,6 +194,7 @@ mod tests {
             peak_rss_bytes: Some(3_000_000),
             rss_before_bytes: None,
             load_seconds: 0.5,
+            gpu_resident_bytes: (store == Store::Compressed).then_some(1_500_000),
             scan_seconds: store.is_parquet().then_some(4.0),
             decompress_seconds: (store == Store::ColzipParquet).then_some(1.0),
         };
@@ -294,6 +295,19 @@ mod tests {
         assert_eq!(json["comparisons"][0]["store"], "parquet");
         assert_eq!(json["comparisons"][0]["against"], "memory");
         assert_eq!(json["comparisons"][0]["worst_query"], 1);
+        assert_eq!(json["stores"][0].get("gpu_resident_bytes"), None);
+
+        // The compressed store says how much of what it holds is on the GPU.
+        report.stores.push(store(Store::Compressed, 2_000_000));
+        let text = report.to_table();
+        assert!(
+            text.contains(
+                "compressed: 1.5 MB of the 2.0 MB held are also in GPU memory (columns whose rows were selected there)"
+            ),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&report.to_json().unwrap()).unwrap();
+        assert_eq!(json["stores"][3]["gpu_resident_bytes"], 1_500_000);
     }
 
     fn text_has(text: &str, line_start: &str) -> bool {

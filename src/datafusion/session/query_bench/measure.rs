@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::super::{TableKind, register_generated, run_query, same_result};
 use super::{Config, Event, QueryRow, Store, StoreRow};
 use crate::codec::Placement;
-use crate::datafusion::table::CompressOptions;
+use crate::datafusion::table::{CompressOptions, CompressedTable};
 use crate::gpu::Backend;
 use crate::memory::{PeakResident, release_free_memory};
 use crate::tpch::{self, Table, TableData};
@@ -159,7 +159,10 @@ pub(super) async fn measure(
             rows.push(row);
         }
         let peak = sampler.stop();
-        let row = store_row(&store, peak, rss_before, &rows);
+        let mut row = store_row(&store, peak, rss_before, &rows);
+        if store.store == Store::Compressed {
+            row.gpu_resident_bytes = Some(gpu_resident_bytes(&store.ctx).await);
+        }
         progress(Event::Done(&row));
         stores.push(row);
         // Dropped here, before the next store's queries.
@@ -169,6 +172,19 @@ pub(super) async fn measure(
     stores.sort_by_key(|row| order(row.store));
     rows.sort_by_key(|row| order(row.store));
     Ok((rows, stores))
+}
+
+/// Bytes of the session's compressed tables kept in GPU memory.
+async fn gpu_resident_bytes(ctx: &SessionContext) -> u64 {
+    let mut total = 0;
+    for table in Table::ALL {
+        if let Ok(provider) = ctx.table_provider(table.name()).await
+            && let Some(compressed) = provider.downcast_ref::<CompressedTable>()
+        {
+            total += compressed.gpu_resident_bytes() as u64;
+        }
+    }
+    total
 }
 
 /// The row of `store`, whose queries' rows are among `rows`.
@@ -186,6 +202,7 @@ fn store_row(
         peak_rss_bytes: peak,
         rss_before_bytes: rss_before,
         load_seconds: store.load_seconds,
+        gpu_resident_bytes: None,
         scan_seconds: total(own().map(|r| r.scan_seconds).collect()),
         decompress_seconds: total(own().map(|r| r.decompress_seconds).collect()),
     }

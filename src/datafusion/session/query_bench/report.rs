@@ -47,6 +47,10 @@ pub struct StoreRow {
     /// Time to build the store from the generated tables (compression; writing the
     /// Parquet files), in seconds.
     pub load_seconds: f64,
+    /// For the compressed store: the part of `bytes_held` also kept in GPU memory after
+    /// its queries (the blocks whose rows were selected there); the rest is host memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_resident_bytes: Option<u64>,
     /// For the Parquet stores: the time the file scans of its queries took, summed over
     /// the scans' partitions, per run (the timed runs' mean), in seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -279,6 +283,17 @@ impl Report {
             "(held: smaller by the factor shown; queries: the sum of the medians, slower by \
              the factor shown)"
         );
+        for row in &self.stores {
+            if let Some(gpu) = row.gpu_resident_bytes {
+                let _ = writeln!(
+                    out,
+                    "{}: {} MB of the {} MB held are also in GPU memory (columns whose rows were selected there)",
+                    row.store.name(),
+                    mb(Some(gpu)),
+                    mb(Some(row.bytes_held))
+                );
+            }
+        }
         for row in &self.stores {
             let Some(scan) = row.scan_seconds else {
                 continue;
