@@ -515,6 +515,42 @@ mod tests {
     use arrow::array::{ArrayRef, Date32Array, Int32Array, StringArray};
 
     #[test]
+    fn tiles_stay_inside_blocks_and_bitmaps_start_on_words() {
+        let layout = Layout::new(&[5_000, 0, 4_096, 33]);
+        assert_eq!(
+            layout.tiles,
+            vec![(0, 0, 4_096), (0, 4_096, 904), (2, 0, 4_096), (3, 0, 33)]
+        );
+        assert_eq!(layout.base, vec![0, 5_000, 5_000, 9_096]);
+        // ceil(rows / 32) words per block.
+        assert_eq!(layout.bits_at, vec![0, 157, 157, 285]);
+        assert_eq!((layout.words, layout.total), (287, 9_129));
+        assert!(layout.tiles.iter().all(|t| t.1.is_multiple_of(32)));
+    }
+
+    #[test]
+    fn tests_become_op_codes_with_sorted_lists() {
+        assert_eq!(list_of(&ValueTest::Range { lo: -3, hi: 9 }).2, 0);
+        assert_eq!(list_of(&ValueTest::Range { lo: 9, hi: -3 }).2, 4);
+        assert_eq!(list_of(&ValueTest::NotEqual(7)).2, 1);
+        assert_eq!(list_of(&ValueTest::NotEqual(7)).3, 7);
+        let (list, len, op, _, _) = list_of(&ValueTest::In {
+            values: vec![5, -1, 5, 2],
+            negated: true,
+        });
+        assert_eq!((len, op), (3, 3));
+        assert_eq!(list, vec![-1i64 as u64, 2, 5]);
+        // An empty list still gives the kernel an element to point at.
+        let (list, len, op, _, _) = list_of(&ValueTest::In {
+            values: Vec::new(),
+            negated: false,
+        });
+        assert_eq!((list.len(), len, op), (1, 0, 2));
+        assert_eq!(list_of(&ValueTest::Never).2, 4);
+        assert_eq!(list_of(&ValueTest::Always).2, 5);
+    }
+
+    #[test]
     fn fixed_width_columns_without_nulls_are_selectable() {
         let ints: ArrayRef = Arc::new(Int32Array::from_iter_values((0..5000).map(|i| i % 97)));
         let dates: ArrayRef = Arc::new(Date32Array::from_iter_values(0..5000));
