@@ -9,24 +9,22 @@ profile=${1:-release}
 exclude=$(git rev-parse --git-path info/exclude)
 grep -qx '/.gpu/' "$exclude" 2>/dev/null || { mkdir -p "$(dirname "$exclude")"; echo '/.gpu/' >> "$exclude"; }
 rm -rf .gpu && mkdir -p .gpu
+# Copies the test executables of cargo's JSON messages on stdin into .gpu/.
+copy_tests() {
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["target"]["kind"] == ["test"]:
+        print(msg["target"]["name"], msg["executable"])
+' | while read -r name exe; do cp "$exe" ".gpu/$name"; done
+}
 # Test binaries whose name starts with gpu_ hold the GPU tests.
 cargo test --profile "$profile" --no-default-features --features parquet --no-run --message-format=json --test 'gpu_*' \
-  | python3 -c '
-import json, sys
-for line in sys.stdin:
-    msg = json.loads(line)
-    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["target"]["kind"] == ["test"]:
-        print(msg["target"]["name"], msg["executable"])
-' | while read -r name exe; do cp "$exe" ".gpu/$name"; done
+  | copy_tests
 # The GPU tests of SQL (gpu_sql_*) need DataFusion: built again with the default features.
 cargo test --profile "$profile" --no-run --message-format=json --test 'gpu_sql_*' \
-  | python3 -c '
-import json, sys
-for line in sys.stdin:
-    msg = json.loads(line)
-    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["target"]["kind"] == ["test"]:
-        print(msg["target"]["name"], msg["executable"])
-' | while read -r name exe; do cp "$exe" ".gpu/$name"; done
+  | copy_tests
 cargo build --profile "$profile" --no-default-features --bin colzip --message-format=json \
   | python3 -c '
 import json, sys

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg,
+    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchArgs, LaunchConfig,
+    PushKernelArg,
 };
 
 use crate::gpu::{Gpu, GpuResult, KernelSource, grid_blocks, launch_error};
@@ -47,7 +48,16 @@ pub(super) struct Tiles<'a> {
     pub base: CudaView<'a, u8>,
 }
 
-impl Tiles<'_> {
+impl<'a> Tiles<'a> {
+    /// The four arguments every kernel of the file starts with.
+    fn push(&'a self, launch: &mut LaunchArgs<'a>) {
+        launch
+            .arg(&self.block)
+            .arg(&self.start)
+            .arg(&self.rows)
+            .arg(&self.base);
+    }
+
     fn config(&self) -> GpuResult<LaunchConfig> {
         Ok(LaunchConfig {
             grid_dim: (grid_blocks(self.count, "select tiles")?, 1, 1),
@@ -83,11 +93,8 @@ pub(super) fn enqueue_test(
     let signed = u32::from(test.signed);
     let first = u32::from(test.first);
     let mut launch = stream.launch_builder(&kernels.test);
+    tiles.push(&mut launch);
     launch
-        .arg(&tiles.block)
-        .arg(&tiles.start)
-        .arg(&tiles.rows)
-        .arg(&tiles.base)
         .arg(&test.column)
         .arg(&test.width)
         .arg(&signed)
@@ -115,15 +122,8 @@ pub(super) fn enqueue_count(
     counts: &mut CudaSlice<u8>,
 ) -> GpuResult<()> {
     let mut launch = stream.launch_builder(&kernels.count);
-    launch
-        .arg(&tiles.block)
-        .arg(&tiles.start)
-        .arg(&tiles.rows)
-        .arg(&tiles.base)
-        .arg(mask)
-        .arg(bits_at)
-        .arg(bits)
-        .arg(counts);
+    tiles.push(&mut launch);
+    launch.arg(mask).arg(bits_at).arg(bits).arg(counts);
     // SAFETY: reads each tile's mask bytes; writes one u32 count per tile and the words
     // of its rows in its block's bitmap (blocks' bitmaps laid out by `bits_at`).
     unsafe { launch.launch(tiles.config()?) }.map_err(launch_error)?;
@@ -142,11 +142,8 @@ pub(super) fn enqueue_compact(
     out: &mut CudaViewMut<'_, u8>,
 ) -> GpuResult<()> {
     let mut launch = stream.launch_builder(&kernels.compact);
+    tiles.push(&mut launch);
     launch
-        .arg(&tiles.block)
-        .arg(&tiles.start)
-        .arg(&tiles.rows)
-        .arg(&tiles.base)
         .arg(mask)
         .arg(out_at)
         .arg(column)

@@ -665,17 +665,9 @@ impl Job {
             // Only a row count (`count(*)` under a filter): batches without columns.
             return row_count_batches(&self.schema, passing.iter().sum(), self.batch_size);
         }
-        if !one_call && !others.is_empty() {
+        if !one_call {
             // The other projected columns, only where some row passes.
-            let live: Vec<&mut DecodedBlock<'_>> = decoded
-                .iter_mut()
-                .zip(&passing)
-                .filter(|(_, n)| **n > 0)
-                .map(|(block, _)| block)
-                .collect();
-            if !live.is_empty() {
-                self.decode_into(live, &others)?;
-            }
+            self.decode_where_passing(&mut decoded, &passing, &others)?;
         }
 
         let timer = self.metrics.arrays_time.timer();
@@ -746,17 +738,7 @@ impl Job {
             .map(|block| DecodedBlock::new(block, &self.table))
             .collect();
         let host = &selected.host_columns;
-        if !host.is_empty() {
-            let live: Vec<&mut DecodedBlock<'_>> = decoded
-                .iter_mut()
-                .zip(&passing)
-                .filter(|(_, n)| **n > 0)
-                .map(|(block, _)| block)
-                .collect();
-            if !live.is_empty() {
-                self.decode_into(live, host)?;
-            }
-        }
+        self.decode_where_passing(&mut decoded, &passing, host)?;
         let timer = self.metrics.arrays_time.timer();
         let batches = decoded
             .par_iter()
@@ -785,12 +767,7 @@ impl Job {
                         }
                     })
                     .collect::<Result<Vec<ArrayRef>>>()?;
-                let options = RecordBatchOptions::new().with_row_count(Some(n));
-                let batch =
-                    RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
-                Ok(chunks(n, self.batch_size)
-                    .map(|(offset, len)| batch.slice(offset, len))
-                    .collect::<Vec<_>>())
+                self.batches(columns, n)
             })
             .collect::<Result<Vec<Vec<RecordBatch>>>>()?;
         timer.done();
@@ -825,11 +802,39 @@ impl Job {
                 }
             })
             .collect::<Result<Vec<ArrayRef>>>()?;
-        let options = RecordBatchOptions::new().with_row_count(Some(passing));
+        self.batches(columns, passing)
+    }
+
+    /// `columns` (the projection's, `rows` rows each) in batches of the session's size.
+    fn batches(&self, columns: Vec<ArrayRef>, rows: usize) -> Result<Vec<RecordBatch>> {
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
         let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
-        Ok(chunks(passing, self.batch_size)
+        Ok(chunks(rows, self.batch_size)
             .map(|(offset, len)| batch.slice(offset, len))
             .collect())
+    }
+
+    /// Decodes `columns` of the blocks of `decoded` where some row passes (`passing`
+    /// holds each block's count), in one batched call.
+    fn decode_where_passing(
+        &self,
+        decoded: &mut [DecodedBlock<'_>],
+        passing: &[usize],
+        columns: &[usize],
+    ) -> Result<()> {
+        if columns.is_empty() {
+            return Ok(());
+        }
+        let live: Vec<&mut DecodedBlock<'_>> = decoded
+            .iter_mut()
+            .zip(passing)
+            .filter(|(_, n)| **n > 0)
+            .map(|(block, _)| block)
+            .collect();
+        if live.is_empty() {
+            return Ok(());
+        }
+        self.decode_into(live, columns)
     }
 
     /// Decodes `columns` of every block of `blocks` to plain parts in one batched call and
