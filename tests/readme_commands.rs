@@ -30,7 +30,7 @@ use Run::*;
 const COMMANDS: &[(&str, Run)] = &[
     // README.md: the quick start, the tests, one example each of the CLI and SQL.
     (
-        "cargo install --path .",
+        "cargo install --locked --path .",
         Not("a release build of its own; this test runs the debug build's colzip"),
     ),
     ("colzip compress table.parquet", AsWritten),
