@@ -19,8 +19,6 @@ mod device_parts;
 mod launch;
 mod resident;
 
-use std::sync::Arc;
-
 use arrow::buffer::{BooleanBuffer, Buffer};
 use cudarc::driver::CudaView;
 
@@ -32,7 +30,7 @@ use device_parts::{VALUES, address, decode_parts};
 use launch::{SelectKernels, TILE_ROWS, TestLaunch, Tiles};
 
 pub use launch::SELECT;
-pub use resident::{ResidentColumns, make_resident, resident_bytes};
+pub use resident::{ResidentColumns, make_resident};
 
 /// A test of a column's values, read as 64-bit integers (sign- or zero-extended).
 #[derive(Clone, Debug, PartialEq)]
@@ -416,7 +414,10 @@ fn run_kernels<'t>(
             let range = ranges[k + 1].clone();
             copy_to_host(&stream, &out.slice(at..at + range.len()), &mut host[range])?;
         }
-        Ok(lane_sync(&stream)?)
+        stream
+            .synchronize()
+            .map_err(|e| GpuError::driver("synchronize", e))?;
+        Ok(())
     };
     let buffers = match PinnedPool::global().take(gpu, host_len) {
         Some(mut pooled) => {
@@ -444,12 +445,6 @@ fn run_kernels<'t>(
         lane.put_device(name, buffer);
     }
     Ok(blocks_of(layout, &passing, &buffers, &outputs))
-}
-
-fn lane_sync(stream: &Arc<cudarc::driver::CudaStream>) -> std::result::Result<(), GpuError> {
-    stream
-        .synchronize()
-        .map_err(|e| GpuError::driver("synchronize", e))
 }
 
 /// Each block's bitmap and passing rows, slices of `buffers` (the bitmap, then each
@@ -513,6 +508,7 @@ mod tests {
     use super::*;
     use crate::column::{self, CodecChoice};
     use arrow::array::{ArrayRef, Date32Array, Int32Array, StringArray};
+    use std::sync::Arc;
 
     #[test]
     fn tiles_stay_inside_blocks_and_bitmaps_start_on_words() {

@@ -63,14 +63,6 @@ impl std::fmt::Debug for ResidentColumns {
     }
 }
 
-/// Device bytes resident on GPU `ordinal`.
-pub fn resident_bytes(ordinal: usize) -> usize {
-    HELD.lock()
-        .ok()
-        .and_then(|held| held.get(ordinal).copied())
-        .unwrap_or(0)
-}
-
 /// Resident bytes allowed on `gpu`: half its memory (4 GiB when the driver does not say
 /// how much it has).
 fn resident_bound(gpu: &Gpu) -> usize {
