@@ -14,11 +14,11 @@ use arrow::array::{
     Int64Array, RecordBatch, StringArray, StringViewArray, TimestampMicrosecondArray,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use arrow::util::pretty::pretty_format_batches;
-use colzip::datafusion::table::{CompressOptions, CompressedScanExec, CompressedTable};
+use colzip::datafusion::table::{CompressOptions, CompressedTable};
 use common::Rng;
+use common::sql::{find_scan, try_run};
 use datafusion::datasource::MemTable;
-use datafusion::physical_plan::{ExecutionPlan, collect};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
 const ROWS: usize = 6_000;
@@ -301,23 +301,6 @@ fn predicate(rng: &mut Rng, depth: u32) -> String {
             format!("{column} {not}LIKE '{prefix}%'")
         }
     }
-}
-
-fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<&CompressedScanExec> {
-    if let Some(scan) = plan.downcast_ref::<CompressedScanExec>() {
-        return Some(scan);
-    }
-    plan.children().into_iter().find_map(find_scan)
-}
-
-/// The result of `sql` as text and its plan, or DataFusion's error.
-async fn try_run(
-    ctx: &SessionContext,
-    sql: &str,
-) -> datafusion::error::Result<(String, Arc<dyn ExecutionPlan>)> {
-    let plan = ctx.sql(sql).await?.create_physical_plan().await?;
-    let batches: Vec<RecordBatch> = collect(plan.clone(), ctx.task_ctx()).await?;
-    Ok((pretty_format_batches(&batches)?.to_string(), plan))
 }
 
 async fn run(ctx: &SessionContext, sql: &str) -> (String, Arc<dyn ExecutionPlan>) {

@@ -18,12 +18,12 @@ use arrow::array::{
     Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt8Array, UInt32Array,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use arrow::util::pretty::pretty_format_batches;
 use colzip::codec::Placement;
-use colzip::datafusion::table::{CompressOptions, CompressedScanExec, CompressedTable};
+use colzip::datafusion::table::{CompressOptions, CompressedTable};
+use common::sql::{find_scan, try_run};
 use common::{Rng, gpu_or_skip};
 use datafusion::datasource::MemTable;
-use datafusion::physical_plan::{ExecutionPlan, collect};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 const ROWS: usize = 30_000;
@@ -234,22 +234,6 @@ fn atom(rng: &mut Rng) -> String {
             format!("{column} IS {not}NULL")
         }
     }
-}
-
-fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<&CompressedScanExec> {
-    if let Some(scan) = plan.downcast_ref::<CompressedScanExec>() {
-        return Some(scan);
-    }
-    plan.children().into_iter().find_map(find_scan)
-}
-
-async fn try_run(
-    ctx: &SessionContext,
-    sql: &str,
-) -> datafusion::error::Result<(String, Arc<dyn ExecutionPlan>)> {
-    let plan = ctx.sql(sql).await?.create_physical_plan().await?;
-    let batches: Vec<RecordBatch> = collect(plan.clone(), ctx.task_ctx()).await?;
-    Ok((pretty_format_batches(&batches)?.to_string(), plan))
 }
 
 /// Runs `sql` on both tables and checks the answers are equal; returns the blocks the

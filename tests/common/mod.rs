@@ -1,5 +1,8 @@
 //! Helpers shared by the test binaries (each uses some of them).
 
+#[cfg(feature = "datafusion")]
+pub mod sql;
+
 use std::io::Write;
 
 use colzip::gpu::Gpu;
