@@ -10,12 +10,13 @@
 
 use arrow::array::ArrayRef;
 use arrow::buffer::BooleanBuffer;
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::datatypes::{DataType, Schema, SchemaRef};
 use cudarc::driver::CudaView;
 use datafusion::error::{DataFusionError, Result};
 
 use super::Block;
 use super::dictionary;
+use super::plain_test;
 use super::plain_test::PlainTest;
 use super::row_filter::RowFilter;
 use crate::column::{self, select};
@@ -35,6 +36,61 @@ impl DeviceTests {
             .map(|(column, test)| (column, value_test(test)))
             .collect();
         Some(DeviceTests { tests })
+    }
+}
+
+impl DeviceTests {
+    /// About what share of `block`'s rows pass, from its zones alone: the product, over
+    /// the tests, of the share of the column's `[min, max]` each keeps, as if the values
+    /// were spread evenly there. It only sizes a scan's windows; a column without a zone
+    /// counts as keeping every row.
+    pub(super) fn passing_share(&self, block: &Block, table: &Schema) -> f64 {
+        self.tests
+            .iter()
+            .map(|(c, test)| {
+                let Some(zone) = block.zones.get(*c).and_then(Option::as_ref) else {
+                    return 1.0;
+                };
+                let ty = table.field(*c).data_type();
+                let (min, max) = zone.bounds();
+                match (
+                    plain_test::integer_value(min, ty),
+                    plain_test::integer_value(max, ty),
+                ) {
+                    (Some(min), Some(max)) if min <= max => share_of_zone(test, min, max),
+                    _ => 1.0,
+                }
+            })
+            .product::<f64>()
+            .clamp(0.0, 1.0)
+    }
+}
+
+/// The share of the integers `min..=max` that `test` keeps.
+fn share_of_zone(test: &select::ValueTest, min: i128, max: i128) -> f64 {
+    use select::ValueTest;
+    let span = (max - min + 1) as f64;
+    match test {
+        ValueTest::Range { lo, hi } => {
+            let (lo, hi) = (i128::from(*lo).max(min), i128::from(*hi).min(max));
+            if lo > hi {
+                0.0
+            } else {
+                (hi - lo + 1) as f64 / span
+            }
+        }
+        ValueTest::In {
+            values,
+            negated: false,
+        } => {
+            let inside = values
+                .iter()
+                .filter(|&&v| (min..=max).contains(&i128::from(v)))
+                .count();
+            (inside as f64 / span).min(1.0)
+        }
+        ValueTest::Never => 0.0,
+        ValueTest::NotEqual(_) | ValueTest::In { negated: true, .. } | ValueTest::Always => 1.0,
     }
 }
 
@@ -251,6 +307,27 @@ fn signed(ty: &DataType) -> bool {
 mod tests {
     use super::*;
     use select::ValueTest;
+
+    #[test]
+    fn zones_give_the_share_a_test_keeps() {
+        let range = ValueTest::Range { lo: 10, hi: 19 };
+        assert_eq!(share_of_zone(&range, 0, 99), 0.1);
+        assert_eq!(share_of_zone(&range, 15, 24), 0.5);
+        assert_eq!(share_of_zone(&range, 20, 99), 0.0);
+        let wide = ValueTest::Range {
+            lo: i64::MIN,
+            hi: i64::MAX,
+        };
+        assert_eq!(share_of_zone(&wide, i64::MIN.into(), i64::MAX.into()), 1.0);
+        let list = ValueTest::In {
+            values: vec![1, 5, 500],
+            negated: false,
+        };
+        assert_eq!(share_of_zone(&list, 0, 9), 0.2);
+        assert_eq!(share_of_zone(&list, 1, 1), 1.0);
+        assert_eq!(share_of_zone(&ValueTest::NotEqual(3), 0, 9), 1.0);
+        assert_eq!(share_of_zone(&ValueTest::Never, 0, 9), 0.0);
+    }
 
     #[test]
     fn tests_clamp_to_64_bits_and_nulls_are_absent() {

@@ -43,6 +43,9 @@ pub(crate) fn plain_test(conjunct: &Expr, schema: &Schema) -> Option<(String, Pl
             let negated = matches!(conjunct, Expr::IsNotNull(_));
             Some((column.name.clone(), PlainTest::IsNull { negated }))
         }
+        Expr::BinaryExpr(BinaryExpr {
+            op: Operator::Or, ..
+        }) => equalities_of_one_column(conjunct, schema),
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let (column, op, value) = match (left.as_ref(), right.as_ref()) {
                 (Expr::Column(c), Expr::Literal(v, _)) => (c, *op, v),
@@ -120,6 +123,42 @@ pub(crate) fn plain_test(conjunct: &Expr, schema: &Schema) -> Option<(String, Pl
     }
 }
 
+/// `x = a OR x = b OR …` as `x IN (a, b, …)`: DataFusion's simplifier writes short `IN`
+/// lists that way. A NULL `x` fails both forms.
+fn equalities_of_one_column(disjunction: &Expr, schema: &Schema) -> Option<(String, PlainTest)> {
+    let mut pending = vec![disjunction];
+    let mut name: Option<String> = None;
+    let mut values = Vec::new();
+    while let Some(expr) = pending.pop() {
+        if let Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Or,
+            right,
+        }) = expr
+        {
+            pending.extend([left.as_ref(), right.as_ref()]);
+            continue;
+        }
+        let (column, PlainTest::Range { lo, hi }) = plain_test(expr, schema)? else {
+            return None;
+        };
+        if lo != hi || name.as_ref().is_some_and(|n| *n != column) {
+            return None;
+        }
+        name = Some(column);
+        values.push(lo);
+    }
+    values.sort_unstable();
+    values.dedup();
+    Some((
+        name?,
+        PlainTest::In {
+            values,
+            negated: false,
+        },
+    ))
+}
+
 /// The type of `name` in `schema` when its values are integers the plain parts hold as
 /// they are (or, for decimals, narrowed and sign-extended).
 fn integer_column<'a>(name: &str, schema: &'a Schema) -> Option<&'a DataType> {
@@ -148,7 +187,7 @@ fn integer_column<'a>(name: &str, schema: &'a Schema) -> Option<&'a DataType> {
 
 /// `value` as an integer of `ty`'s domain: a non-NULL literal of that very type (decimals:
 /// of the same scale, whose unscaled integers then compare as the decimals do).
-fn integer_value(value: &ScalarValue, ty: &DataType) -> Option<i128> {
+pub(super) fn integer_value(value: &ScalarValue, ty: &DataType) -> Option<i128> {
     use ScalarValue as S;
     let same_type = value.data_type() == *ty;
     let x: i128 = match (value, ty) {
@@ -327,6 +366,10 @@ mod tests {
             run(col("x").in_list(vec![lit(7), lit(-5)], true)),
             [false, false, true, false, true]
         );
+        assert_eq!(
+            run(col("x").eq(lit(7)).or(lit(-5).eq(col("x")))),
+            [true, false, false, true, false]
+        );
         assert_eq!(run(col("x").is_null()), [false, true, false, false, false]);
         assert_eq!(run(col("x").gt(lit(i32::MAX))), [false; 5]);
     }
@@ -367,6 +410,9 @@ mod tests {
         assert!(plain_test(&col("x").lt(lit(3i64)), &schema).is_none());
         assert!(plain_test(&col("f").lt(lit(3.0)), &schema).is_none());
         assert!(plain_test(&col("x").lt(col("x")), &schema).is_none());
+        // Disjunctions other than equalities of one column.
+        assert!(plain_test(&col("x").eq(lit(1)).or(col("x").lt(lit(0))), &schema).is_none());
+        assert!(plain_test(&col("x").eq(lit(1)).or(col("y").eq(lit(2))), &schema).is_none());
         assert!(plain_test(&col("x").lt(lit(ScalarValue::Int32(None))), &schema).is_none());
     }
 }

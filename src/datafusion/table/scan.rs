@@ -277,6 +277,19 @@ impl ExecutionPlan for CompressedScanExec {
             rows += block.rows;
             needed.push(block.clone());
         }
+        let device_tests = self.filter.as_deref().and_then(DeviceTests::of);
+        // Where the GPU selects the rows, only the passing ones come back to the host: a
+        // window then counts each block's bytes by the share of its rows its zones say
+        // will pass, and covers more blocks for fewer round trips to the device.
+        let shares: Option<Vec<f64>> = device_tests
+            .as_ref()
+            .filter(|_| self.placement.gpu().is_some())
+            .map(|tests| {
+                needed
+                    .iter()
+                    .map(|block| tests.passing_share(block, &self.schema_full))
+                    .collect()
+            });
         let job = Arc::new(Job {
             table: self.schema_full.clone(),
             projection: self.projection.clone(),
@@ -284,11 +297,17 @@ impl ExecutionPlan for CompressedScanExec {
             batch_size: context.session_config().batch_size().max(1),
             placement: self.placement,
             filter: self.filter.clone(),
-            device_tests: self.filter.as_deref().and_then(DeviceTests::of),
+            device_tests,
             decode_in_one_call: AtomicBool::new(false),
             metrics,
         });
-        let windows = windows(&needed, &self.decoded_columns(), limit, self.window_bytes);
+        let windows = windows(
+            &needed,
+            &self.decoded_columns(),
+            limit,
+            self.window_bytes,
+            shares.as_deref(),
+        );
         let state = Windows {
             job,
             windows: windows.into_iter(),
@@ -447,6 +466,11 @@ impl Metrics {
 /// measured slower: docs/PERFORMANCE.md, "Where the compressed store's scan time goes".)
 pub const WINDOW_BYTES: usize = 64 << 20;
 
+/// The least share of a block's bytes a window counts when the GPU selects its rows, so
+/// that a window decodes at most 8 × [`WINDOW_BYTES`] on the device, whatever its zones
+/// say.
+const LEAST_DEVICE_SHARE: f64 = 1.0 / 8.0;
+
 /// A run of consecutive blocks decoded together, and how many of its rows to hand out.
 struct Window {
     blocks: Vec<Arc<Block>>,
@@ -454,12 +478,15 @@ struct Window {
 }
 
 /// The blocks cut into windows of about `window_bytes` of projected plain bytes (at least
-/// one block each), with the rows each hands out under `limit`.
+/// one block each), with the rows each hands out under `limit`. With `shares` (each
+/// block's expected share of passing rows, when only those reach the host), a block
+/// counts for that share of its bytes, at least [`LEAST_DEVICE_SHARE`].
 fn windows(
     blocks: &[Arc<Block>],
     projection: &[usize],
     limit: Option<usize>,
     window_bytes: usize,
+    shares: Option<&[f64]>,
 ) -> Vec<Window> {
     let mut out = Vec::new();
     let mut remaining = limit.unwrap_or(usize::MAX);
@@ -468,14 +495,18 @@ fn windows(
         rows: 0,
     };
     let mut bytes = 0;
-    for block in blocks {
+    for (i, block) in blocks.iter().enumerate() {
         if remaining == 0 {
             break;
         }
-        let block_bytes: usize = projection
+        let plain: usize = projection
             .iter()
             .map(|&c| block.columns[c].plain_bytes())
             .sum();
+        let block_bytes = match shares.and_then(|s| s.get(i)) {
+            Some(share) => (plain as f64 * share.max(LEAST_DEVICE_SHARE)) as usize,
+            None => plain,
+        };
         if !current.blocks.is_empty() && bytes + block_bytes > window_bytes {
             out.push(std::mem::replace(
                 &mut current,
@@ -951,20 +982,32 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            sizes(&windows(&blocks, &[0], None, 20_000)),
+            sizes(&windows(&blocks, &[0], None, 20_000, None)),
             vec![(2, 2_000); 5]
         );
         // A bound below one block still takes one block per window.
         assert_eq!(
-            sizes(&windows(&blocks, &[0], None, 1)),
+            sizes(&windows(&blocks, &[0], None, 1, None)),
             vec![(1, 1_000); 10]
         );
         // A limit ends the last window mid-block and leaves out the blocks after it.
         assert_eq!(
-            sizes(&windows(&blocks, &[0], Some(2_500), 20_000)),
+            sizes(&windows(&blocks, &[0], Some(2_500), 20_000, None)),
             vec![(2, 2_000), (1, 500)]
         );
-        assert!(windows(&blocks, &[0], Some(0), 20_000).is_empty());
-        assert!(windows(&[], &[0], None, 20_000).is_empty());
+        assert!(windows(&blocks, &[0], Some(0), 20_000, None).is_empty());
+        assert!(windows(&[], &[0], None, 20_000, None).is_empty());
+        // Blocks expected to keep half their rows count for half their bytes; those
+        // expected to keep none, for an eighth (the most blocks a window decodes).
+        let half = vec![0.5; 10];
+        assert_eq!(
+            sizes(&windows(&blocks, &[0], None, 20_000, Some(&half))),
+            vec![(5, 5_000); 2]
+        );
+        let none_pass = vec![0.0; 10];
+        assert_eq!(
+            sizes(&windows(&blocks, &[0], None, 5_000, Some(&none_pass))),
+            vec![(5, 5_000); 2]
+        );
     }
 }
