@@ -50,6 +50,7 @@ mod memory;
 mod options;
 mod plain_test;
 mod provider;
+mod residence;
 mod row_filter;
 mod scan;
 mod sink;
@@ -73,7 +74,7 @@ pub(crate) use block::Block;
 use block::{Partitions, block_statistics, sql_null_count};
 use load::compress_partitions;
 pub use memory::arrow_memory;
-pub use options::{CompressOptions, DEFAULT_BLOCK_ROWS};
+pub use options::{CompressOptions, DEFAULT_BLOCK_ROWS, Residence};
 pub use scan::{CompressedScanExec, WINDOW_BYTES};
 
 /// An in-memory table with every column compressed; see the [module docs](self).
@@ -108,6 +109,7 @@ impl CompressedTable {
         if options.block_rows == 0 {
             return Err(Error::format("block_rows must be at least 1"));
         }
+        residence::check(options)?;
         let plain: Vec<RecordBatch> = partitions.iter().flatten().cloned().collect();
         let plain_bytes = arrow_memory(&plain);
         drop(plain);
@@ -126,6 +128,12 @@ impl CompressedTable {
         if partitions.is_empty() {
             partitions.push(Vec::new());
         }
+        let placed: Vec<(usize, &Arc<Block>)> = partitions
+            .iter()
+            .enumerate()
+            .flat_map(|(p, blocks)| blocks.iter().map(move |block| (p, block)))
+            .collect();
+        residence::upload(&placed, options);
         CompressedTable {
             schema,
             partitions: Arc::new(RwLock::new(partitions)),
@@ -264,8 +272,18 @@ impl CompressedTable {
         let mut partitions = self.partitions.write().unwrap_or_else(|e| e.into_inner());
         let count = partitions.len();
         let start = partitions.iter().map(Vec::len).sum::<usize>();
-        for (i, block) in blocks.into_iter().flatten().enumerate() {
-            partitions[(start + i) % count].push(block);
+        let placed: Vec<(usize, Arc<Block>)> = blocks
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, block)| ((start + i) % count, block))
+            .collect();
+        residence::upload(
+            &placed.iter().map(|(p, b)| (*p, b)).collect::<Vec<_>>(),
+            &self.options,
+        );
+        for (partition, block) in placed {
+            partitions[partition].push(block);
         }
         *self.plain_bytes.write().unwrap_or_else(|e| e.into_inner()) += plain;
         Ok(rows)

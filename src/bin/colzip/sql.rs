@@ -13,7 +13,7 @@ use colzip::datafusion::session::query_bench::Store;
 #[cfg(feature = "datafusion")]
 use colzip::datafusion::session::{self, TableKind, TpchEvent, shell};
 #[cfg(feature = "datafusion")]
-use colzip::datafusion::table::CompressOptions;
+use colzip::datafusion::table::{CompressOptions, Residence};
 #[cfg(feature = "datafusion")]
 use colzip::tpch::{Format, Table};
 use colzip::{Error, Result};
@@ -222,6 +222,11 @@ pub struct SqlArgs {
     /// their zones) instead of evaluating it in the scan
     #[arg(long, requires = "compressed")]
     no_scan_filters: bool,
+    /// Where the compressed tables keep their blocks: auto (on the GPU while it has room,
+    /// uploaded when a table is loaded or inserted into; the host without a GPU), gpu (as
+    /// auto, an error without a GPU) or host (scans on the GPU upload what they decode)
+    #[arg(long, default_value = "auto", requires = "compressed", value_parser = ["auto", "gpu", "host"])]
+    residence: String,
     /// SQL to run; several statements separated by ';' run in order
     #[arg(
         short = 'c',
@@ -255,6 +260,7 @@ pub fn sql(args: SqlArgs) -> Result<()> {
             codec: args.codec,
             placement: Placement::new(args.backend.backend)?,
             scan_filters: !args.no_scan_filters,
+            residence: args.residence.parse::<Residence>()?,
             ..CompressOptions::default()
         })
     } else {

@@ -4,7 +4,9 @@
 //! tests and the copying of the passing rows run there ([`column::select`]), and only
 //! the passing rows come back, with a bitmap of them. Projected columns of other forms
 //! (strings, dictionaries, nulls) are decoded on the host, only for blocks with passing
-//! rows, and filtered with that bitmap. The answers are those of
+//! rows, and filtered with that bitmap. A scan without a filter takes the same path with
+//! no test, so that its fixed-width columns are decoded from the streams resident on the
+//! GPU rather than uploaded again. The answers are those of
 //! the tests on the host, which are DataFusion's: a value passes a test exactly when it
 //! does there, and these columns hold no NULLs.
 
@@ -37,9 +39,13 @@ impl DeviceTests {
             .collect();
         Some(DeviceTests { tests })
     }
-}
 
-impl DeviceTests {
+    /// No test: every row passes. A scan without a filter decodes its fixed-width
+    /// columns this way from the streams resident on the GPU.
+    pub(super) fn every_row() -> DeviceTests {
+        DeviceTests { tests: Vec::new() }
+    }
+
     /// About what share of `block`'s rows pass, from its zones alone: the product, over
     /// the tests, of the share of the column's `[min, max]` each keeps, as if the values
     /// were spread evenly there. It only sizes a scan's windows; a column without a zone
@@ -138,6 +144,8 @@ pub(super) struct Window<'a> {
     pub blocks: &'a [&'a Block],
     pub table: &'a SchemaRef,
     pub projection: &'a [usize],
+    /// Whether blocks not yet on the GPU stay there once uploaded.
+    pub keep_resident: bool,
 }
 
 /// Whether table column `c` of every block of `window` is one the GPU selects from, in
@@ -183,6 +191,10 @@ pub(super) fn select_window(
         .partition(|&&c| tested.binary_search(&c).is_ok() || on_device(window, c));
     host_columns.sort_unstable();
     host_columns.dedup();
+    if tested.is_empty() && device_outputs.is_empty() {
+        // Nothing for the GPU to test or decode.
+        return Ok(None);
+    }
     let mut columns: Vec<usize> = tested.iter().chain(&device_outputs).copied().collect();
     columns.sort_unstable();
     columns.dedup();
@@ -194,7 +206,7 @@ pub(super) fn select_window(
     // The blocks' columns stay on the GPU that first selected from them.
     let gpu = home_gpu(window).unwrap_or(gpu);
     let mut uploaded = 0;
-    for block in window.blocks {
+    for block in window.blocks.iter().filter(|_| window.keep_resident) {
         block.resident.get_or_init(|| {
             let all: Vec<&column::CompressedColumn> = block.columns.iter().collect();
             let resident = select::make_resident(gpu, &all).ok().flatten();

@@ -1,5 +1,6 @@
 //! How a compressed table compresses its columns: the codec per column, the block size,
-//! the placement, the scan's window and whether scans evaluate filters.
+//! the placement, the scan's window, whether scans evaluate filters, and where the
+//! blocks are kept.
 
 use std::collections::HashMap;
 
@@ -28,6 +29,8 @@ pub struct CompressOptions {
     /// Plain bytes of the projected columns a scan decodes per batched call (a window of
     /// whole blocks, at least one): what a partition's scan holds, twice over, at a time.
     pub scan_window_bytes: usize,
+    /// Where the table keeps its blocks between queries.
+    pub residence: Residence,
     /// Whether scans evaluate the filters they can themselves (exact pushdown: the rows
     /// they hand out all pass, and the other columns are decoded only for blocks where
     /// some row does). When false, every filter stays above the scan, which only skips
@@ -46,7 +49,56 @@ impl Default for CompressOptions {
             block_rows: DEFAULT_BLOCK_ROWS,
             scan_window_bytes: scan::WINDOW_BYTES,
             scan_filters: true,
+            residence: Residence::Auto,
         }
+    }
+}
+
+/// Where a compressed table keeps its blocks between queries.
+///
+/// ```
+/// use colzip::datafusion::table::Residence;
+/// assert_eq!("host".parse::<Residence>()?, Residence::Host);
+/// assert_eq!(Residence::default().to_string(), "auto");
+/// assert!("disk".parse::<Residence>().is_err());
+/// # Ok::<(), colzip::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Residence {
+    /// The compressed streams of the fixed-width columns are uploaded to a GPU of the
+    /// placement when the table is loaded or inserted into, while the GPU has room under
+    /// its bound for resident bytes (half its memory); the rest stays on the host. On
+    /// the CPU, this is `host`.
+    #[default]
+    Auto,
+    /// As `auto`, but a placement without a GPU is an error.
+    Gpu,
+    /// Blocks stay on the host; scans on a GPU upload what they decode each time.
+    Host,
+}
+
+impl std::str::FromStr for Residence {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Residence::Auto),
+            "gpu" => Ok(Residence::Gpu),
+            "host" => Ok(Residence::Host),
+            other => Err(crate::Error::Usage(format!(
+                "unknown residence '{other}': expected auto, gpu or host"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Residence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Residence::Auto => "auto",
+            Residence::Gpu => "gpu",
+            Residence::Host => "host",
+        })
     }
 }
 

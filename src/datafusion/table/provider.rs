@@ -54,6 +54,7 @@ impl TableProvider for CompressedTable {
                 self.options.placement,
                 self.options.scan_window_bytes,
             )?
+            .with_residence(self.options.residence)
             .with_pruning(self.pruning_predicate(state, filters))
             .with_filter(row_filter),
         ))

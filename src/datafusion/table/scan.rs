@@ -31,6 +31,7 @@ use futures::StreamExt;
 use super::decoded::DecodedBlock;
 use super::device_filter::{self, DeviceTests};
 use super::dictionary;
+use super::options::Residence;
 use super::row_filter::RowFilter;
 use super::zones::blocks_to_scan;
 use super::{Block, Partitions, block_statistics};
@@ -69,6 +70,7 @@ pub struct CompressedScanExec {
     placement: Placement,
     /// Projected plain bytes decoded per batched call.
     window_bytes: usize,
+    residence: Residence,
     /// Prunes blocks by their zones (from the pushed filters).
     pruning: Option<Arc<PruningPredicate>>,
     /// The pushed filters the scan applies to rows (exact pushdown).
@@ -106,6 +108,7 @@ impl CompressedScanExec {
             limit,
             placement,
             window_bytes: window_bytes.max(1),
+            residence: Residence::Auto,
             pruning: None,
             filter: None,
             properties: Arc::new(properties),
@@ -114,6 +117,12 @@ impl CompressedScanExec {
     }
 
     /// Skips, in every partition, the blocks whose zones `predicate` rules out.
+    /// Whether blocks that are not yet on a GPU stay there once a scan uploaded them.
+    pub(super) fn with_residence(mut self, residence: Residence) -> Self {
+        self.residence = residence;
+        self
+    }
+
     pub(super) fn with_pruning(mut self, predicate: Option<Arc<PruningPredicate>>) -> Self {
         self.pruning = predicate;
         self
@@ -277,13 +286,16 @@ impl ExecutionPlan for CompressedScanExec {
             rows += block.rows;
             needed.push(block.clone());
         }
-        let device_tests = self.filter.as_deref().and_then(DeviceTests::of);
+        let device_tests = match self.filter.as_deref() {
+            Some(filter) => DeviceTests::of(filter),
+            None => Some(DeviceTests::every_row()),
+        };
         // Where the GPU selects the rows, only the passing ones come back to the host: a
         // window then counts each block's bytes by the share of its rows its zones say
         // will pass, and covers more blocks for fewer round trips to the device.
         let shares: Option<Vec<f64>> = device_tests
             .as_ref()
-            .filter(|_| self.placement.gpu().is_some())
+            .filter(|_| self.filter.is_some() && self.placement.gpu().is_some())
             .map(|tests| {
                 needed
                     .iter()
@@ -298,6 +310,7 @@ impl ExecutionPlan for CompressedScanExec {
             placement: self.placement,
             filter: self.filter.clone(),
             device_tests,
+            residence: self.residence,
             decode_in_one_call: AtomicBool::new(false),
             metrics,
         });
@@ -605,8 +618,10 @@ struct Job {
     batch_size: usize,
     placement: Placement,
     filter: Option<Arc<RowFilter>>,
-    /// The filter as tests the GPU evaluates, when it has that form.
+    /// The filter as tests the GPU evaluates, when it has that form (no test without a
+    /// filter).
     device_tests: Option<DeviceTests>,
+    residence: Residence,
     /// Whether the next window decodes the filter's columns and the others in one call
     /// (see [`Job::run_filtered`]).
     decode_in_one_call: AtomicBool,
@@ -620,7 +635,11 @@ impl Job {
         let blocks: Vec<&Block> = window.blocks.iter().map(|b| b.as_ref()).collect();
         match &self.filter {
             Some(filter) => self.run_filtered(&blocks, filter),
-            None => self.run_unfiltered(&blocks, window.rows),
+            // Every row, from the streams resident on the GPU where it has them.
+            None => match self.select_on_device(&blocks)? {
+                Some(batches) => Ok(batches),
+                None => self.run_unfiltered(&blocks, window.rows),
+            },
         }
     }
 
@@ -713,8 +732,9 @@ impl Job {
     }
 
     /// The window's passing rows selected on the GPU (`device_filter`), when the
-    /// placement gives the window a GPU and its filter has the form the GPU evaluates;
-    /// `None` otherwise.
+    /// placement gives the window a GPU and its filter has the form the GPU evaluates
+    /// (without a filter, every row: the GPU decodes the fixed-width columns from their
+    /// resident streams); `None` otherwise.
     fn select_on_device(&self, blocks: &[&Block]) -> Result<Option<Vec<RecordBatch>>> {
         let Some(tests) = &self.device_tests else {
             return Ok(None);
@@ -737,6 +757,7 @@ impl Job {
             blocks,
             table: &self.table,
             projection: &self.projection,
+            keep_resident: self.residence != Residence::Host,
         };
         let timer = self.metrics.time.timer();
         let device_timer = self.metrics.device_select_time.timer();
@@ -747,9 +768,11 @@ impl Job {
             return Ok(None);
         };
         let passing: Vec<usize> = selected.masks.iter().map(|m| m.count_set_bits()).collect();
-        self.metrics
-            .filter_rows_in
-            .add(blocks.iter().map(|b| b.rows).sum());
+        if self.filter.is_some() {
+            self.metrics
+                .filter_rows_in
+                .add(blocks.iter().map(|b| b.rows).sum());
+        }
         self.metrics
             .blocks_without_survivors
             .add(passing.iter().filter(|&&n| n == 0).count());
