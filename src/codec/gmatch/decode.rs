@@ -198,8 +198,7 @@ fn decode_some(src: &[u8], mut s: usize, dst: &mut [u8], mut d: usize) -> Result
                     // Up to 4 fixed 16-byte moves instead of a call to `memcpy`.
                     let mut i = 0;
                     while i < len {
-                        let chunk: [u8; 16] =
-                            src[s + i..s + i + 16].try_into().expect("16 bytes");
+                        let chunk: [u8; 16] = src[s + i..s + i + 16].try_into().expect("16 bytes");
                         dst[d + i..d + i + 16].copy_from_slice(&chunk);
                         i += 16;
                     }
@@ -274,8 +273,7 @@ fn copy_match(dst: &mut [u8], d: usize, offset: usize, len: usize) -> Result<usi
         // Each 16-byte read lies before its write: source bytes are final.
         let mut i = 0;
         while i < len {
-            let chunk: [u8; 16] = dst[from + i..from + i + 16].try_into().expect("16 bytes");
-            dst[d + i..d + i + 16].copy_from_slice(&chunk);
+            dst.copy_within(from + i..from + i + 16, d + i);
             i += 16;
         }
     } else if room >= (len + 7) & !7 {
@@ -301,8 +299,7 @@ fn copy_by_8(dst: &mut [u8], d: usize, distance: usize, len: usize) {
     let mut i = 0;
     while i < len {
         // Each 8-byte read lies before its write: source bytes are final.
-        let chunk: [u8; 8] = dst[from + i..from + i + 8].try_into().expect("8 bytes");
-        dst[d + i..d + i + 8].copy_from_slice(&chunk);
+        dst.copy_within(from + i..from + i + 8, d + i);
         i += 8;
     }
 }
