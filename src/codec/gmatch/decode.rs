@@ -363,6 +363,39 @@ mod tests {
     }
 
     #[test]
+    fn copies_of_every_short_offset_and_length() {
+        // A literal of 7 distinct bytes, then one copy-2 of (offset, len), decoded with
+        // room past the copy (the chunked paths) and without (the last element).
+        for offset in 1..=20usize {
+            for len in 1..=64usize {
+                let literal = b"abcdefghijklmnopqrst";
+                let mut expected = literal.to_vec();
+                for i in 0..len {
+                    expected.push(expected[literal.len() + i - offset]);
+                }
+                for tail in [0usize, 60] {
+                    let mut stream = Vec::new();
+                    varint::write_u64(&mut stream, (expected.len() + tail) as u64);
+                    stream.push((literal.len() as u8 - 1) << 2);
+                    stream.extend_from_slice(literal);
+                    stream.extend_from_slice(&[(((len - 1) as u8) << 2) | 0b10, offset as u8, 0]);
+                    let mut all = expected.clone();
+                    if tail > 0 {
+                        stream.push((tail as u8 - 1) << 2);
+                        stream.extend(std::iter::repeat_n(b'z', tail));
+                        all.extend(std::iter::repeat_n(b'z', tail));
+                    }
+                    assert_eq!(
+                        decompress_raw(&stream).unwrap(),
+                        all,
+                        "offset {offset} len {len} tail {tail}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn rejects_bad_offsets_and_lengths() {
         assert!(decompress_raw(&[4, 0x01, 0]).is_err()); // offset 0
         assert!(decompress_raw(&[5, 0, b'a', 0x01, 2]).is_err()); // offset beyond output
