@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::super::error::{CodecError, Result};
 use super::super::varint;
 use super::decode::{decode_elements, raw_elements};
-use super::encode::{Workspace, compress_block, max_compressed_len};
+use super::encode::{compress_block_here, max_compressed_len};
 use super::{BLOCK_SIZE, NAME};
 
 /// Bytes of a size-table entry.
@@ -44,10 +44,10 @@ pub fn max_blocks_len(len: usize) -> usize {
 pub fn compress_blocks(input: &[u8]) -> Vec<u8> {
     let streams: Vec<Vec<u8>> = input
         .par_chunks(BLOCK_SIZE)
-        .map_init(Workspace::new, |workspace, block| {
+        .map(|block| {
             let mut stream = Vec::with_capacity(3 + max_compressed_len(block.len()));
             varint::write_u64(&mut stream, block.len() as u64);
-            compress_block(block, workspace, &mut stream);
+            compress_block_here(block, &mut stream);
             stream
         })
         .collect();

@@ -193,7 +193,18 @@ fn decode_some(src: &[u8], mut s: usize, dst: &mut [u8], mut d: usize) -> Result
                 if len > dst_len - d {
                     return Ok(full(len, "literal runs past the claimed length"));
                 }
-                dst[d..d + len].copy_from_slice(&src[s..s + len]);
+                let rounded = (len + 15) & !15;
+                if len <= 64 && src_len - s >= rounded && dst_len - d >= rounded {
+                    // Up to 4 fixed 16-byte moves instead of a call to `memcpy`.
+                    let mut i = 0;
+                    while i < len {
+                        let chunk: [u8; 16] = src[s + i..s + i + 16].try_into().expect("16 bytes");
+                        dst[d + i..d + i + 16].copy_from_slice(&chunk);
+                        i += 16;
+                    }
+                } else {
+                    dst[d..d + len].copy_from_slice(&src[s..s + len]);
+                }
                 s += len;
                 d += len;
             }
@@ -241,6 +252,12 @@ fn decode_some(src: &[u8], mut s: usize, dst: &mut [u8], mut d: usize) -> Result
 }
 
 /// Copies `len` bytes from `offset` back to `dst[d..]`; returns the new position.
+///
+/// With room past the copy's end (the usual case away from the output's end) it moves
+/// whole 16- or 8-byte chunks, the bytes stored past `len` being overwritten by the
+/// following elements: offsets of 16 or more by 16 bytes; offsets of 8 to 15 by 8;
+/// shorter ones by the repeating pattern ([`copy_short_offset`]). Near the end, byte by
+/// byte (or one `copy_within` when the source does not overlap).
 #[inline(always)]
 fn copy_match(dst: &mut [u8], d: usize, offset: usize, len: usize) -> Result<usize> {
     if offset == 0 {
@@ -250,23 +267,20 @@ fn copy_match(dst: &mut [u8], d: usize, offset: usize, len: usize) -> Result<usi
         return Err(corrupt("copy offset before the output start"));
     }
     // The caller checked that `len` bytes fit after `d`.
-    let dst_len = dst.len();
+    let room = dst.len() - d;
     let from = d - offset;
-    let rounded = (len + 15) & !15;
-    if offset >= 16 && dst_len - d >= rounded {
+    if offset >= 16 && room >= (len + 15) & !15 {
         // Each 16-byte read lies before its write: source bytes are final.
         let mut i = 0;
         while i < len {
-            let chunk: [u8; 16] = dst[from + i..from + i + 16].try_into().expect("16 bytes");
-            dst[d + i..d + i + 16].copy_from_slice(&chunk);
+            dst.copy_within(from + i..from + i + 16, d + i);
             i += 16;
         }
-    } else if offset >= 8 && dst_len - d >= (len + 7) & !7 {
-        let mut i = 0;
-        while i < len {
-            let chunk: [u8; 8] = dst[from + i..from + i + 8].try_into().expect("8 bytes");
-            dst[d + i..d + i + 8].copy_from_slice(&chunk);
-            i += 8;
+    } else if room >= (len + 7) & !7 {
+        if offset >= 8 {
+            copy_by_8(dst, d, offset, len);
+        } else {
+            copy_short_offset(dst, d, offset, len);
         }
     } else if offset >= len {
         dst.copy_within(from..from + len, d);
@@ -276,6 +290,45 @@ fn copy_match(dst: &mut [u8], d: usize, offset: usize, len: usize) -> Result<usi
         }
     }
     Ok(d + len)
+}
+
+/// `len` bytes from `distance >= 8` back, 8 at a time (room for them rounded up to 8).
+#[inline(always)]
+fn copy_by_8(dst: &mut [u8], d: usize, distance: usize, len: usize) {
+    let from = d - distance;
+    let mut i = 0;
+    while i < len {
+        // Each 8-byte read lies before its write: source bytes are final.
+        dst.copy_within(from + i..from + i + 8, d + i);
+        i += 8;
+    }
+}
+
+/// A copy with `offset < 8` (a run or a short repeating pattern), given room for `len`
+/// rounded up to 8 (at least 8). The first 8 bytes are the `offset` bytes before `d`
+/// repeated, built in a word; after them the output repeats with any multiple of
+/// `offset`, so the rest copies 8 bytes at a time from the smallest multiple that is at
+/// least 8 back (at most `offset - 1` bytes before `d - 8`, so never before `d - offset`).
+#[inline(always)]
+fn copy_short_offset(dst: &mut [u8], d: usize, offset: usize, len: usize) {
+    debug_assert!((1..8).contains(&offset) && offset <= d);
+    // The `offset` bytes before `d` (the 8-byte read ends at most 7 bytes past `d`, within
+    // the room; the bytes past `d` are masked off).
+    let from = d - offset;
+    let word = u64::from_le_bytes(dst[from..from + 8].try_into().expect("8 bytes"));
+    let mut pattern = word & (u64::MAX >> (64 - 8 * offset));
+    let mut filled = 8 * offset;
+    while filled < 64 {
+        pattern |= pattern << filled;
+        filled *= 2;
+    }
+    dst[d..d + 8].copy_from_slice(&pattern.to_le_bytes());
+    if len > 8 {
+        // The smallest multiple of `offset` that is at least 8.
+        const STEP: [usize; 8] = [0, 8, 8, 9, 8, 10, 12, 14];
+        let step = STEP[offset];
+        copy_by_8(dst, d + 8, step, len - 8);
+    }
 }
 
 #[cfg(test)]
@@ -307,6 +360,39 @@ mod tests {
         ];
         assert_eq!(decompress_raw(&stream).unwrap(), b"abcdabcdabcdabcddd!");
         assert_eq!(raw_decompressed_len(&stream).unwrap(), 19);
+    }
+
+    #[test]
+    fn copies_of_every_short_offset_and_length() {
+        // A literal of 7 distinct bytes, then one copy-2 of (offset, len), decoded with
+        // room past the copy (the chunked paths) and without (the last element).
+        for offset in 1..=20usize {
+            for len in 1..=64usize {
+                let literal = b"abcdefghijklmnopqrst";
+                let mut expected = literal.to_vec();
+                for i in 0..len {
+                    expected.push(expected[literal.len() + i - offset]);
+                }
+                for tail in [0usize, 60] {
+                    let mut stream = Vec::new();
+                    varint::write_u64(&mut stream, (expected.len() + tail) as u64);
+                    stream.push((literal.len() as u8 - 1) << 2);
+                    stream.extend_from_slice(literal);
+                    stream.extend_from_slice(&[(((len - 1) as u8) << 2) | 0b10, offset as u8, 0]);
+                    let mut all = expected.clone();
+                    if tail > 0 {
+                        stream.push((tail as u8 - 1) << 2);
+                        stream.extend(std::iter::repeat_n(b'z', tail));
+                        all.extend(std::iter::repeat_n(b'z', tail));
+                    }
+                    assert_eq!(
+                        decompress_raw(&stream).unwrap(),
+                        all,
+                        "offset {offset} len {len} tail {tail}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

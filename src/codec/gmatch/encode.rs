@@ -118,7 +118,31 @@ impl<'a> Writer<'a> {
                 1 + extra,
             );
         }
-        self.put_slice(&block[start..end]);
+        self.literal_bytes(block, start, end);
+    }
+
+    /// Appends `block[start..end]`: up to 64 bytes as 16-byte moves when the block and
+    /// the room both hold the length rounded up to 16 (the bytes stored past `end`'s
+    /// copy are overwritten by the next element or stay in spare capacity), else as
+    /// one copy.
+    #[inline(always)]
+    fn literal_bytes(&mut self, block: &[u8], start: usize, end: usize) {
+        let len = end - start;
+        let rounded = (len + 15) & !15;
+        let left = self.limit as usize + SLACK - self.dst as usize;
+        if len <= 64 && rounded <= left && rounded <= block.len() - start {
+            for i in (0..rounded).step_by(16) {
+                let chunk: [u8; 16] = block[start + i..start + i + 16]
+                    .try_into()
+                    .expect("16 bytes");
+                // SAFETY: `i + 16 <= rounded <= left`: within the room at `dst`.
+                unsafe { self.dst.add(i).cast::<[u8; 16]>().write_unaligned(chunk) };
+            }
+            // SAFETY: `len <= rounded <= left`.
+            self.dst = unsafe { self.dst.add(len) };
+        } else {
+            self.put_slice(&block[start..end]);
+        }
     }
 
     #[inline(always)]
@@ -250,9 +274,15 @@ impl Default for Workspace {
 }
 
 thread_local! {
-    /// The workspace of [`compress_raw`] on this thread, allocated once: a fresh one per
-    /// call would cost page faults and zeroing comparable to a block's compression.
+    /// The workspace of the compressors on this thread, allocated once: a fresh one per
+    /// call (or per rayon job) would cost page faults and zeroing comparable to a
+    /// block's compression.
     static WORKSPACE: RefCell<Workspace> = RefCell::new(Workspace::new());
+}
+
+/// [`compress_block`] with this thread's workspace.
+pub(crate) fn compress_block_here(block: &[u8], out: &mut Vec<u8>) {
+    WORKSPACE.with_borrow_mut(|workspace| compress_block(block, workspace, out))
 }
 
 /// The elements of one block (`block.len() <= 65536`), the steps fused into two loops:
@@ -350,9 +380,7 @@ pub fn compress_raw(input: &[u8]) -> Result<Vec<u8>> {
         claimed: input.len() as u64,
         limit: u64::from(u32::MAX),
     })?;
-    let compress = |block: &[u8], out: &mut Vec<u8>| {
-        WORKSPACE.with_borrow_mut(|workspace| compress_block(block, workspace, out))
-    };
+    let compress = compress_block_here;
     if input.len() <= BLOCK_SIZE {
         // One allocation: the varint (at most 5 bytes) and the block's room.
         let mut out = Vec::with_capacity(5 + max_compressed_len(input.len()) + SLACK);

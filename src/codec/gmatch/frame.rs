@@ -30,7 +30,7 @@ use super::super::error::{CodecError, Result};
 use super::super::output::grow;
 use super::super::varint;
 use super::decode::{check_producible, decode_elements};
-use super::encode::{Workspace, compress_block, max_compressed_len};
+use super::encode::{compress_block_here, max_compressed_len};
 use super::{BLOCK_SIZE, NAME};
 
 /// The stream identifier chunk that starts every framed stream.
@@ -64,11 +64,11 @@ pub(super) fn stores(len: usize, raw_len: usize) -> bool {
 }
 
 /// One data chunk (header, CRC, body) for up to 65536 bytes.
-fn frame_chunk(data: &[u8], workspace: &mut Workspace) -> Vec<u8> {
+fn frame_chunk(data: &[u8]) -> Vec<u8> {
     let crc = masked_crc32c(data).to_le_bytes();
     let mut raw = Vec::with_capacity(max_compressed_len(data.len()));
     varint::write_u64(&mut raw, data.len() as u64);
-    compress_block(data, workspace, &mut raw);
+    compress_block_here(data, &mut raw);
     let mut chunk = Vec::with_capacity(8 + raw.len().min(data.len()));
     if !stores(data.len(), raw.len()) {
         push_chunk_header(&mut chunk, CHUNK_COMPRESSED, 4 + raw.len());
@@ -87,14 +87,11 @@ pub fn compress_framed(input: &[u8]) -> Vec<u8> {
     let mut out = STREAM_IDENTIFIER.to_vec();
     if input.len() <= MAX_CHUNK_DATA {
         if !input.is_empty() {
-            out.extend_from_slice(&frame_chunk(input, &mut Workspace::new()));
+            out.extend_from_slice(&frame_chunk(input));
         }
         return out;
     }
-    let chunks: Vec<Vec<u8>> = input
-        .par_chunks(MAX_CHUNK_DATA)
-        .map_init(Workspace::new, |w, c| frame_chunk(c, w))
-        .collect();
+    let chunks: Vec<Vec<u8>> = input.par_chunks(MAX_CHUNK_DATA).map(frame_chunk).collect();
     out.reserve_exact(chunks.iter().map(Vec::len).sum());
     for chunk in &chunks {
         out.extend_from_slice(chunk);

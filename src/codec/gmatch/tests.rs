@@ -367,6 +367,20 @@ fn fused_equals_staged_on_varied_blocks() {
     }
 }
 
+/// The streams themselves, pinned (the GPU kernels write the same bytes): the length and
+/// CRC-32C of the streams of [`varied_inputs`]. Faster code must leave them unchanged; a
+/// change of the parse or the tags is a change of the format's bytes.
+#[test]
+fn streams_are_pinned() {
+    let (mut total, mut digest) = (0usize, 0u32);
+    for input in varied_inputs() {
+        let stream = compress_raw(&input).unwrap();
+        total += stream.len();
+        digest = crc32c::crc32c_append(digest, &stream);
+    }
+    assert_eq!((total, digest), (713_155, 342_226_971));
+}
+
 #[test]
 fn fused_equals_staged_across_blocks() {
     for input in [
