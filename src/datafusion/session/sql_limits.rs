@@ -152,8 +152,10 @@ mod tests {
     fn depth_counts_one_level_a_term() {
         // `1+1+1+1`: three additions over the literals, four levels.
         let statement = parsed("SELECT 1+1+1+1");
-        let mut limits = SqlLimits::default();
-        limits.max_expression_depth = 3;
+        let mut limits = SqlLimits {
+            max_expression_depth: 3,
+            ..SqlLimits::default()
+        };
         let err = check(&statement, &limits).unwrap_err().to_string();
         assert!(err.contains("nests 4 levels deep; the limit is 3"), "{err}");
         limits.max_expression_depth = 4;
@@ -163,8 +165,10 @@ mod tests {
     #[test]
     fn set_operations_count_every_union_once() {
         let statement = parsed("SELECT 1 UNION ALL SELECT 2 UNION ALL (SELECT 3 UNION SELECT 4)");
-        let mut limits = SqlLimits::default();
-        limits.max_set_operations = 2;
+        let mut limits = SqlLimits {
+            max_set_operations: 2,
+            ..SqlLimits::default()
+        };
         let err = check(&statement, &limits).unwrap_err().to_string();
         assert!(err.contains("holds 3 set operations"), "{err}");
         limits.max_set_operations = 3;
@@ -175,8 +179,10 @@ mod tests {
     fn explain_is_measured_as_its_statement() {
         let sum = vec!["1"; 20].join("+");
         let statement = parsed(&format!("EXPLAIN SELECT {sum}"));
-        let mut limits = SqlLimits::default();
-        limits.max_expression_depth = 19;
+        let limits = SqlLimits {
+            max_expression_depth: 19,
+            ..SqlLimits::default()
+        };
         let err = check(&statement, &limits).unwrap_err().to_string();
         assert!(
             err.contains("nests 20 levels deep; the limit is 19"),
