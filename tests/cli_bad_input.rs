@@ -437,8 +437,16 @@ mod sql {
         let deep = dir.path().join("deep.sql");
         let sum = vec!["1"; 10_000].join("+");
         std::fs::write(&deep, format!("SELECT {sum};")).unwrap();
+        let started = std::time::Instant::now();
         let err = fails_with(1, &["sql", "--file", s(&deep)]);
-        assert!(err.contains("nests more than 1000 levels"), "{err}");
+        assert!(
+            err.contains("nests 10000 levels deep; the limit is 1000"),
+            "{err}"
+        );
+        assert!(err.contains("SET colzip.max_expression_depth = N"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        // Refused before planning, which would take minutes.
+        assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
         let ors = vec!["x = 1"; 10_000].join(" OR ");
         let err = fails_with(
             1,
@@ -449,18 +457,51 @@ mod sql {
             ],
         );
         assert!(err.contains("x IN (1, 2, …)"), "{err}");
-        // Within the limit, a deep chain runs.
-        let sum = vec!["1"; 300].join("+");
+
+        let unions = vec!["SELECT 1 AS n"; 1_002].join(" UNION ALL ");
+        let err = fails_with(1, &["sql", "-c", &unions]);
+        assert!(
+            err.contains("holds 1001 set operations (UNION, INTERSECT, EXCEPT); the limit is 1000"),
+            "{err}"
+        );
+        huge_sql_is_refused_before_it_is_read(dir.path());
+    }
+
+    /// The limits are session options: a SET before a statement, in the same text,
+    /// applies to it; a statement at the limit runs and one a level past it does not.
+    #[test]
+    fn sql_size_limits_are_session_options() {
+        let set = "SET colzip.max_expression_depth = 300; SET colzip.max_set_operations = 20";
+        let sum = |terms: usize| vec!["1"; terms].join("+");
         let out = ok(&[
             "sql",
             "--format",
             "csv",
             "-c",
-            &format!("SELECT {sum} AS n"),
+            &format!("{set}; SELECT {} AS n", sum(300)),
         ]);
         assert!(out.contains("300"), "{out}");
+        let err = fails_with(1, &["sql", "-c", &format!("{set}; SELECT {}", sum(301))]);
+        assert!(
+            err.contains("nests 301 levels deep; the limit is 300"),
+            "{err}"
+        );
 
-        let huge = dir.path().join("huge.sql");
+        let unions = |selects: usize| vec!["SELECT 1 AS n"; selects].join(" UNION ALL ");
+        let out = ok(&[
+            "sql",
+            "--format",
+            "csv",
+            "-c",
+            &format!("{set}; SELECT count(*) AS c FROM ({})", unions(21)),
+        ]);
+        assert!(out.contains("21"), "{out}");
+        let err = fails_with(1, &["sql", "-c", &format!("{set}; {}", unions(22))]);
+        assert!(err.contains("holds 21 set operations"), "{err}");
+    }
+
+    fn huge_sql_is_refused_before_it_is_read(dir: &std::path::Path) {
+        let huge = dir.join("huge.sql");
         let file = std::fs::File::create(&huge).unwrap();
         file.set_len(17 << 20).unwrap();
         let err = fails_with(1, &["sql", "--file", s(&huge)]);

@@ -24,6 +24,7 @@ mod guards;
 pub mod query_bench;
 pub mod same_result;
 pub mod shell;
+pub mod sql_limits;
 mod table_kind;
 mod tpch;
 
@@ -59,7 +60,9 @@ pub fn context() -> Result<SessionContext> {
 /// an error here, before any statement).
 pub fn context_on(backend: crate::gpu::Backend) -> Result<SessionContext> {
     let ctx = super::parquet_scan::enable_url_tables(SessionContext::new_with_config(
-        SessionConfig::new().with_information_schema(true),
+        SessionConfig::new()
+            .with_information_schema(true)
+            .with_option_extension(sql_limits::SqlLimits::default()),
     ));
     super::register_on(&ctx, backend)?;
     Ok(ctx)
@@ -70,7 +73,9 @@ pub fn context_with_config(config: SessionConfig) -> Result<SessionContext> {
     // Files are tables by their path too: SELECT * FROM 'data/t.parquet', Parquet read
     // by colzip's scan.
     let ctx = super::parquet_scan::enable_url_tables(SessionContext::new_with_config(
-        config.with_information_schema(true),
+        config
+            .with_information_schema(true)
+            .with_option_extension(sql_limits::SqlLimits::default()),
     ));
     super::register(&ctx)?;
     Ok(ctx)

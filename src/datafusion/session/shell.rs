@@ -89,62 +89,18 @@ pub fn parse(ctx: &SessionContext, sql: &str) -> Result<Vec<Statement>> {
         .build()
         .and_then(|mut parser| parser.parse_statements())
         .map_err(Error::from)?;
-    for statement in &statements {
-        check_depth(statement)?;
-    }
     Ok(statements.into_iter().collect())
 }
 
-/// Refuses a statement whose expressions nest deeper than
-/// [`crate::limits::MOST_EXPRESSION_DEPTH`].
-fn check_depth(statement: &Statement) -> Result<()> {
-    use datafusion::sql::sqlparser::ast::{Expr, Visit, Visitor};
-    use std::ops::ControlFlow;
-
-    struct Depth {
-        now: usize,
-    }
-    impl Visitor for Depth {
-        type Break = ();
-        fn pre_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
-            self.now += 1;
-            if self.now > crate::limits::MOST_EXPRESSION_DEPTH {
-                return ControlFlow::Break(());
-            }
-            ControlFlow::Continue(())
-        }
-        fn post_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
-            self.now -= 1;
-            ControlFlow::Continue(())
-        }
-    }
-    use datafusion::sql::parser::CopyToSource;
-    let too_deep = match statement {
-        Statement::Statement(statement) => statement.visit(&mut Depth { now: 0 }).is_break(),
-        Statement::CopyTo(copy) => match &copy.source {
-            CopyToSource::Query(query) => query.visit(&mut Depth { now: 0 }).is_break(),
-            CopyToSource::Relation(_) => false,
-        },
-        Statement::Explain(explain) => return check_depth(&explain.statement),
-        Statement::CreateExternalTable(_) | Statement::Reset(_) => false,
-    };
-    if too_deep {
-        return Err(Error::format(format!(
-            "an expression of this statement nests more than {} levels deep (a chain of \
-             that many operators: `x = 1 OR x = 2 OR …` is `x IN (1, 2, …)`), more than \
-             colzip plans",
-            crate::limits::MOST_EXPRESSION_DEPTH
-        )));
-    }
-    Ok(())
-}
-
 /// Runs one parsed statement and returns its result; `CREATE TABLE` holds its table as
-/// the session's [`table_kind`](super::table_kind) says.
+/// the session's [`table_kind`](super::table_kind) says. A statement larger than the
+/// session's [`SqlLimits`](super::sql_limits::SqlLimits) is refused before planning
+/// (checked here, not at parsing, so that a `SET` before it in the same text applies).
 pub async fn execute(
     ctx: &SessionContext,
     statement: Statement,
 ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    super::sql_limits::check(&statement, &super::sql_limits::of(ctx))?;
     let plan = ctx
         .state()
         .statement_to_plan(statement)

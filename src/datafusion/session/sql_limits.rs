@@ -1,0 +1,192 @@
+//! How large a parsed SQL statement colzip plans: DataFusion plans long operator chains
+//! and long `UNION` chains in time quadratic in their length, so a statement past these
+//! limits is refused with a one-line error before planning. The limits are session
+//! options, `colzip.max_expression_depth` and `colzip.max_set_operations`, which `SET`
+//! changes:
+//!
+//! ```
+//! use colzip::datafusion::session::{self, shell::{self, OutputFormat}};
+//!
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let ctx = session::context()?;
+//! let sum = vec!["1"; 50].join("+");
+//! let mut out = Vec::new();
+//! shell::run_sql(&ctx, "SET colzip.max_expression_depth = 10", OutputFormat::Csv, &mut out).await?;
+//! let err = shell::run_sql(&ctx, &format!("SELECT {sum}"), OutputFormat::Csv, &mut out).await;
+//! assert!(err.unwrap_err().to_string().contains("nests 50 levels deep; the limit is 10"));
+//! # Ok::<(), colzip::Error>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::ops::ControlFlow;
+
+use datafusion::common::config::ConfigExtension;
+use datafusion::common::extensions_options;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::{CopyToSource, Statement};
+use datafusion::sql::sqlparser::ast::{Expr, Query, SetExpr, Visit, Visitor};
+
+use crate::limits::{MOST_EXPRESSION_DEPTH, MOST_SET_OPERATIONS};
+use crate::{Error, Result};
+
+extensions_options! {
+    /// The largest statement colzip plans (the `colzip.*` session options).
+    pub struct SqlLimits {
+        /// The deepest a SQL expression may nest: a chain `a + b + …` or `x OR y OR …`
+        /// nests one level a term. Planning time grows with the square of the depth.
+        pub max_expression_depth: usize, default = MOST_EXPRESSION_DEPTH
+        /// The most set operations (UNION, INTERSECT, EXCEPT) in a statement. Planning
+        /// time grows with the square of their number.
+        pub max_set_operations: usize, default = MOST_SET_OPERATIONS
+    }
+}
+
+impl ConfigExtension for SqlLimits {
+    const PREFIX: &'static str = "colzip";
+}
+
+/// `ctx`'s limits: its `colzip.*` options, or the defaults in a session without them.
+pub fn of(ctx: &SessionContext) -> SqlLimits {
+    ctx.state()
+        .config()
+        .options()
+        .extensions
+        .get::<SqlLimits>()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Refuses `statement` when an expression nests deeper, or it holds more set operations,
+/// than `limits` allow.
+pub fn check(statement: &Statement, limits: &SqlLimits) -> Result<()> {
+    let mut size = Size::default();
+    match statement {
+        Statement::Statement(statement) => {
+            let _ = statement.visit(&mut size);
+        }
+        Statement::CopyTo(copy) => {
+            if let CopyToSource::Query(query) = &copy.source {
+                let _ = query.visit(&mut size);
+            }
+        }
+        Statement::Explain(explain) => return check(&explain.statement, limits),
+        Statement::CreateExternalTable(_) | Statement::Reset(_) => {}
+    }
+    if size.deepest > limits.max_expression_depth {
+        return Err(Error::format(format!(
+            "an expression of this statement nests {} levels deep; the limit is {} \
+             (SET colzip.max_expression_depth = N changes it; planning time grows with \
+             the square of the depth; a chain `x = 1 OR x = 2 OR …` is `x IN (1, 2, …)`)",
+            size.deepest, limits.max_expression_depth
+        )));
+    }
+    if size.set_operations > limits.max_set_operations {
+        return Err(Error::format(format!(
+            "this statement holds {} set operations (UNION, INTERSECT, EXCEPT); the limit \
+             is {} (SET colzip.max_set_operations = N changes it; planning time grows with \
+             the square of their number)",
+            size.set_operations, limits.max_set_operations
+        )));
+    }
+    Ok(())
+}
+
+/// What [`check`] measures, gathered in one walk of the statement.
+#[derive(Default)]
+struct Size {
+    /// Expressions open around the one being visited.
+    open: usize,
+    /// The deepest `open` reached.
+    deepest: usize,
+    /// Set operations in every query of the statement.
+    set_operations: usize,
+}
+
+impl Visitor for Size {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
+        self.open += 1;
+        self.deepest = self.deepest.max(self.open);
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
+        self.open -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+        self.set_operations += set_operations(&query.body);
+        ControlFlow::Continue(())
+    }
+}
+
+/// The set operations of one query's body, without those of the queries nested in it
+/// (the visitor counts those at their own query), walked with a stack rather than by
+/// recursion: the chain is as deep as it is long.
+fn set_operations(body: &SetExpr) -> usize {
+    let mut count = 0;
+    let mut pending = vec![body];
+    while let Some(set) = pending.pop() {
+        if let SetExpr::SetOperation { left, right, .. } = set {
+            count += 1;
+            pending.push(left);
+            pending.push(right);
+        }
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::parser::DFParser;
+
+    fn parsed(sql: &str) -> Statement {
+        DFParser::parse_sql(sql).unwrap().pop_front().unwrap()
+    }
+
+    #[test]
+    fn depth_counts_one_level_a_term() {
+        // `1+1+1+1`: three additions over the literals, four levels.
+        let statement = parsed("SELECT 1+1+1+1");
+        let mut limits = SqlLimits {
+            max_expression_depth: 3,
+            ..SqlLimits::default()
+        };
+        let err = check(&statement, &limits).unwrap_err().to_string();
+        assert!(err.contains("nests 4 levels deep; the limit is 3"), "{err}");
+        limits.max_expression_depth = 4;
+        check(&statement, &limits).unwrap();
+    }
+
+    #[test]
+    fn set_operations_count_every_union_once() {
+        let statement = parsed("SELECT 1 UNION ALL SELECT 2 UNION ALL (SELECT 3 UNION SELECT 4)");
+        let mut limits = SqlLimits {
+            max_set_operations: 2,
+            ..SqlLimits::default()
+        };
+        let err = check(&statement, &limits).unwrap_err().to_string();
+        assert!(err.contains("holds 3 set operations"), "{err}");
+        limits.max_set_operations = 3;
+        check(&statement, &limits).unwrap();
+    }
+
+    #[test]
+    fn explain_is_measured_as_its_statement() {
+        let sum = vec!["1"; 20].join("+");
+        let statement = parsed(&format!("EXPLAIN SELECT {sum}"));
+        let limits = SqlLimits {
+            max_expression_depth: 19,
+            ..SqlLimits::default()
+        };
+        let err = check(&statement, &limits).unwrap_err().to_string();
+        assert!(
+            err.contains("nests 20 levels deep; the limit is 19"),
+            "{err}"
+        );
+    }
+}
