@@ -128,10 +128,10 @@ impl CompressedTable {
         if partitions.is_empty() {
             partitions.push(Vec::new());
         }
-        let placed: Vec<(usize, &Arc<Block>)> = partitions
+        let placed: Vec<(usize, Arc<Block>)> = partitions
             .iter()
             .enumerate()
-            .flat_map(|(p, blocks)| blocks.iter().map(move |block| (p, block)))
+            .flat_map(|(p, blocks)| blocks.iter().map(move |block| (p, block.clone())))
             .collect();
         residence::upload(&placed, options);
         CompressedTable {
@@ -269,19 +269,24 @@ impl CompressedTable {
         let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
         let plain = arrow_memory(&batches);
         let blocks = compress_partitions(&self.schema, vec![batches], &self.options)?;
-        let mut partitions = self.partitions.write().unwrap_or_else(|e| e.into_inner());
-        let count = partitions.len();
-        let start = partitions.iter().map(Vec::len).sum::<usize>();
+        // Where the blocks go, then their upload to those partitions' GPUs, before the
+        // write lock: scans keep taking their snapshots meanwhile. An insert running at
+        // the same time may pick the same partitions, which only evens out less.
+        let (count, start) = {
+            let partitions = self.read();
+            (
+                partitions.len(),
+                partitions.iter().map(Vec::len).sum::<usize>(),
+            )
+        };
         let placed: Vec<(usize, Arc<Block>)> = blocks
             .into_iter()
             .flatten()
             .enumerate()
             .map(|(i, block)| ((start + i) % count, block))
             .collect();
-        residence::upload(
-            &placed.iter().map(|(p, b)| (*p, b)).collect::<Vec<_>>(),
-            &self.options,
-        );
+        residence::upload(&placed, &self.options);
+        let mut partitions = self.partitions.write().unwrap_or_else(|e| e.into_inner());
         for (partition, block) in placed {
             partitions[partition].push(block);
         }

@@ -416,6 +416,24 @@ pub fn compile_kernel(kernel: &KernelSource, defines: &[Define], arch: &str) -> 
     compile_cubin(kernel.name, &source, &options)
 }
 
+/// Test helper: each of `builds` (a kernel file and its launchers' defines) compiles for
+/// the architectures colzip targets; skipped, saying so under `test`'s name, where NVRTC
+/// cannot be loaded (CI).
+#[cfg(test)]
+pub(crate) fn assert_kernels_compile(test: &str, builds: &[(KernelSource, Vec<Define>)]) {
+    if !nvrtc_available() {
+        eprintln!("{test}: skipped, no NVRTC");
+        return;
+    }
+    for (kernel, defines) in builds {
+        for arch in ["sm_80", "sm_90"] {
+            let cubin = compile_kernel(kernel, defines, arch)
+                .unwrap_or_else(|e| panic!("{} for {arch}: {e}", kernel.name));
+            assert!(!cubin.is_empty());
+        }
+    }
+}
+
 /// NVRTC's and the driver's versions (a new toolkit or driver compiles anew).
 fn toolchain_versions() -> String {
     let (mut major, mut minor, mut driver) = (0, 0, 0);

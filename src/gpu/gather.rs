@@ -60,16 +60,9 @@ pub fn gather(gpu: &Gpu, lane: &mut Lane, pieces: &[Piece]) -> GpuResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::{compile_kernel, nvrtc_available};
 
     #[test]
     fn the_kernel_file_compiles() {
-        if !nvrtc_available() {
-            eprintln!("the_kernel_file_compiles: skipped, no NVRTC");
-            return;
-        }
-        for arch in ["sm_80", "sm_90"] {
-            assert!(!compile_kernel(&GATHER, &[], arch).unwrap().is_empty());
-        }
+        crate::gpu::assert_kernels_compile("the_kernel_file_compiles", &[(GATHER, Vec::new())]);
     }
 }

@@ -36,6 +36,8 @@ pub use copy::{
     copy_to_device, copy_to_host, extend_parallel, parallel_concat, parallel_copy,
     parallel_copy_pairs, try_zeroed, zeroed,
 };
+#[cfg(test)]
+pub(crate) use device::assert_kernels_compile;
 pub use device::{
     Define, DeviceInfo, GPUS_ENV, Gpu, KernelOrigin, KernelSource, MemoryUse, SELFTEST,
     compile_kernel, nvrtc_available,

@@ -40,7 +40,7 @@ pub(super) fn gpu_of_partition(
 
 /// Uploads the blocks of `placed` (each with its partition) to their partitions' GPUs;
 /// a block the GPU has no room for stays on the host.
-pub(super) fn upload(placed: &[(usize, &Arc<Block>)], options: &CompressOptions) {
+pub(super) fn upload(placed: &[(usize, Arc<Block>)], options: &CompressOptions) {
     placed.par_iter().for_each(|(partition, block)| {
         if let Some(gpu) = gpu_of_partition(options, *partition) {
             block.resident.get_or_init(|| {
