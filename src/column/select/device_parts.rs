@@ -81,7 +81,21 @@ pub(super) fn decode_parts(
             resident,
             offsets: &offsets,
         };
-        match group.decode(gpu, lane, &members, &mut values) {
+        let started = std::time::Instant::now();
+        let decoded = group.decode(gpu, lane, &members, &mut values);
+        crate::trace::line(|| {
+            format!(
+                "select parts: {} {codec:?} parts decoded in {:.2} ms ({})",
+                members.len(),
+                started.elapsed().as_secs_f64() * 1e3,
+                if decoded.is_ok() {
+                    "one job"
+                } else {
+                    "failed as one job"
+                }
+            )
+        });
+        match decoded {
             Ok(()) => {}
             Err(_) if members.len() > 1 => {
                 for &i in &members {

@@ -283,6 +283,7 @@ fn run_kernels<'t>(
     layout: &Layout,
     columns: impl FnOnce(&mut ArrayPack) -> Columns<'t>,
 ) -> Result<Vec<SelectedBlock>> {
+    let started = std::time::Instant::now();
     let kernels = SelectKernels::new(gpu)?;
     let mut pack = ArrayPack::new();
     let spans = [
@@ -360,6 +361,7 @@ fn run_kernels<'t>(
         &mut tile_counts,
     )?;
     lane.synchronize()?;
+    let counted = started.elapsed();
 
     // Where each tile's passing rows go, and how many each block has.
     let mut out_at = Vec::with_capacity(layout.tiles.len());
@@ -419,7 +421,11 @@ fn run_kernels<'t>(
             .map_err(|e| GpuError::driver("synchronize", e))?;
         Ok(())
     };
-    let buffers = match PinnedPool::global().take(gpu, host_len) {
+    let compacted = started.elapsed();
+    let pooled = PinnedPool::global().take(gpu, host_len);
+    let taken = started.elapsed();
+    let pinned = pooled.is_some();
+    let buffers = match pooled {
         Some(mut pooled) => {
             copy(pooled.as_mut_slice())?;
             pooled.into_buffers(&ranges)
@@ -434,6 +440,18 @@ fn run_kernels<'t>(
                 .collect()
         }
     };
+    crate::trace::line(|| {
+        format!(
+            "select kernels: counted {:.2} ms, compacts queued {:.2} ms, host buffer {:.2} ms \
+             ({}), {} bytes copied {:.2} ms",
+            counted.as_secs_f64() * 1e3,
+            (compacted - counted).as_secs_f64() * 1e3,
+            (taken - compacted).as_secs_f64() * 1e3,
+            if pinned { "pinned" } else { "ordinary" },
+            host_len,
+            (started.elapsed() - taken).as_secs_f64() * 1e3
+        )
+    });
     for (name, buffer) in [
         ("select.mask", mask),
         ("select.bits", bits),

@@ -187,6 +187,7 @@ mod tests {
             difference: (!equal).then(|| "row 1, column 2: 5 where 4 was expected".into()),
             scan_seconds: store.is_parquet().then_some(2.0),
             decompress_seconds: (store == Store::ColzipParquet).then_some(0.5),
+            peak_rss_bytes: None,
         };
         let store = |store: Store, bytes_held| StoreRow {
             store,

@@ -358,6 +358,7 @@ async fn time_query(
     runs: usize,
     reference: Option<&[RecordBatch]>,
 ) -> Result<(QueryRow, Vec<RecordBatch>)> {
+    let sampler = PeakResident::start(RSS_INTERVAL);
     let warm = run_query(ctx, query).await?;
     let expected = reference.unwrap_or(&warm.batches);
     let mut difference = match reference {
@@ -384,6 +385,7 @@ async fn time_query(
         difference,
         scan_seconds: store.is_parquet().then_some(scan),
         decompress_seconds: (store == Store::ColzipParquet).then_some(decompress),
+        peak_rss_bytes: sampler.stop(),
     };
     Ok((row, warm.batches))
 }

@@ -30,6 +30,11 @@ pub struct QueryRow {
     /// For `colzip-parquet`: the part of `scan_seconds` spent decompressing pages.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decompress_seconds: Option<f64>,
+    /// The largest resident set size of the process while the query ran (every run),
+    /// where the platform reports it: what the store's data and this query's working
+    /// memory held together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// One store: what it holds and what its queries took.
