@@ -9,7 +9,9 @@
 // row r of block b at base[b] + r.
 //
 // Tests (`op`): 0 range lo <= v <= hi; 1 v != lo; 2 v in list; 3 v not in list; 4 no
-// row; 5 every row. Lists are sorted ascending.
+// row; 5 every row; 6 lookup: v passes when bit v of block b's bitmap is set, list[2b]
+// being the word where that bitmap starts and list[2b + 1] the values it covers (the host
+// builds one for every block of the window). Lists of 2 and 3 are sorted ascending.
 
 typedef long long i64;
 
@@ -35,6 +37,17 @@ __device__ __forceinline__ bool in_list(i64 v, const i64* list, u32 len) {
     return lo < len && list[lo] == v;
 }
 
+// Whether value v of block b passes a lookup (op 6). Every read is checked against
+// list_len: an entry outside the list fails.
+__device__ __forceinline__ bool in_lookup(i64 v, u32 b, const u64* list, u32 list_len) {
+    if (v < 0 || 2 * (u64)b + 1 >= list_len) return false;
+    const u64 start = list[2 * (u64)b], count = list[2 * (u64)b + 1];
+    if ((u64)v >= count) return false;
+    const u64 word = start + (u64)v / 64;
+    if (word >= list_len) return false;
+    return (list[word] >> ((u64)v % 64)) & 1;
+}
+
 extern "C" __global__ void select_test(const u32* tile_block, const u32* tile_start,
                                        const u32* tile_rows, const u64* base,
                                        const u64* column, u32 width, u32 is_signed, u32 op,
@@ -57,6 +70,7 @@ extern "C" __global__ void select_test(const u32* tile_block, const u32* tile_st
             // In unsigned arithmetic, where wrapping is defined: one compare a value.
             if (op == 0) pass = (u64)v - (u64)lo <= (u64)hi - (u64)lo;
             else if (op == 1) pass = v != lo;
+            else if (op == 6) pass = in_lookup(v, b, (const u64*)list, list_len);
             else pass = in_list(v, list, list_len) == (op == 2);
         }
         out[r] = first ? (u8)pass : (u8)(out[r] & (u8)pass);

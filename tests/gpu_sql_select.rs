@@ -4,8 +4,9 @@
 //! `IS [NOT] NULL` over integer, decimal, date and timestamp columns holding their
 //! types' extremes, on tables compressed with several codecs and block sizes (blocks
 //! smaller and larger than a kernel tile), against a `MemTable` with the same rows.
-//! Queries that also read a column the GPU does not select from (strings) take the host
-//! path and must agree too. Without a GPU these tests say they were skipped; with
+//! A string column with few distinct values is held as dictionaries: the GPU tests its
+//! keys against each block's answers (equality, `IN`, `LIKE`, comparisons) and selects
+//! them, and the host makes the strings. Without a GPU these tests say they were skipped; with
 //! `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
 #![cfg(feature = "datafusion")]
 
@@ -99,7 +100,16 @@ fn batch(rng: &mut Rng, first_id: usize, rows: usize) -> RecordBatch {
         .map(|_| small(rng, 1_000_000) * 1_000_000)
         .collect();
     let f: Vec<f64> = (0..rows).map(|_| small(rng, 100) as f64 / 4.0).collect();
-    let name: Vec<String> = (0..rows).map(|i| format!("n{}", i % 13)).collect();
+    // Few distinct strings, so that blocks hold them as dictionaries: among them the
+    // empty string, a non-ASCII one and one too long to sit inside a view.
+    let name: Vec<String> = (0..rows)
+        .map(|i| match i % 16 {
+            13 => String::new(),
+            14 => "é".to_string(),
+            15 => "a name longer than twelve bytes".to_string(),
+            k => format!("n{k}"),
+        })
+        .collect();
     let columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from_iter_values(
             (first_id..first_id + rows).map(|i| i as i64),
@@ -219,8 +229,45 @@ fn literal(rng: &mut Rng, column: &str) -> String {
     }
 }
 
+/// A string literal for `name`, one it holds or not.
+fn name_literal(rng: &mut Rng) -> String {
+    let pool = [
+        "'n1'",
+        "'n12'",
+        "''",
+        "'é'",
+        "'a name longer than twelve bytes'",
+        "'zz'",
+        "'N1'",
+    ];
+    pool[rng.below(pool.len() as u64) as usize].to_string()
+}
+
+/// One conjunct on the dictionary column `name`, which the GPU tests on its keys.
+fn name_atom(rng: &mut Rng) -> String {
+    match rng.below(7) {
+        0 => format!("name = {}", name_literal(rng)),
+        1 => format!("name <> {}", name_literal(rng)),
+        2 => format!("name > {}", name_literal(rng)),
+        3 => {
+            let not = if rng.below(2) == 0 { "NOT " } else { "" };
+            let items: Vec<String> = (0..1 + rng.below(3)).map(|_| name_literal(rng)).collect();
+            format!("name {not}IN ({})", items.join(", "))
+        }
+        4 => "name LIKE 'n1%'".to_string(),
+        5 => "name NOT LIKE '%2'".to_string(),
+        _ => format!(
+            "name IS {}NULL",
+            if rng.below(2) == 0 { "NOT " } else { "" }
+        ),
+    }
+}
+
 /// One conjunct the GPU evaluates, over a random column.
 fn atom(rng: &mut Rng) -> String {
+    if rng.below(6) == 0 {
+        return name_atom(rng);
+    }
     let columns = ["a", "n", "t", "s", "u", "b", "p", "d", "ts"];
     let column = columns[rng.below(columns.len() as u64) as usize];
     match rng.below(8) {
@@ -353,6 +400,19 @@ async fn tpch_shaped_filters_select_on_the_gpu() {
         // No filter: every row, its fixed-width columns from the resident streams.
         "SELECT sum(n), sum(p), min(ts), max(d), min(u), count(*), min(name) FROM t",
         "SELECT id, a, s, name FROM t ORDER BY id LIMIT 7",
+    ] {
+        let selected = same_answer(&compressed, &plain, sql).await.expect(sql);
+        assert!(selected > 0, "{sql}: no block selected on the GPU");
+    }
+    // Under `auto` the string column is held as dictionaries with intpack keys: the GPU
+    // tests the keys against each block's answers, which the host makes from the strings.
+    let (compressed, plain) = contexts(gpu, "auto", 6_000, 11, Residence::Auto);
+    for sql in [
+        "SELECT count(*), min(id), max(name) FROM t WHERE name IN ('n1', 'n7', 'zz')",
+        "SELECT id, name FROM t WHERE name = 'é' OR name = '' ORDER BY id",
+        "SELECT id, name, p FROM t WHERE name LIKE 'a name%' ORDER BY id",
+        "SELECT name, count(*) FROM t WHERE name <> 'n3' GROUP BY name ORDER BY name",
+        "SELECT count(*) FROM t WHERE name > 'n5'",
     ] {
         let selected = same_answer(&compressed, &plain, sql).await.expect(sql);
         assert!(selected > 0, "{sql}: no block selected on the GPU");

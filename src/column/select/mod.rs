@@ -45,6 +45,10 @@ pub enum ValueTest {
     Never,
     /// Every row passes.
     Always,
+    /// A value `v` of block `b` passes when `passing[b][v]` is true; values outside the
+    /// block's table fail. A dictionary's keys are tested this way, with the answer of
+    /// each of the block's dictionary values.
+    Lookup(Vec<Vec<bool>>),
 }
 
 /// A test of one column of a selection.
@@ -67,18 +71,23 @@ pub struct SelectedBlock {
 }
 
 /// Whether `column` is in the form [`select_on_gpu`] reads: one part of values, 1, 2, 4
-/// or 8 bytes each, no nulls, no children, stored or compressed with a codec whose
-/// device-resident decoder leaves its outputs in device memory (intpack, lzss).
+/// or 8 bytes each, no nulls, no children (a dictionary's keys, whose values are its one
+/// child), stored or compressed with a codec whose device-resident decoder leaves its
+/// outputs in device memory (intpack, lzss).
 pub fn selectable(column: &CompressedColumn) -> bool {
     values_part(column).is_some()
 }
 
 fn values_part(column: &CompressedColumn) -> Option<&super::CompressedPart> {
     let root = column.root();
+    let children = match column.data_type() {
+        arrow::datatypes::DataType::Dictionary(..) => 1,
+        _ => 0,
+    };
     match root.parts.as_slice() {
         [part]
             if root.null_count == 0
-                && root.children.is_empty()
+                && root.children.len() == children
                 && part.role == PartRole::Values
                 && matches!(part.width, 1 | 2 | 4 | 8)
                 && Some(part.raw_len) == root.rows.checked_mul(part.width as usize)
@@ -150,6 +159,16 @@ pub fn select_on_gpu(
             );
         }
         rows.push(block_rows.unwrap_or(0));
+    }
+    if let Some(t) = tests
+        .iter()
+        .find(|t| matches!(&t.test, ValueTest::Lookup(passing) if passing.len() != rows.len()))
+    {
+        return Err(Error::Usage(format!(
+            "a lookup test of column {} does not cover the selection's {} blocks",
+            t.column,
+            rows.len()
+        )));
     }
     let layout = Layout::new(&rows);
     if layout.tiles.is_empty() {
@@ -248,9 +267,29 @@ impl Layout {
 }
 
 /// A test's list of values in the pack (`IN` lists; one zero for the others, which the
-/// kernel does not read).
+/// kernel does not read). A lookup's list is, for each of its blocks, the word where its
+/// bitmap starts and the values it covers, then the bitmaps (bit `v % 64` of word `v / 64`
+/// for value `v`).
 fn list_of(test: &ValueTest) -> (Vec<u64>, u32, u32, i64, i64) {
     match test {
+        ValueTest::Lookup(passing) => {
+            let blocks = passing.len();
+            let mut list = vec![0u64; 2 * blocks];
+            for (b, answers) in passing.iter().enumerate() {
+                list[2 * b] = list.len() as u64;
+                list[2 * b + 1] = answers.len() as u64;
+                let mut words = vec![0u64; answers.len().div_ceil(64)];
+                for (v, _) in answers.iter().enumerate().filter(|(_, pass)| **pass) {
+                    words[v / 64] |= 1 << (v % 64);
+                }
+                list.extend(words);
+            }
+            if list.is_empty() {
+                list.push(0);
+            }
+            let len = list.len() as u32;
+            (list, len, 6, 0, 0)
+        }
         ValueTest::Range { lo, hi } if lo > hi => (vec![0], 0, 4, 0, 0),
         ValueTest::Range { lo, hi } => (vec![0], 0, 0, *lo, *hi),
         ValueTest::NotEqual(x) => (vec![0], 0, 1, *x, 0),
@@ -562,6 +601,18 @@ mod tests {
         assert_eq!((list.len(), len, op), (1, 0, 2));
         assert_eq!(list_of(&ValueTest::Never).2, 4);
         assert_eq!(list_of(&ValueTest::Always).2, 5);
+        // A lookup: each block's bitmap start and length, then the bitmaps.
+        let mut many = vec![false; 70];
+        many[0] = true;
+        many[69] = true;
+        let (list, len, op, _, _) = list_of(&ValueTest::Lookup(vec![
+            vec![false, true, true],
+            Vec::new(),
+            many,
+        ]));
+        assert_eq!(op, 6);
+        assert_eq!(list, vec![6, 3, 7, 0, 7, 70, 0b110, 1, 1 << 5]);
+        assert_eq!(len as usize, list.len());
     }
 
     #[test]
@@ -582,6 +633,23 @@ mod tests {
         }
         let compressed = column::compress(&strings, &CodecChoice::Auto).unwrap();
         assert!(!selectable(&compressed));
+        // A dictionary's keys are, with or without nulls among its values.
+        let keyed: ArrayRef = Arc::new(
+            (0..5000)
+                .map(|i| ["x", "yy", ""][i % 3])
+                .collect::<arrow::array::DictionaryArray<arrow::datatypes::Int16Type>>(),
+        );
+        for codec in ["lzss", "stored"] {
+            let compressed = column::compress(&keyed, &codec.parse().unwrap()).unwrap();
+            assert!(selectable(&compressed), "{codec} dictionary");
+        }
+        let null_keys: ArrayRef = Arc::new(
+            [Some("x"), None, Some("y")]
+                .into_iter()
+                .collect::<arrow::array::DictionaryArray<arrow::datatypes::Int16Type>>(),
+        );
+        let compressed = column::compress(&null_keys, &CodecChoice::Auto).unwrap();
+        assert!(!selectable(&compressed), "dictionary with null keys");
         let gmatch = column::compress(&ints, &"gmatch".parse().unwrap()).unwrap();
         assert!(!selectable(&gmatch), "gmatch has no device outputs");
     }

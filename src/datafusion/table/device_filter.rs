@@ -1,20 +1,32 @@
 //! A scan's exact filter evaluated on the GPU, where the window's columns are decoded:
-//! when every conjunct is a test on the plain parts (`plain_test`) of a column of
-//! fixed-width values without nulls, the window's parts go to the GPU compressed, the
-//! tests and the copying of the passing rows run there ([`column::select`]), and only
-//! the passing rows come back, with a bitmap of them. Projected columns of other forms
-//! (strings, dictionaries, nulls) are decoded on the host, only for blocks with passing
-//! rows, and filtered with that bitmap. A scan without a filter takes the same path with
-//! no test, so that its fixed-width columns are decoded from the streams resident on the
-//! GPU rather than uploaded again. The answers are those of
-//! the tests on the host, which are DataFusion's: a value passes a test exactly when it
-//! does there, and these columns hold no NULLs.
+//! when every conjunct reads one column, and that column is fixed-width values without
+//! nulls tested on its plain parts (`plain_test`) or a dictionary in every block of the
+//! window, the window's parts go to the GPU compressed, the tests and the copying of the
+//! passing rows run there ([`column::select`]), and only the passing rows come back, with
+//! a bitmap of them.
+//!
+//! A dictionary's conjunct is evaluated on the host on each block's dictionary values
+//! (a few thousand at most) by DataFusion's own expression, and the GPU tests the keys
+//! against those answers: equality, `IN`, `LIKE` and any other one-column predicate on a
+//! low-cardinality string never decode a string on the GPU. Its passing keys come back
+//! and the host makes the strings from them.
+//!
+//! Projected columns of other forms (strings without a dictionary, nulls) are decoded on
+//! the host, only for blocks with passing rows, and filtered with that bitmap. A scan
+//! without a filter takes the same path with no test, so that its fixed-width and
+//! dictionary columns are decoded from the streams resident on the GPU rather than
+//! uploaded again. The answers are those of the tests on the host, which are
+//! DataFusion's: a value passes a test exactly when it does there, and these columns hold
+//! no NULLs.
+
+use std::sync::Arc;
 
 use arrow::array::ArrayRef;
 use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::{DataType, Schema, SchemaRef};
 use cudarc::driver::CudaView;
 use datafusion::error::{DataFusionError, Result};
+use rayon::prelude::*;
 
 use super::Block;
 use super::dictionary;
@@ -26,24 +38,84 @@ use crate::gpu::Gpu;
 
 /// A filter's tests as the GPU evaluates them, by table column.
 pub(super) struct DeviceTests {
-    tests: Vec<(usize, select::ValueTest)>,
+    tests: Vec<(usize, DeviceTest)>,
+    /// The filter the tests come from, for those evaluated on dictionaries.
+    filter: Option<Arc<RowFilter>>,
+}
+
+/// One conjunct as the GPU tests it.
+#[derive(Clone)]
+enum DeviceTest {
+    /// A test on the column's plain values.
+    Value(select::ValueTest),
+    /// Conjunct `index` of the filter, evaluated on each block's dictionary values; the
+    /// GPU then tests the keys against the answers.
+    Dictionary(usize),
 }
 
 impl DeviceTests {
-    /// The tests of `filter` when every conjunct is a test on the plain parts.
-    pub(super) fn of(filter: &RowFilter) -> Option<DeviceTests> {
+    /// The tests of `filter` when every conjunct reads one column.
+    pub(super) fn of(filter: &Arc<RowFilter>) -> Option<DeviceTests> {
         let tests = filter
-            .plain_tests()?
+            .one_column_conjuncts()?
             .into_iter()
-            .map(|(column, test)| (column, value_test(test)))
+            .map(|(column, plain, index)| {
+                let test = match plain {
+                    Some(test) => DeviceTest::Value(value_test(test)),
+                    None => DeviceTest::Dictionary(index),
+                };
+                (column, test)
+            })
             .collect();
-        Some(DeviceTests { tests })
+        Some(DeviceTests {
+            tests,
+            filter: Some(filter.clone()),
+        })
     }
 
     /// No test: every row passes. A scan without a filter decodes its fixed-width
     /// columns this way from the streams resident on the GPU.
     pub(super) fn every_row() -> DeviceTests {
-        DeviceTests { tests: Vec::new() }
+        DeviceTests {
+            tests: Vec::new(),
+            filter: None,
+        }
+    }
+
+    /// The tests of `window`'s blocks as the GPU runs them, by table column: a
+    /// dictionary test becomes a lookup of each block's answers. `None` when a column a
+    /// test reads is not in the form the GPU tests in every block.
+    fn for_window(&self, window: &Window<'_>) -> Result<Option<Vec<(usize, select::ValueTest)>>> {
+        let mut out = Vec::with_capacity(self.tests.len());
+        for (c, test) in &self.tests {
+            let c = *c;
+            let test = match test {
+                DeviceTest::Value(test) if on_device(window, c) => test.clone(),
+                DeviceTest::Dictionary(index) if dictionary_on_device(window, c) => {
+                    let Some(filter) = &self.filter else {
+                        return Ok(None);
+                    };
+                    let mut passing = Vec::with_capacity(window.blocks.len());
+                    for block in window.blocks {
+                        let values =
+                            dictionary_values(block, c, window.table.field(c).data_type())?;
+                        passing.push(filter.answers_on_values(*index, values)?);
+                    }
+                    select::ValueTest::Lookup(passing)
+                }
+                _ => {
+                    crate::trace::line(|| {
+                        format!(
+                            "device filter: column {} is not fixed-width values or dictionary keys without nulls in every block; the window is filtered on the host",
+                            window.table.field(c).name()
+                        )
+                    });
+                    return Ok(None);
+                }
+            };
+            out.push((c, test));
+        }
+        Ok(Some(out))
     }
 
     /// About what share of `block`'s rows pass, from its zones alone: the product, over
@@ -54,6 +126,9 @@ impl DeviceTests {
         self.tests
             .iter()
             .map(|(c, test)| {
+                let DeviceTest::Value(test) = test else {
+                    return 1.0;
+                };
                 let Some(zone) = block.zones.get(*c).and_then(Option::as_ref) else {
                     return 1.0;
                 };
@@ -96,7 +171,10 @@ fn share_of_zone(test: &select::ValueTest, min: i128, max: i128) -> f64 {
             (inside as f64 / span).min(1.0)
         }
         ValueTest::Never => 0.0,
-        ValueTest::NotEqual(_) | ValueTest::In { negated: true, .. } | ValueTest::Always => 1.0,
+        ValueTest::NotEqual(_)
+        | ValueTest::In { negated: true, .. }
+        | ValueTest::Always
+        | ValueTest::Lookup(_) => 1.0,
     }
 }
 
@@ -157,6 +235,34 @@ fn on_device(window: &Window<'_>, c: usize) -> bool {
     })
 }
 
+/// Whether every block of `window` stores table column `c` as a dictionary whose keys the
+/// GPU selects from (the host makes the column's values from the keys and the
+/// dictionary).
+fn dictionary_on_device(window: &Window<'_>, c: usize) -> bool {
+    window.blocks.iter().all(|block| {
+        let column = &block.columns[c];
+        matches!(column.data_type(), DataType::Dictionary(..)) && select::selectable(column)
+    })
+}
+
+/// The dictionary values of `block`'s column `c` (stored as a dictionary), in the table's
+/// type `ty`.
+fn dictionary_values(block: &Block, c: usize, ty: &DataType) -> Result<ArrayRef> {
+    let column = &block.columns[c];
+    let DataType::Dictionary(_, value_type) = column.data_type() else {
+        return Err(DataFusionError::Internal(format!(
+            "column {c} of a block is {}, not a dictionary",
+            column.data_type()
+        )));
+    };
+    let child = column.root().children.first().ok_or_else(|| {
+        DataFusionError::Internal("a dictionary column without its values".into())
+    })?;
+    let plain = column::decompress_node(child).map_err(DataFusionError::from)?;
+    let values = column::plain::decode(value_type, plain).map_err(DataFusionError::from)?;
+    dictionary::in_table_type(values, ty).map_err(DataFusionError::from)
+}
+
 /// The GPU the first block of `window` is resident on, when it is.
 fn home_gpu(window: &Window<'_>) -> Option<&'static Gpu> {
     let ordinal = window.blocks.first()?.resident.get()?.as_ref()?.ordinal();
@@ -173,22 +279,18 @@ pub(super) fn select_window(
     tests: &DeviceTests,
     window: &Window<'_>,
 ) -> Result<Option<Selected>> {
-    let mut tested: Vec<usize> = tests.tests.iter().map(|(c, _)| *c).collect();
+    let Some(window_tests) = tests.for_window(window)? else {
+        return Ok(None);
+    };
+    let mut tested: Vec<usize> = window_tests.iter().map(|(c, _)| *c).collect();
     tested.sort_unstable();
     tested.dedup();
-    if let Some(&c) = tested.iter().find(|&&c| !on_device(window, c)) {
-        crate::trace::line(|| {
-            format!(
-                "device filter: column {} is not fixed-width values without nulls in every block; the window is filtered on the host",
-                window.table.field(c).name()
-            )
+    let (device_outputs, mut host_columns): (Vec<usize>, Vec<usize>) =
+        window.projection.iter().partition(|&&c| {
+            tested.binary_search(&c).is_ok()
+                || on_device(window, c)
+                || dictionary_on_device(window, c)
         });
-        return Ok(None);
-    }
-    let (device_outputs, mut host_columns): (Vec<usize>, Vec<usize>) = window
-        .projection
-        .iter()
-        .partition(|&&c| tested.binary_search(&c).is_ok() || on_device(window, c));
     host_columns.sort_unstable();
     host_columns.dedup();
     if tested.is_empty() && device_outputs.is_empty() {
@@ -238,13 +340,13 @@ pub(super) fn select_window(
         )
     });
     let at = |c: usize| columns.binary_search(&c).expect("a listed column");
-    let column_tests: Vec<select::ColumnTest> = tests
-        .tests
-        .iter()
+    let column_tests: Vec<select::ColumnTest> = window_tests
+        .into_iter()
         .map(|(c, test)| select::ColumnTest {
-            column: at(*c),
-            test: test.clone(),
-            signed: signed(window.table.field(*c).data_type()),
+            column: at(c),
+            test,
+            // Dictionary keys are signed integers.
+            signed: signed(window.table.field(c).data_type()),
         })
         .collect();
     let outputs: Vec<usize> = device_outputs.iter().map(|&c| at(c)).collect();
@@ -265,29 +367,46 @@ pub(super) fn select_window(
             .filter(|(_, resident)| resident.is_none())
             .map(|(c, _)| c.compressed_bytes())
             .sum::<usize>();
-    let mut bytes_from_device = 0;
-    let mut masks = Vec::with_capacity(selected.len());
-    let mut arrays = Vec::with_capacity(selected.len());
-    for block in selected {
-        bytes_from_device += block.passing.inner().len();
-        let built = if block.passing.count_set_bits() == 0 {
-            Vec::new()
-        } else {
-            block
+    // Each block's arrays, built in parallel: widening decimals and making strings from
+    // dictionary keys write every passing row again.
+    let built = selected
+        .into_par_iter()
+        .enumerate()
+        .map(|(b, block)| {
+            let mut bytes = block.passing.inner().len();
+            if block.passing.count_set_bits() == 0 {
+                return Ok((block.passing, Vec::new(), bytes));
+            }
+            let arrays = block
                 .nodes
                 .into_iter()
                 .zip(&device_outputs)
                 .map(|(node, &c)| {
-                    bytes_from_device += node.plain_bytes();
+                    bytes += node.plain_bytes();
                     let ty = window.table.field(c).data_type();
-                    let array = column::plain::decode(ty, node).map_err(DataFusionError::from)?;
-                    dictionary::in_table_type(array, ty).map_err(DataFusionError::from)
+                    match lists[b][at(c)].data_type() {
+                        DataType::Dictionary(key_type, _) => {
+                            let keys = column::plain::decode(key_type, node)
+                                .map_err(DataFusionError::from)?;
+                            let values = dictionary_values(window.blocks[b], c, ty)?;
+                            keyed_values(&keys, &values)
+                        }
+                        _ => {
+                            let array =
+                                column::plain::decode(ty, node).map_err(DataFusionError::from)?;
+                            dictionary::in_table_type(array, ty).map_err(DataFusionError::from)
+                        }
+                    }
                 })
-                .collect::<Result<Vec<ArrayRef>>>()?
-        };
-        masks.push(block.passing);
-        arrays.push(built);
-    }
+                .collect::<Result<Vec<ArrayRef>>>()?;
+            Ok((block.passing, arrays, bytes))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let bytes_from_device = built.iter().map(|(_, _, bytes)| bytes).sum();
+    let (masks, arrays) = built
+        .into_iter()
+        .map(|(mask, arrays, _)| (mask, arrays))
+        .unzip();
     Ok(Some(Selected {
         masks,
         arrays,
@@ -295,6 +414,11 @@ pub(super) fn select_window(
         bytes_to_device,
         bytes_from_device,
     }))
+}
+
+/// Each of `keys` (a dictionary's keys, without nulls) replaced by its value of `values`.
+fn keyed_values(keys: &ArrayRef, values: &ArrayRef) -> Result<ArrayRef> {
+    Ok(arrow::compute::take(values.as_ref(), keys.as_ref(), None)?)
 }
 
 fn out_of_device_memory(error: &crate::Error) -> bool {

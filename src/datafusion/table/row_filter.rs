@@ -98,16 +98,40 @@ impl RowFilter {
         &self.columns
     }
 
-    /// Each conjunct as its column and test on the plain parts, when every conjunct has
-    /// one (the filter can then be evaluated on the GPU: `device_filter`).
-    pub(crate) fn plain_tests(&self) -> Option<Vec<(usize, &PlainTest)>> {
+    /// Each conjunct as its one column, its test on the plain parts where it has one, and
+    /// its index for [`Self::answers_on_values`], when every conjunct reads one column
+    /// (the filter can then be evaluated on the GPU: `device_filter`; a conjunct without a
+    /// plain test there, only on a column a block stores as a dictionary).
+    pub(crate) fn one_column_conjuncts(&self) -> Option<Vec<(usize, Option<&PlainTest>, usize)>> {
         self.conjuncts
             .iter()
-            .map(|c| match (&c.plain, c.columns.as_slice()) {
-                (Some(test), &[column]) => Some((column, test)),
+            .enumerate()
+            .map(|(i, c)| match c.columns.as_slice() {
+                &[column] => Some((column, c.plain.as_ref(), i)),
                 _ => None,
             })
             .collect()
+    }
+
+    /// Whether conjunct `index` (of one column) is TRUE for each of `values`, that
+    /// column's values in the table's type (a block's dictionary values).
+    pub(crate) fn answers_on_values(&self, index: usize, values: ArrayRef) -> Result<Vec<bool>> {
+        let conjunct = self.conjuncts.get(index).ok_or_else(|| {
+            DataFusionError::Internal(format!("the pushed filter has no conjunct {index}"))
+        })?;
+        let rows = values.len();
+        // A dictionary's values may hold a NULL whatever the column's nullability.
+        let field = conjunct
+            .schema
+            .field(0)
+            .as_ref()
+            .clone()
+            .with_nullable(true);
+        let schema = Arc::new(Schema::new(vec![field]));
+        Ok(conjunct
+            .truths(&schema, vec![values], rows)?
+            .iter()
+            .collect())
     }
 
     /// Which rows of `block` pass (it holds every column of [`Self::columns`]).

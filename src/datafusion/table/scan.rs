@@ -286,7 +286,7 @@ impl ExecutionPlan for CompressedScanExec {
             rows += block.rows;
             needed.push(block.clone());
         }
-        let device_tests = match self.filter.as_deref() {
+        let device_tests = match self.filter.as_ref() {
             Some(filter) => DeviceTests::of(filter),
             None => Some(DeviceTests::every_row()),
         };
