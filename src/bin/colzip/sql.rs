@@ -63,6 +63,11 @@ pub struct QueriesArgs {
     /// their zones), to measure what evaluating them in the scan gives
     #[arg(long)]
     no_scan_filters: bool,
+    /// Where the compressed store keeps its blocks: auto (on the GPU while it has room,
+    /// uploaded at load; the host without a GPU), gpu (as auto, an error without a GPU) or
+    /// host (scans on the GPU upload what they decode)
+    #[arg(long, default_value = "auto", value_parser = ["auto", "gpu", "host"])]
+    residence: String,
     #[command(flatten)]
     backend: BackendArg,
 }
@@ -83,6 +88,7 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
         backend: args.backend.backend,
         dir: args.dir,
         scan_filters: !args.no_scan_filters,
+        residence: args.residence.parse()?,
     };
     let format: Format = args.format.parse()?;
     if let Some(path) = &args.plot {

@@ -7,6 +7,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::column::CodecChoice;
+use crate::datafusion::table::Residence;
 use crate::gpu::Backend;
 use crate::{Error, Result};
 
@@ -104,6 +105,9 @@ pub struct Config {
     /// Whether the `compressed` store's scans evaluate the filters they can
     /// ([`CompressOptions::scan_filters`](crate::datafusion::table::CompressOptions::scan_filters)).
     pub scan_filters: bool,
+    /// Where the `compressed` store keeps its blocks
+    /// ([`CompressOptions::residence`](crate::datafusion::table::CompressOptions::residence)).
+    pub residence: Residence,
 }
 
 impl Default for Config {
@@ -118,6 +122,7 @@ impl Default for Config {
             backend: Backend::Cpu,
             dir: None,
             scan_filters: true,
+            residence: Residence::Auto,
         }
     }
 }

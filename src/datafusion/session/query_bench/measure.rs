@@ -235,6 +235,7 @@ async fn load(
                 codec: config.codec,
                 placement,
                 scan_filters: config.scan_filters,
+                residence: config.residence,
                 ..CompressOptions::default()
             });
             sum(register_generated(&ctx, data.to_vec(), &kind, &|_| {})?)
