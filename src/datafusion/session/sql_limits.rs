@@ -19,10 +19,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::any::Any;
 use std::ops::ControlFlow;
 
-use datafusion::common::config::ConfigExtension;
-use datafusion::common::extensions_options;
+use datafusion::common::DataFusionError;
+use datafusion::common::config::{ConfigEntry, ConfigExtension, ExtensionOptions};
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::{CopyToSource, Statement};
 use datafusion::sql::sqlparser::ast::{Expr, Query, SetExpr, Visit, Visitor};
@@ -30,15 +31,83 @@ use datafusion::sql::sqlparser::ast::{Expr, Query, SetExpr, Visit, Visitor};
 use crate::limits::{MOST_EXPRESSION_DEPTH, MOST_SET_OPERATIONS};
 use crate::{Error, Result};
 
-extensions_options! {
-    /// The largest statement colzip plans (the `colzip.*` session options).
-    pub struct SqlLimits {
-        /// The deepest a SQL expression may nest: a chain `a + b + …` or `x OR y OR …`
-        /// nests one level a term. Planning time grows with the square of the depth.
-        pub max_expression_depth: usize, default = MOST_EXPRESSION_DEPTH
-        /// The most set operations (UNION, INTERSECT, EXCEPT) in a statement. Planning
-        /// time grows with the square of their number.
-        pub max_set_operations: usize, default = MOST_SET_OPERATIONS
+/// The largest statement colzip plans (the `colzip.*` session options).
+///
+/// Written out rather than with DataFusion's `extensions_options!`, whose entries leave out
+/// the `colzip.` prefix: `SHOW colzip.max_expression_depth` would then be refused and
+/// `information_schema.df_settings` list the bare names.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SqlLimits {
+    /// The deepest a SQL expression may nest: a chain `a + b + …` or `x OR y OR …`
+    /// nests one level a term. Planning time grows with the square of the depth.
+    pub max_expression_depth: usize,
+    /// The most set operations (UNION, INTERSECT, EXCEPT) in a statement. Planning
+    /// time grows with the square of their number.
+    pub max_set_operations: usize,
+}
+
+impl Default for SqlLimits {
+    fn default() -> Self {
+        SqlLimits {
+            max_expression_depth: MOST_EXPRESSION_DEPTH,
+            max_set_operations: MOST_SET_OPERATIONS,
+        }
+    }
+}
+
+impl ExtensionOptions for SqlLimits {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+
+    fn cloned(&self) -> Box<dyn ExtensionOptions> {
+        Box::new(self.clone())
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> datafusion::error::Result<()> {
+        let field = match key {
+            "max_expression_depth" => &mut self.max_expression_depth,
+            "max_set_operations" => &mut self.max_set_operations,
+            _ => {
+                return Err(DataFusionError::Configuration(format!(
+                    "no option colzip.{key} (there are colzip.max_expression_depth and \
+                     colzip.max_set_operations)"
+                )));
+            }
+        };
+        *field = value.trim().parse().map_err(|_| {
+            DataFusionError::Configuration(format!(
+                "colzip.{key} takes a count of 0 or more, not '{value}'"
+            ))
+        })?;
+        Ok(())
+    }
+
+    fn entries(&self) -> Vec<ConfigEntry> {
+        let entry = |key: &str, value: usize, description| ConfigEntry {
+            key: format!("{}.{key}", Self::PREFIX),
+            value: Some(value.to_string()),
+            description,
+        };
+        vec![
+            entry(
+                "max_expression_depth",
+                self.max_expression_depth,
+                "The deepest a SQL expression may nest: a chain `a + b + …` or `x OR y OR …` \
+                 nests one level a term. Planning time grows with the square of the depth.",
+            ),
+            entry(
+                "max_set_operations",
+                self.max_set_operations,
+                "The most set operations (UNION, INTERSECT, EXCEPT) in a statement. Planning \
+                 time grows with the square of their number.",
+            ),
+        ]
     }
 }
 
@@ -143,6 +212,45 @@ fn set_operations(body: &SetExpr) -> usize {
 mod tests {
     use super::*;
     use datafusion::sql::parser::DFParser;
+
+    async fn rows(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<String> {
+        let batches = ctx.sql(sql).await?.collect().await?;
+        Ok(arrow::util::pretty::pretty_format_batches(&batches)?.to_string())
+    }
+
+    #[tokio::test]
+    async fn the_options_show_and_list_under_their_names() {
+        let ctx = crate::datafusion::session::context().unwrap();
+        rows(&ctx, "SET colzip.max_expression_depth = 42")
+            .await
+            .unwrap();
+        let shown = rows(&ctx, "SHOW colzip.max_expression_depth")
+            .await
+            .unwrap();
+        assert!(
+            shown.contains("colzip.max_expression_depth") && shown.contains("42"),
+            "{shown}"
+        );
+        assert_eq!(of(&ctx).max_expression_depth, 42);
+        let listed = rows(
+            &ctx,
+            "SELECT name, value FROM information_schema.df_settings \
+             WHERE name LIKE 'colzip.%' ORDER BY name",
+        )
+        .await
+        .unwrap();
+        assert!(listed.contains("colzip.max_set_operations"), "{listed}");
+        assert!(listed.contains("colzip.max_expression_depth"), "{listed}");
+        for bad in [
+            "SET colzip.max_set_operations = -1",
+            "SET colzip.max_set_operations = 'many'",
+            "SET colzip.no_such_option = 1",
+        ] {
+            let err = rows(&ctx, bad).await.unwrap_err().to_string();
+            assert!(err.contains("colzip."), "{bad}: {err}");
+        }
+        assert_eq!(of(&ctx).max_set_operations, MOST_SET_OPERATIONS);
+    }
 
     fn parsed(sql: &str) -> Statement {
         DFParser::parse_sql(sql).unwrap().pop_front().unwrap()
