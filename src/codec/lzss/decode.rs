@@ -251,53 +251,49 @@ pub(super) fn decode_chunk_impl<const S: usize>(
     let bias = min_match_len(S as u8);
     let window = usize::from(window) * S;
     let end = out.len();
-    // The flags, padded with zero bytes so that eight can be read from any token.
-    let mut padded = [0u8; MAX_CHUNK_SIZE as usize / 8 + 8];
-    padded[..flag_len].copy_from_slice(flags);
-    let mut pairs = lengths.iter().zip(dists);
-    let (mut o, mut lit, mut t) = (0usize, lit_start, 0usize);
+    let (mut o, mut lit, mut t, mut mi) = (0usize, lit_start, 0usize, 0usize);
     while t < tokens {
-        // The run of literals from token `t` (the flag bits past `tokens` are zero).
+        // Up to 64 tokens' flags at once (the bits past `tokens` are zero).
         let shift = t & 7;
-        let at = t >> 3;
-        let word = u64::from_le_bytes(padded[at..at + 8].try_into().unwrap()) >> shift;
-        let zeros = word.trailing_zeros() as usize;
-        let run = zeros.min(64 - shift).min(tokens - t);
-        let bytes = run * S;
-        if bytes > end - o {
-            return Err("literals pass the chunk end");
+        let mut word = flag_word(flags, t >> 3) >> shift;
+        let mut left = (64 - shift).min(tokens - t);
+        loop {
+            // The run of literals from token `t`.
+            let run = (word.trailing_zeros() as usize).min(left);
+            let bytes = run * S;
+            if bytes > end - o {
+                return Err("literals pass the chunk end");
+            }
+            copy_literals(out, o, payload, lit, bytes);
+            o += bytes;
+            lit += bytes;
+            t += run;
+            left -= run;
+            if left == 0 {
+                break; // the end, or more tokens in the next word
+            }
+            // Token `t` is a match (`run < left <= 64`, so the shift is in range).
+            word = (word >> run) >> 1;
+            left -= 1;
+            t += 1;
+            let (Some(&len), Some(&dist)) = (lengths.get(mi), dists.get(mi)) else {
+                return Err("more matches than lengths");
+            };
+            mi += 1;
+            let len = (usize::from(len) + bias) * S;
+            let dist = usize::from(dist) * S;
+            if dist == 0 || dist > window {
+                return Err("match distance not in 1..=window");
+            }
+            if dist > o {
+                return Err("match reaches before the chunk start");
+            }
+            if len > end - o {
+                return Err("match passes the chunk end");
+            }
+            copy_match(out, o, dist, len);
+            o += len;
         }
-        if bytes <= 16 && end - o >= 16 && payload.len() - lit >= 16 {
-            // Copies 16 bytes; the ones past the run are rewritten by later tokens.
-            let src: [u8; 16] = payload[lit..lit + 16].try_into().unwrap();
-            out[o..o + 16].copy_from_slice(&src);
-        } else {
-            out[o..o + bytes].copy_from_slice(&payload[lit..lit + bytes]);
-        }
-        o += bytes;
-        lit += bytes;
-        t += run;
-        if t == tokens || zeros >= 64 - shift {
-            continue; // the end, or a run longer than the word: more literals follow
-        }
-        // Token `t` is a match.
-        let Some((&len, &dist)) = pairs.next() else {
-            return Err("more matches than lengths");
-        };
-        t += 1;
-        let len = (usize::from(len) + bias) * S;
-        let dist = usize::from(dist) * S;
-        if dist == 0 || dist > window {
-            return Err("match distance not in 1..=window");
-        }
-        if dist > o {
-            return Err("match reaches before the chunk start");
-        }
-        if len > end - o {
-            return Err("match passes the chunk end");
-        }
-        copy_match(out, o, dist, len);
-        o += len;
     }
     if o != end {
         return Err("tokens do not fill the chunk");
@@ -305,34 +301,86 @@ pub(super) fn decode_chunk_impl<const S: usize>(
     Ok(())
 }
 
+/// Eight flag bytes from byte `at` as a little-endian word, zero past the flags.
+#[inline(always)]
+fn flag_word(flags: &[u8], at: usize) -> u64 {
+    match flags.get(at..at + 8) {
+        Some(bytes) => u64::from_le_bytes(bytes.try_into().unwrap()),
+        None => {
+            let mut buf = [0u8; 8];
+            let rest = &flags[at.min(flags.len())..];
+            buf[..rest.len()].copy_from_slice(rest);
+            u64::from_le_bytes(buf)
+        }
+    }
+}
+
+/// `out[o..o + bytes] = payload[lit..lit + bytes]` (callers checked `o + bytes <=
+/// out.len()`; the literals section bounds `lit + bytes`). Short runs, the common case,
+/// copy one or two fixed blocks of 16 bytes where both sides have room: the bytes past
+/// the run are rewritten by later tokens.
+#[inline(always)]
+fn copy_literals(out: &mut [u8], o: usize, payload: &[u8], lit: usize, bytes: usize) {
+    let room = (out.len() - o).min(payload.len() - lit);
+    if bytes <= 16 && room >= 16 {
+        let src: [u8; 16] = payload[lit..lit + 16].try_into().unwrap();
+        out[o..o + 16].copy_from_slice(&src);
+    } else if bytes <= 32 && room >= 32 {
+        let src: [u8; 32] = payload[lit..lit + 32].try_into().unwrap();
+        out[o..o + 32].copy_from_slice(&src);
+    } else {
+        out[o..o + bytes].copy_from_slice(&payload[lit..lit + bytes]);
+    }
+}
+
 /// `out[o + k] = out[o - dist + k]` for `k` in `0..len`, in order (so an overlapping
-/// copy repeats the last `dist` bytes). Callers checked `dist <= o` and
-/// `o + len <= out.len()`. Where the chunk has room it copies whole blocks of 16 or 8
-/// bytes, writing up to 15 bytes past `o + len` that later tokens rewrite.
+/// copy repeats the last `dist` bytes). Callers checked `1 <= dist <= o` and
+/// `o + len <= out.len()`. Where the chunk has room it writes whole blocks of 16 or 8
+/// bytes, up to 15 bytes past `o + len` that later tokens rewrite (a chunk's tokens must
+/// fill it, or it is an error).
 #[inline(always)]
 pub(super) fn copy_match(out: &mut [u8], o: usize, dist: usize, len: usize) {
     let src = o - dist;
     let room = out.len() - o;
-    if dist >= 16 && room >= len + 15 {
-        let mut k = 0;
-        while k < len {
-            let block: [u8; 16] = out[src + k..src + k + 16].try_into().unwrap();
-            out[o + k..o + k + 16].copy_from_slice(&block);
-            k += 16;
-        }
-    } else if dist >= 8 && room >= len + 7 {
-        let mut k = 0;
-        while k < len {
-            let block: [u8; 8] = out[src + k..src + k + 8].try_into().unwrap();
-            out[o + k..o + k + 8].copy_from_slice(&block);
-            k += 8;
+    if room >= len + 15 {
+        if dist >= 16 || dist >= len {
+            // Each block's first `min(dist, 16)` bytes are already final, and a block
+            // needs no more: either blocks are at most `dist` apart, or there is one.
+            let mut k = 0;
+            while k < len {
+                let block: [u8; 16] = out[src + k..src + k + 16].try_into().unwrap();
+                out[o + k..o + k + 16].copy_from_slice(&block);
+                k += 16;
+            }
+        } else if dist >= 8 {
+            let mut k = 0;
+            while k < len {
+                let block: [u8; 8] = out[src + k..src + k + 8].try_into().unwrap();
+                out[o + k..o + k + 8].copy_from_slice(&block);
+                k += 8;
+            }
+        } else {
+            // Spread the `dist` source bytes over a word (`src + 8 <= o + 7 < out.len()`),
+            // then store it every `step` bytes, a multiple of `dist` so each store starts
+            // in phase: a few stores instead of a byte-by-byte chain of loads from fresh
+            // stores.
+            let head = u64::from_le_bytes(out[src..src + 8].try_into().unwrap());
+            let mut word = head & ((1u64 << (8 * dist)) - 1);
+            let mut n = dist;
+            while n < 8 {
+                word |= word << (8 * n);
+                n *= 2;
+            }
+            let bytes = word.to_le_bytes();
+            let step = 8 - 8 % dist;
+            let mut k = 0;
+            while k < len {
+                out[o + k..o + k + 8].copy_from_slice(&bytes);
+                k += step;
+            }
         }
     } else if dist >= len {
         out.copy_within(src..src + len, o);
-    } else if len <= 32 {
-        for k in 0..len {
-            out[o + k] = out[src + k];
-        }
     } else {
         // The written region is periodic with period `dist`: double the step each round.
         let mut done = 0;

@@ -78,24 +78,46 @@ impl ChunkEncoder {
     }
 
     pub(super) fn finish(&self, chunk: &[u8], out: &mut Vec<u8>) -> usize {
+        let at = out.len();
+        out.resize(at + chunk.len(), 0);
+        let size = self.finish_into(chunk, &mut out[at..]);
+        out.truncate(at + size);
+        size
+    }
+
+    /// [`ChunkEncoder::finish`] into `out[..chunk.len()]`, which has room for the chunk
+    /// stored raw (an encoding is never longer).
+    pub(super) fn finish_into(&self, chunk: &[u8], out: &mut [u8]) -> usize {
         let size = self.size();
         if size >= chunk.len() {
-            out.extend_from_slice(chunk);
+            out[..chunk.len()].copy_from_slice(chunk);
             return chunk.len();
         }
-        out.extend_from_slice(&(self.tokens as u16).to_le_bytes());
-        out.extend_from_slice(&self.flags[..self.tokens.div_ceil(8)]);
-        out.extend_from_slice(&self.literals[..self.literal_bytes]);
-        out.extend_from_slice(&self.lengths[..self.matches]);
-        out.extend_from_slice(&self.dists[..self.matches]);
+        let flag_len = self.tokens.div_ceil(8);
+        let (count, rest) = out.split_at_mut(TOKEN_COUNT_LEN);
+        count.copy_from_slice(&(self.tokens as u16).to_le_bytes());
+        let (flags, rest) = rest.split_at_mut(flag_len);
+        flags.copy_from_slice(&self.flags[..flag_len]);
+        let (literals, rest) = rest.split_at_mut(self.literal_bytes);
+        literals.copy_from_slice(&self.literals[..self.literal_bytes]);
+        let (lengths, rest) = rest.split_at_mut(self.matches);
+        lengths.copy_from_slice(&self.lengths[..self.matches]);
+        rest[..self.matches].copy_from_slice(&self.dists[..self.matches]);
         size
     }
 }
 
-/// Per-task scratch of the compressor.
+/// Per-thread scratch of the compressor, sized for any chunk.
 pub(super) struct ChunkCompressor {
     finder: MatchFinder,
     enc: ChunkEncoder,
+}
+
+thread_local! {
+    /// Each thread's compressor scratch, kept between chunks and calls: building it
+    /// (clearing the hash table) costs about as much as compressing a small chunk.
+    static SCRATCH: std::cell::RefCell<Option<Box<ChunkCompressor>>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 impl ChunkCompressor {
@@ -108,13 +130,29 @@ impl ChunkCompressor {
         }
     }
 
+    /// Runs `f` with this thread's scratch (sized for the largest chunk of 1-byte symbols),
+    /// or with a fresh one if the thread's is in use.
+    pub(super) fn with<R>(f: impl FnOnce(&mut ChunkCompressor) -> R) -> R {
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut slot) => {
+                let cc = slot.get_or_insert_with(|| {
+                    Box::new(ChunkCompressor::new(MAX_CHUNK_SIZE as usize, 1))
+                });
+                f(cc)
+            }
+            Err(_) => f(&mut ChunkCompressor::new(MAX_CHUNK_SIZE as usize, 1)),
+        })
+    }
+
     /// Steps 1 to 3 for one chunk, fused: the parse asks for matches only where a token
     /// starts, and gives up (storing the chunk raw) once the encoding cannot be smaller.
+    /// Writes the payload to the front of `out` (room for `chunk.len()` bytes) and returns
+    /// its size.
     pub(super) fn compress<const S: usize>(
         &mut self,
         chunk: &[u8],
         window: usize,
-        out: &mut Vec<u8>,
+        out: &mut [u8],
     ) -> usize {
         let m = chunk.len() / S;
         let bias = min_match_len(S as u8);
@@ -131,13 +169,13 @@ impl ChunkCompressor {
                     self.enc.literal(&chunk[i * S..i * S + S]);
                     i += 1;
                     if self.enc.size() >= chunk.len() {
-                        out.extend_from_slice(chunk);
+                        out[..chunk.len()].copy_from_slice(chunk);
                         return chunk.len();
                     }
                 }
             }
         }
-        self.enc.finish(chunk, out)
+        self.enc.finish_into(chunk, out)
     }
 }
 
@@ -156,12 +194,18 @@ pub fn compress_chunk(chunk: &[u8], params: &LzssParams, out: &mut Vec<u8>) -> R
             ),
         ));
     }
-    let mut cc = ChunkCompressor::new(chunk.len(), s);
     let w = usize::from(params.window);
-    Ok(match s {
-        1 => cc.compress::<1>(chunk, w, out),
-        2 => cc.compress::<2>(chunk, w, out),
-        4 => cc.compress::<4>(chunk, w, out),
-        _ => cc.compress::<8>(chunk, w, out),
-    })
+    let at = out.len();
+    out.resize(at + chunk.len(), 0);
+    let size = ChunkCompressor::with(|cc| {
+        let dst = &mut out[at..];
+        match s {
+            1 => cc.compress::<1>(chunk, w, dst),
+            2 => cc.compress::<2>(chunk, w, dst),
+            4 => cc.compress::<4>(chunk, w, dst),
+            _ => cc.compress::<8>(chunk, w, dst),
+        }
+    });
+    out.truncate(at + size);
+    Ok(size)
 }

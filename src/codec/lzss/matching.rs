@@ -69,8 +69,9 @@ pub(super) const NO_POS: u32 = u32::MAX;
 /// the same hash, so a search visits, nearest first, exactly the candidates that can give
 /// a match long enough to take (plus hash collisions, which the comparison rejects).
 pub(super) struct MatchFinder {
-    /// Hash -> `base + position + 1` of the latest position with that hash (0: none).
-    head: Vec<u32>,
+    /// Hash -> `base + position + 1` of the latest position with that hash (0: none);
+    /// an array, so that the hash's range proves every index in bounds.
+    head: Box<[u32; 1 << HASH_BITS]>,
     /// Position in the chunk -> previous position in the chunk with the same hash.
     prev: Vec<u32>,
     /// Generation offset of the current chunk, so `head` needs no clearing between chunks.
@@ -80,7 +81,7 @@ pub(super) struct MatchFinder {
 impl MatchFinder {
     pub(super) fn new(max_symbols: usize) -> Self {
         MatchFinder {
-            head: vec![0; 1 << HASH_BITS],
+            head: Box::new([0; 1 << HASH_BITS]),
             prev: vec![NO_POS; max_symbols],
             base: 0,
         }
@@ -96,20 +97,33 @@ impl MatchFinder {
         let k = min_match_len(S as u8);
         let key_bytes = k * S;
         let base = self.base;
-        for i in 0..(m + 1).saturating_sub(k) {
+        let n = (m + 1).saturating_sub(k);
+        let prev = &mut self.prev[..n];
+        let head = &mut *self.head;
+        let mut link = |i: usize, key: u64| {
+            let h = hash(key);
+            let cand = head[h];
+            prev[i] = if cand > base { cand - base - 1 } else { NO_POS };
+            head[h] = base + i as u32 + 1;
+        };
+        // Positions with 8 bytes after them read the key as one word, masked to its bytes.
+        let mask = u64::MAX >> (64 - 8 * key_bytes);
+        let wide = n.min((chunk.len() + 1).saturating_sub(8).div_ceil(S));
+        for i in 0..wide {
+            let word = u64::from_le_bytes(chunk[i * S..i * S + 8].try_into().unwrap());
+            link(i, word & mask);
+        }
+        for i in wide..n {
             let mut buf = [0u8; 8];
             buf[..key_bytes].copy_from_slice(&chunk[i * S..i * S + key_bytes]);
-            let h = hash(u64::from_le_bytes(buf));
-            let cand = self.head[h];
-            self.prev[i] = if cand > base { cand - base - 1 } else { NO_POS };
-            self.head[h] = base + i as u32 + 1;
+            link(i, u64::from_le_bytes(buf));
         }
         self.base = base + m as u32;
     }
 
     /// The match at position `i` of the chunk last indexed: identical to
     /// `longest_match(chunk, S, window, i)`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn find<const S: usize>(
         &self,
         chunk: &[u8],
@@ -120,21 +134,21 @@ impl MatchFinder {
         let k = min_match_len(S as u8);
         let cap = max_match_len(S as u8).min(m - i);
         if cap < k {
-            return None;
+            return None; // too near the end: `prev[i]` was not set for this chunk
         }
         let max_dist = window.min(i);
+        // `NO_POS` gives a distance larger than any window (`i < NO_POS`), so one compare
+        // ends the chain whether it runs out or leaves the window.
+        let mut pos = self.prev[i] as usize;
+        let mut d = i.wrapping_sub(pos);
+        if d > max_dist {
+            return None;
+        }
         let mut best_len = k - 1;
         let mut best_dist = 0;
-        let mut p = self.prev[i];
-        while p != NO_POS {
-            let pos = p as usize;
-            let d = i - pos;
-            if d > max_dist {
-                break;
-            }
+        loop {
             // A candidate can only win if it also matches the symbol at `best_len`.
-            let (a, b) = ((pos + best_len) * S, (i + best_len) * S);
-            if chunk[a..a + S] == chunk[b..b + S] {
+            if symbol::<S>(chunk, pos + best_len) == symbol::<S>(chunk, i + best_len) {
                 let len = common_prefix(chunk, pos * S, i * S, cap * S) / S;
                 if len > best_len {
                     best_len = len;
@@ -144,13 +158,25 @@ impl MatchFinder {
                     }
                 }
             }
-            p = self.prev[pos];
+            pos = self.prev[pos] as usize;
+            d = i.wrapping_sub(pos);
+            if d > max_dist {
+                break;
+            }
         }
         (best_dist != 0).then_some(Match {
             len: best_len as u16,
             dist: best_dist as u8,
         })
     }
+}
+
+/// Symbol `at` of `chunk` as an integer: one load instead of a slice compare.
+#[inline(always)]
+fn symbol<const S: usize>(chunk: &[u8], at: usize) -> u64 {
+    let mut buf = [0u8; 8];
+    buf[..S].copy_from_slice(&chunk[at * S..at * S + S]);
+    u64::from_le_bytes(buf)
 }
 
 #[inline]

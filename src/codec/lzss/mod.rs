@@ -211,33 +211,44 @@ fn compress_impl<const S: usize>(input: &[u8], params: &LzssParams) -> Vec<u8> {
     let c = params.chunk_size as usize;
     let window = usize::from(params.window);
     let body = input.len() - input.len() % S;
+    let chunks = body.div_ceil(c);
     let task = (TASK_BYTES / c).max(1) * c;
-    let parts: Vec<(Vec<u8>, Vec<u16>)> = input[..body]
+    let mut header = Vec::with_capacity(FIXED_HEADER_LEN + 10);
+    write_header(&mut header, params, input.len() as u64);
+    let table_at = header.len();
+    let payload_at = table_at + 2 * chunks;
+    // Every task writes its chunks' payloads in place, at its input's offset (a payload
+    // is never longer than its chunk), then the gaps are closed: no buffer per task and
+    // no copy of it. Zeroed memory from the allocator is fresh pages for a large stream,
+    // so only the pages that payloads reach are ever touched, by the tasks in parallel.
+    let mut out = vec![0u8; payload_at + input.len()];
+    out[..table_at].copy_from_slice(&header);
+    let (head, payload) = out.split_at_mut(payload_at);
+    let used: Vec<usize> = input[..body]
         .par_chunks(task)
-        .map(|group| {
-            let mut cc = ChunkCompressor::new(c, S);
-            let mut payload = Vec::with_capacity(group.len() / 2);
-            let mut sizes = Vec::with_capacity(group.len().div_ceil(c));
-            for chunk in group.chunks(c) {
-                let size = cc.compress::<S>(chunk, window, &mut payload);
-                sizes.push(size as u16);
-            }
-            (payload, sizes)
+        .zip(payload[..body].par_chunks_mut(task))
+        .zip(head[table_at..].par_chunks_mut(2 * (task / c)))
+        .map(|((group, dst), sizes)| {
+            ChunkCompressor::with(|cc| {
+                let mut at = 0;
+                for (chunk, size) in group.chunks(c).zip(sizes.chunks_exact_mut(2)) {
+                    let n = cc.compress::<S>(chunk, window, &mut dst[at..]);
+                    size.copy_from_slice(&(n as u16).to_le_bytes());
+                    at += n;
+                }
+                at
+            })
         })
         .collect();
-    let payload_len: usize = parts.iter().map(|(p, _)| p.len()).sum();
-    let chunks = body.div_ceil(c);
-    let mut out = Vec::with_capacity(FIXED_HEADER_LEN + 10 + 2 * chunks + payload_len + S);
-    write_header(&mut out, params, input.len() as u64);
-    for (_, sizes) in &parts {
-        for size in sizes {
-            out.extend_from_slice(&size.to_le_bytes());
-        }
+    let mut end = payload_at;
+    for (k, &n) in used.iter().enumerate() {
+        let from = payload_at + k * task;
+        out.copy_within(from..from + n, end);
+        end += n;
     }
-    for (payload, _) in &parts {
-        out.extend_from_slice(payload);
-    }
+    out.truncate(end);
     out.extend_from_slice(&input[body..]);
+    out.shrink_to_fit();
     out
 }
 

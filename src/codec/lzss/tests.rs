@@ -421,3 +421,183 @@ fn decompress_into_matches_decompress_and_checks_the_length() {
         assert!(err.to_string().contains("expected"), "{err}");
     }
 }
+
+/// The chunk decoder as plainly as the spec reads, one token and one byte at a time, every
+/// check at its token: the fast decoder must give the same bytes, and fail exactly when
+/// this one does. `None` is an error.
+fn reference_decode_chunk(
+    payload: &[u8],
+    out_len: usize,
+    s: usize,
+    window: usize,
+) -> Option<Vec<u8>> {
+    if payload.len() == out_len {
+        return Some(payload.to_vec());
+    }
+    if payload.len() > out_len || payload.len() < 2 {
+        return None;
+    }
+    let tokens = usize::from(u16::from_le_bytes([payload[0], payload[1]]));
+    if tokens == 0 || tokens > out_len / s {
+        return None;
+    }
+    let flag_len = tokens.div_ceil(8);
+    let flags = payload.get(2..2 + flag_len)?;
+    let bit = |t: usize| (flags[t / 8] >> (t % 8)) & 1 == 1;
+    if (tokens..flag_len * 8).any(bit) {
+        return None;
+    }
+    let matches = (0..tokens).filter(|&t| bit(t)).count();
+    let literal_bytes = (tokens - matches) * s;
+    let rest = &payload[2 + flag_len..];
+    if rest.len() != literal_bytes + 2 * matches {
+        return None;
+    }
+    let (literals, rest) = rest.split_at(literal_bytes);
+    let (lengths, dists) = rest.split_at(matches);
+    let mut out = Vec::with_capacity(out_len);
+    let (mut l, mut k) = (0, 0);
+    for t in 0..tokens {
+        if bit(t) {
+            let len = (usize::from(lengths[k]) + min_match_len(s as u8)) * s;
+            let dist = usize::from(dists[k]) * s;
+            k += 1;
+            if dist == 0 || dist > window * s || dist > out.len() || out.len() + len > out_len {
+                return None;
+            }
+            for _ in 0..len {
+                out.push(out[out.len() - dist]);
+            }
+        } else {
+            if out.len() + s > out_len {
+                return None;
+            }
+            out.extend_from_slice(&literals[l..l + s]);
+            l += s;
+        }
+    }
+    (out.len() == out_len).then_some(out)
+}
+
+/// A chunk of `m` symbols made of random tokens (matches of every distance up to the
+/// window, most of them overlapping their source, and of every length), and its tokens.
+fn random_chunk(m: usize, s: u8, window: u8, seed: u64) -> (Vec<u8>, Vec<Token>) {
+    let su = usize::from(s);
+    let (min, max) = (min_match_len(s), max_match_len(s));
+    let r = noise(4 * m + 16, seed);
+    let mut r = r.iter().map(|&b| usize::from(b));
+    let mut next = move || r.next().unwrap_or(0);
+    let mut chunk: Vec<u8> = Vec::with_capacity(m * su);
+    let mut tokens = Vec::new();
+    let mut pos = 0;
+    while pos < m {
+        let left = m - pos;
+        if pos == 0 || left < min || next() % 3 == 0 {
+            for _ in 0..su {
+                chunk.push((next() % 5) as u8);
+            }
+            tokens.push(Token::Literal { pos: pos as u32 });
+            pos += 1;
+            continue;
+        }
+        let reach = usize::from(window).min(pos);
+        // Short distances (overlapping copies) half of the time.
+        let dist = 1 + if next() % 2 == 0 {
+            next() % reach.min(16)
+        } else {
+            next() % reach
+        };
+        let longest = max.min(left);
+        let len = match next() % 4 {
+            0 => longest,
+            1 => min + next() % (longest - min + 1).min(8),
+            _ => min + (next() * 7 + next()) % (longest - min + 1),
+        };
+        for _ in 0..len * su {
+            chunk.push(chunk[chunk.len() - dist * su]);
+        }
+        tokens.push(Token::Match {
+            pos: pos as u32,
+            m: Match {
+                len: len as u16,
+                dist: dist as u8,
+            },
+        });
+        pos += len;
+    }
+    (chunk, tokens)
+}
+
+#[test]
+fn decoder_equals_the_plain_decoder_on_random_and_damaged_chunks() {
+    let mut seed = 1u64;
+    for &s in &WIDTHS {
+        let su = usize::from(s);
+        for &w in &[1u8, 2, 3, 7, 16, 33, 128, 255] {
+            for &c in &[2048u32, 16384] {
+                let params = LzssParams::new(s, w, c).unwrap();
+                for m in [1, 2, 17, 100, c as usize / su / 2 + 3, c as usize / su] {
+                    seed += 1;
+                    let (chunk, tokens) = random_chunk(m, s, w, seed);
+                    let mut payload = Vec::new();
+                    encode_tokens(&chunk, s, &tokens, &mut payload);
+                    let expected =
+                        reference_decode_chunk(&payload, chunk.len(), su, usize::from(w));
+                    assert_eq!(expected.as_deref(), Some(&chunk[..]), "{params:?} m={m}");
+                    // The intact payload, then damaged copies: one changed byte anywhere,
+                    // changed match bytes (lengths and distances sit at the end), a cut.
+                    let mut cases = vec![payload.clone()];
+                    let flips = noise(24, seed ^ 0x55);
+                    for (k, &f) in flips.iter().enumerate() {
+                        let mut bad = payload.clone();
+                        let at = if k % 2 == 0 {
+                            usize::from(f) * 131 % bad.len()
+                        } else {
+                            bad.len() - 1 - usize::from(f) % bad.len().min(40)
+                        };
+                        bad[at] ^= f | 1;
+                        cases.push(bad);
+                    }
+                    cases.push(payload[..payload.len() - 1].to_vec());
+                    for case in &cases {
+                        let mut out = vec![0xA5u8; chunk.len()];
+                        let got = decode_chunk(case, &mut out, &params).ok().map(|()| out);
+                        let want = reference_decode_chunk(case, chunk.len(), su, usize::from(w));
+                        assert_eq!(got, want, "{params:?} m={m}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fast_path_equals_the_reference_rule_on_periodic_inputs() {
+    // Repeats at every period up to the window (in bytes, so also periods that are not
+    // whole symbols), with a changed byte now and then: long overlapping matches, ties
+    // between distances, matches cut by the chunk end and by the length cap.
+    for &s in &WIDTHS {
+        let su = usize::from(s);
+        for &w in &[1u8, 2, 5, 32, 255] {
+            for &c in &[2048u32, 16384] {
+                let params = LzssParams::new(s, w, c).unwrap();
+                let mut periods: Vec<usize> = (1..=2 * su + 1).collect();
+                periods.extend([usize::from(w) * su, usize::from(w) * su + 1, 3 * su + 1]);
+                for p in periods {
+                    let unit = noise(p, p as u64 + u64::from(w));
+                    let mut input = unit.repeat(c as usize / p + 40);
+                    for k in (0..input.len()).step_by(997) {
+                        input[k] = input[k].wrapping_add(1);
+                    }
+                    let stream = compress(&input, &params);
+                    assert_eq!(
+                        stream,
+                        reference_compress(&input, &params),
+                        "{params:?} period {p}"
+                    );
+                    assert_eq!(decompress(&stream).unwrap(), input);
+                }
+            }
+        }
+    }
+}
