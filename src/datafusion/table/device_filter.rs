@@ -345,8 +345,12 @@ pub(super) fn select_window(
         .map(|(c, test)| select::ColumnTest {
             column: at(c),
             test,
-            // Dictionary keys are signed integers.
-            signed: signed(window.table.field(c).data_type()),
+            // A dictionary's keys are read as its key type; other tested columns are
+            // stored in the table's type.
+            signed: match lists.first().map(|columns| columns[at(c)].data_type()) {
+                Some(DataType::Dictionary(key_type, _)) => signed(key_type),
+                _ => signed(window.table.field(c).data_type()),
+            },
         })
         .collect();
     let outputs: Vec<usize> = device_outputs.iter().map(|&c| at(c)).collect();

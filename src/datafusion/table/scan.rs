@@ -492,9 +492,9 @@ const LEAST_DEVICE_SHARE: f64 = 1.0 / 8.0;
 
 /// How many windows a scan starts with below [`WINDOW_BYTES`], each half the next: a
 /// query's operators start on the first rows sooner, while the GPU decodes the rest. With
-/// the first window started before the stream is polled, this took the geometric mean of
-/// Q1, Q2, Q5, Q8, Q9, Q10, Q11 and Q22 on the compressed store from 1.45× to 1.25× the
-/// memory store's times (SF 10, nvidia-h200, docs/PERFORMANCE.md).
+/// the first window started before the stream is polled, the geometric mean of Q1, Q2, Q5,
+/// Q8, Q9, Q10, Q11 and Q22 on the compressed store measured 1.25× the memory store's
+/// times, against 1.45× with neither (SF 10, nvidia-h200, docs/PERFORMANCE.md).
 const RAMP_STEPS: usize = 3;
 
 /// A run of consecutive blocks decoded together, and how many of its rows to hand out.
