@@ -69,9 +69,15 @@ pub enum Counter {
     Scatter,
     /// Waiting for a lane's queued work.
     Wait,
+    /// A table load's column compression, summed over its threads.
+    LoadCompress,
+    /// A table load's dictionary tries, summed over its threads.
+    LoadDictionaries,
+    /// A table load's zone maps, summed over its threads.
+    LoadZones,
 }
 
-static COUNTERS: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+static COUNTERS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
 
 /// Runs `f`, adding its duration to `counter` when tracing.
 pub fn count<T>(counter: Counter, f: impl FnOnce() -> T) -> T {

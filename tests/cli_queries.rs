@@ -212,6 +212,72 @@ fn a_parquet_dir_keeps_the_files_and_is_not_overwritten() {
 }
 
 #[test]
+fn the_parquet_reference_streams_the_tables_through_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("tpch");
+    let report = json(&ok(&[
+        "queries",
+        "--sf",
+        SF,
+        "--stores",
+        "compressed",
+        "--reference",
+        "parquet",
+        "--runs",
+        "1",
+        "--dir",
+        files.to_str().unwrap(),
+        "--format",
+        "json",
+        "--backend",
+        "cpu",
+    ]));
+    assert_eq!(report["reference"], "parquet", "{report}");
+    // Only the compressed store is reported; every query equals DataFusion's answer over
+    // the Parquet files, which hold every generated row.
+    let queries = report["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 22);
+    for row in queries {
+        assert_eq!(row["store"], "compressed", "{row}");
+        assert_eq!(row["equal"], true, "{row}");
+        assert!(row["rows"].as_u64().unwrap() > 0, "{row}");
+    }
+    assert_eq!(queries[0]["rows"], 4, "Q1 has 4 flag/status groups");
+    assert!(store(&report, "compressed")["bytes_held"].as_u64().unwrap() > 0);
+    // A directory of part files per table.
+    let mut tables = dir_listing(&files);
+    tables.sort();
+    assert_eq!(
+        tables,
+        [
+            "customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"
+        ]
+    );
+    let parts = dir_listing(&files.join("lineitem"));
+    assert!(
+        parts.contains(&"part-000001.parquet".to_string()),
+        "{parts:?}"
+    );
+
+    // The memory store needs the plain tables, which the parquet reference never holds.
+    let out = colzip(&[
+        "queries",
+        "--sf",
+        SF,
+        "--stores",
+        "memory,compressed",
+        "--reference",
+        "parquet",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("leave memory out of the stores"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn the_table_names_every_query_and_store() {
     let text = ok(&[
         "queries",

@@ -113,8 +113,22 @@ impl CompressedTable {
         let plain: Vec<RecordBatch> = partitions.iter().flatten().cloned().collect();
         let plain_bytes = arrow_memory(&plain);
         drop(plain);
+        let started = std::time::Instant::now();
         let compressed = compress_partitions(&schema, partitions, options)?;
-        Ok(Self::holding(schema, compressed, options, plain_bytes))
+        let compressed_at = started.elapsed().as_secs_f64();
+        let table = Self::holding(schema, compressed, options, plain_bytes);
+        crate::trace::line(|| {
+            use crate::trace::{Counter, counted};
+            format!(
+                "table of {plain_bytes} bytes: compressed in {compressed_at:.3} s, uploaded in {:.3} s \
+                 (so far over all loads, thread-seconds: compress {:.3}, dictionaries {:.3}, zones {:.3})",
+                started.elapsed().as_secs_f64() - compressed_at,
+                counted(Counter::LoadCompress),
+                counted(Counter::LoadDictionaries),
+                counted(Counter::LoadZones),
+            )
+        });
+        Ok(table)
     }
 
     /// The table of compressed `partitions` (at least one is kept, so an empty table can
@@ -264,8 +278,28 @@ impl CompressedTable {
         self.partitions.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Appends compressed blocks round robin over the partitions (used by inserts).
-    fn append(&self, batches: Vec<RecordBatch>) -> Result<usize> {
+    /// Compresses `batches` (of the table's schema) and appends their blocks round robin
+    /// over the partitions, as `INSERT INTO` does; the rows added. Scans that began
+    /// before see the table as it was. A table loaded a few batches at a time this way
+    /// never holds more than those batches uncompressed:
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use arrow::array::{Int64Array, RecordBatch};
+    /// use arrow::datatypes::{DataType, Field, Schema};
+    /// use colzip::datafusion::table::{CompressOptions, CompressedTable};
+    ///
+    /// let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));
+    /// let table = CompressedTable::try_new(schema.clone(), vec![Vec::new(); 4], &CompressOptions::default())?;
+    /// for start in [0i64, 1000] {
+    ///     let values = Int64Array::from_iter_values(start..start + 1000);
+    ///     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(values)])?;
+    ///     table.insert_batches(vec![batch])?;
+    /// }
+    /// assert_eq!(table.num_rows(), 2000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn insert_batches(&self, batches: Vec<RecordBatch>) -> Result<usize> {
         let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
         let plain = arrow_memory(&batches);
         let blocks = compress_partitions(&self.schema, vec![batches], &self.options)?;

@@ -155,11 +155,7 @@ pub fn estimated_bytes(tables: &[Table], sf: f64) -> f64 {
 /// fit in this machine's memory (where it can be read: `/proc/meminfo`), before anything
 /// is generated: allocations then fail with an error, not an abort.
 pub fn check_scale_factor(tables: &[Table], sf: f64) -> Result<()> {
-    if !(sf > 0.0 && sf.is_finite()) {
-        return Err(Error::format(format!(
-            "scale factor must be positive, got {sf}"
-        )));
-    }
+    check_generable(tables, sf)?;
     let needed = estimated_bytes(tables, sf);
     if let Some(memory) = crate::memory::physical_bytes()
         && needed > memory as f64
@@ -171,11 +167,32 @@ pub fn check_scale_factor(tables: &[Table], sf: f64) -> Result<()> {
             memory as f64 / 1e9
         )));
     }
+    Ok(())
+}
+
+/// Refuses a scale factor that is not a positive number or that the generators cannot
+/// number the parts of; unlike [`check_scale_factor`], for callers that never hold a
+/// whole table ([`generate_parts`] a few parts at a time).
+pub fn check_generable(tables: &[Table], sf: f64) -> Result<()> {
+    if !(sf > 0.0 && sf.is_finite()) {
+        return Err(Error::format(format!(
+            "scale factor must be positive, got {sf}"
+        )));
+    }
     // The generators number their parts with an i32.
-    if table_parts(Table::Lineitem, sf) > f64::from(i32::MAX) {
+    if tables
+        .iter()
+        .any(|&table| table_parts(table, sf) > f64::from(i32::MAX))
+    {
         return Err(Error::format(format!("scale factor {sf} is too large")));
     }
     Ok(())
+}
+
+/// How many parts [`generate_parts`] cuts `table` into at `sf` (about 250,000 rows each).
+/// Call [`check_generable`] first: a scale factor it refuses has no count.
+pub fn part_count(table: Table, sf: f64) -> i32 {
+    table_parts(table, sf) as i32
 }
 
 fn table_parts(table: Table, sf: f64) -> f64 {
@@ -189,12 +206,10 @@ fn table_parts(table: Table, sf: f64) -> f64 {
 /// Generates `table` at scale factor `sf`, in parts on the rayon pool.
 pub fn generate(table: Table, sf: f64) -> Result<TableData> {
     check_scale_factor(&[table], sf)?;
-    let parts = table_parts(table, sf) as i32;
-    let batches: Vec<Vec<RecordBatch>> = (1..=parts)
-        .into_par_iter()
-        .map(|part| generate_part(table, sf, part, parts))
-        .collect::<Result<_>>()?;
-    let batches: Vec<RecordBatch> = batches.into_iter().flatten().collect();
+    let batches: Vec<RecordBatch> = generate_parts(table, sf, 1..=part_count(table, sf))?
+        .into_iter()
+        .flatten()
+        .collect();
     let schema = batches
         .first()
         .map(|b| b.schema())
@@ -212,6 +227,42 @@ pub fn generate(table: Table, sf: f64) -> Result<TableData> {
         schema,
         columns,
     })
+}
+
+/// The parts `parts` (numbered from 1 to [`part_count`]) of `table` at `sf`, generated in
+/// parallel on the rayon pool: each part's batches, in order. Generating a table a few
+/// parts at a time holds only those parts' rows, whatever the scale factor; the parts
+/// together are exactly [`generate`]'s rows.
+///
+/// ```
+/// use colzip::tpch::{self, Table};
+/// let sf = 0.01;
+/// let count = tpch::part_count(Table::Orders, sf);
+/// let rows: usize = (1..=count)
+///     .map(|p| tpch::generate_parts(Table::Orders, sf, p..=p))
+///     .map(|parts| parts.map(|parts| parts.iter().flatten().map(|b| b.num_rows()).sum::<usize>()))
+///     .sum::<colzip::Result<usize>>()?;
+/// assert_eq!(rows, tpch::generate(Table::Orders, sf)?.rows());
+/// # Ok::<(), colzip::Error>(())
+/// ```
+pub fn generate_parts(
+    table: Table,
+    sf: f64,
+    parts: std::ops::RangeInclusive<i32>,
+) -> Result<Vec<Vec<RecordBatch>>> {
+    check_generable(&[table], sf)?;
+    let count = part_count(table, sf);
+    if *parts.start() < 1 || *parts.end() > count {
+        return Err(Error::format(format!(
+            "{table} at scale factor {sf} has parts 1 to {count}, not {}..={}",
+            parts.start(),
+            parts.end()
+        )));
+    }
+    parts
+        .into_par_iter()
+        .map(|part| generate_part(table, sf, part, count))
+        .collect()
 }
 
 fn collect(

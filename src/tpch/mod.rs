@@ -20,7 +20,10 @@ pub use baselines::Baseline;
 pub use experiment::{
     Config, Contender, Event, Row, arrow_bytes, measure, measure_column, peer_form, run,
 };
-pub use generate::{Table, TableData, check_scale_factor, estimated_bytes, generate};
+pub use generate::{
+    Table, TableData, check_generable, check_scale_factor, estimated_bytes, generate,
+    generate_parts, part_count,
+};
 // The plots moved to `crate::plot`; kept here for existing callers.
 pub use crate::plot::{check_plot_path, plot_codecs};
 pub use report::{CodecSummary, Format, ReportRow, render, summarize};

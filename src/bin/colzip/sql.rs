@@ -49,8 +49,9 @@ pub struct QueriesArgs {
     runs: u32,
     #[arg(long, default_value = "auto", help = crate::codec_help("Codec of the compressed store"))]
     codec: CodecChoice,
-    /// Directory for the parquet store's files, <table>.parquet (kept; they must not
-    /// exist yet) [default: a temporary directory, removed at the end]
+    /// Directory for the parquet store's files, <table>.parquet (<table>/part-N.parquet
+    /// with the parquet reference; kept; they must not exist yet) [default: a temporary
+    /// directory, removed at the end]
     #[arg(long)]
     dir: Option<PathBuf>,
     /// table or json
@@ -68,6 +69,13 @@ pub struct QueriesArgs {
     /// host (scans on the GPU upload what they decode)
     #[arg(long, default_value = "auto", value_parser = ["auto", "gpu", "host"])]
     residence: String,
+    /// The store every result is compared with: memory (the tables generated whole and
+    /// held in memory) or parquet (each table generated a few parts at a time, written to
+    /// Parquet files under --dir/<table>/ and compressed as it comes, never held whole:
+    /// for scale factors whose plain tables do not fit in memory; memory cannot be among
+    /// the stores then)
+    #[arg(long, default_value = "memory", value_parser = ["memory", "parquet"])]
+    reference: String,
     #[command(flatten)]
     backend: BackendArg,
 }
@@ -89,6 +97,7 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
         dir: args.dir,
         scan_filters: !args.no_scan_filters,
         residence: args.residence.parse()?,
+        reference: args.reference.parse()?,
     };
     let format: Format = args.format.parse()?;
     if let Some(path) = &args.plot {
@@ -100,6 +109,7 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
     let bar = progress_bar();
     let terminal = !bar.is_hidden();
     bar.set_length((config.stores.len() * config.queries.len()) as u64);
+    let reference = config.reference;
     let report = query_bench::run(&config, &|event| {
         if let Event::Measured(_) = event {
             bar.inc(1);
@@ -116,7 +126,9 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
                 "loaded the {store} store: {:.1} MB in {seconds:.3} s",
                 mb(bytes_held)
             ),
-            Event::Reference(query) => format!("Q{query} on memory (the reference, untimed)"),
+            Event::Reference { store, query } => {
+                format!("Q{query} on {store} (the reference, untimed)")
+            }
             Event::Measured(row) => format!(
                 "Q{} on {}: {:.3} s, {} rows, {}",
                 row.query,
@@ -124,9 +136,9 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
                 row.seconds,
                 row.rows,
                 if row.equal {
-                    "equal to memory"
+                    format!("equal to {reference}")
                 } else {
-                    "DIFFERS from memory"
+                    format!("DIFFERS from {reference}")
                 }
             ),
             Event::Done(row) => format!(

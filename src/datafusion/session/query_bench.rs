@@ -16,10 +16,13 @@
 //!
 //! Each query runs once to warm up, then [`Config::runs`] timed runs (planning and
 //! execution; the median counts). Every run's result, the warm-up's included, is compared
-//! with the `memory` store's ([`same_result::difference`](super::same_result::difference): values as printed, floats with a
-//! relative tolerance). The `memory` store always runs first and gives the reference; when
-//! it is not among the stores asked for, each query runs on it once, untimed, and it is
-//! not reported. For the Parquet stores, each store's row also gives the time its file
+//! with the reference store's ([`same_result::difference`](super::same_result::difference): values as printed, floats with a
+//! relative tolerance). The reference ([`Config::reference`]) runs first: by default the
+//! `memory` store; when it is not among the stores asked for, each query runs on it once,
+//! untimed, and it is not reported. With the `parquet` reference no table is held whole
+//! (each is generated a few parts at a time, written to Parquet files and compressed as
+//! it comes), so the compressed store can be measured at scale factors whose plain tables
+//! do not fit in memory. For the Parquet stores, each store's row also gives the time its file
 //! scans took and, for `colzip-parquet`, the part of it spent decompressing pages (both
 //! summed over partitions, per run). Stores run one after another, each holding only its own data while its
 //! queries run (the generated batches are dropped once the other stores are loaded), so
@@ -49,6 +52,7 @@ use crate::{Error, Result};
 mod config;
 mod measure;
 mod report;
+mod streamed;
 
 pub use config::{Config, Store};
 #[cfg(test)]
@@ -65,12 +69,22 @@ pub fn run(config: &Config, progress: &(dyn Fn(Event<'_>) + Sync)) -> Result<Rep
     // Before minutes of work: `--backend gpu` without a GPU, a bad scale factor, a
     // Parquet directory that cannot be used.
     let placement = Placement::new(config.backend)?;
-    tpch::check_scale_factor(&Table::ALL, config.sf)?;
-    let parquet_dir = if config.stores.iter().any(|s| s.is_parquet()) {
-        Some(ParquetDir::new(config.dir.as_deref())?)
-    } else {
-        None
-    };
+    tpch::check_generable(&Table::ALL, config.sf)?;
+    if config.reference == Store::Memory {
+        // Past the check above, only the memory the whole tables take can be refused.
+        tpch::check_scale_factor(&Table::ALL, config.sf).map_err(|e| {
+            Error::format(format!(
+                "{e}; the parquet reference (--reference parquet, without the memory store) \
+                 never holds the plain tables"
+            ))
+        })?;
+    }
+    let parquet_dir =
+        if config.reference == Store::Parquet || config.stores.iter().any(|s| s.is_parquet()) {
+            Some(ParquetDir::new(config.dir.as_deref())?)
+        } else {
+            None
+        };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -83,6 +97,7 @@ pub fn run(config: &Config, progress: &(dyn Fn(Event<'_>) + Sync)) -> Result<Rep
         codec: config.codec.to_string(),
         scan_filters: config.scan_filters,
         runs: config.runs,
+        reference: config.reference,
         queries,
         stores,
     })
@@ -97,6 +112,21 @@ fn check(config: &Config) -> Result<()> {
     }
     if config.runs == 0 {
         return Err(Error::format("at least one timed run is needed"));
+    }
+    match config.reference {
+        Store::Memory => {}
+        Store::Parquet if config.stores.contains(&Store::Memory) => {
+            return Err(Error::format(
+                "the memory store cannot run with the parquet reference, which never holds \
+                 the plain tables: leave memory out of the stores",
+            ));
+        }
+        Store::Parquet => {}
+        other => {
+            return Err(Error::format(format!(
+                "the reference store is memory or parquet, not {other}"
+            )));
+        }
     }
     for (i, store) in config.stores.iter().enumerate() {
         if config.stores[..i].contains(store) {
@@ -207,6 +237,7 @@ mod tests {
             gpu: None,
             codec: "gmatch".into(),
             runs: 3,
+            reference: Store::Memory,
             queries: vec![
                 row(Store::Memory, 6, 1.0, true),
                 row(Store::Memory, 1, 2.0, true),

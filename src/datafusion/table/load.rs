@@ -13,6 +13,7 @@ use super::options::CompressOptions;
 use super::{dictionary, scan, zones};
 use crate::codec::Placement;
 use crate::column::{self, CodecChoice, CompressedColumn};
+use crate::trace::Counter;
 use crate::{Error, Result};
 
 /// Cuts each partition's batches into blocks and compresses all blocks in parallel.
@@ -139,13 +140,17 @@ fn compress_blocks(
                     .map(move |&i| (schema.field(i), batch.column(i).as_ref()))
             })
             .collect();
-        let compressed = column::compress_columns_on(&inputs, &codec, placement)?;
+        let compressed = crate::trace::count(Counter::LoadCompress, || {
+            column::compress_columns_on(&inputs, &codec, placement)
+        })?;
         let slots = (0..batches.len()).flat_map(|b| members.iter().map(move |&i| b * width + i));
         for (slot, column) in slots.zip(compressed) {
             columns[slot] = Some(column);
         }
         if matches!(codec, CodecChoice::Auto | CodecChoice::AutoAmong(_)) {
-            try_dictionaries(schema, batches, &members, &codec, placement, &mut columns)?;
+            crate::trace::count(Counter::LoadDictionaries, || {
+                try_dictionaries(schema, batches, &members, &codec, placement, &mut columns)
+            })?;
         }
     }
     let mut columns = columns.into_iter();
@@ -157,11 +162,13 @@ fn compress_blocks(
                 .take(width)
                 .map(|c| c.expect("every column is in one group"))
                 .collect();
-            let zones = batch
-                .columns()
-                .par_iter()
-                .map(|array| zones::Zone::of(array.as_ref()))
-                .collect();
+            let zones = crate::trace::count(Counter::LoadZones, || {
+                batch
+                    .columns()
+                    .par_iter()
+                    .map(|array| zones::Zone::of(array.as_ref()))
+                    .collect()
+            });
             Ok(Arc::new(Block::new(batch.num_rows(), block_columns, zones)))
         })
         .collect()

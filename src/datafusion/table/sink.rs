@@ -56,7 +56,7 @@ impl DataSink for CompressedSink {
         let batches: Vec<_> = data.try_collect().await?;
         let table = self.table.clone();
         // Compression is CPU (or GPU) work for the rayon pool, not for the async workers.
-        let rows = tokio::task::spawn_blocking(move || table.append(batches))
+        let rows = tokio::task::spawn_blocking(move || table.insert_batches(batches))
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?
             .map_err(DataFusionError::from)?;

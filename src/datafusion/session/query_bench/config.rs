@@ -108,10 +108,19 @@ pub struct Config {
     /// Where the `compressed` store keeps its blocks
     /// ([`CompressOptions::residence`](crate::datafusion::table::CompressOptions::residence)).
     pub residence: Residence,
+    /// The store every result is compared with, `memory` or `parquet`. With `memory` the
+    /// eight tables are generated whole and held in memory while the stores are built.
+    /// With `parquet` no table is ever held whole: each is generated a few parts at a
+    /// time, each part written to a Parquet file of its own (`<dir>/<table>/`, the
+    /// `parquet` store) and compressed into the `compressed` store as it comes, so the
+    /// compressed store can be measured at scale factors whose plain tables would not fit
+    /// in memory; the `memory` store cannot run then.
+    pub reference: Store,
 }
 
 impl Default for Config {
-    /// SF 0.1, the four stores, the 22 queries, 3 runs, `auto` on the CPU.
+    /// SF 0.1, the four stores, the 22 queries, 3 runs, `auto` on the CPU, the memory
+    /// store as the reference.
     fn default() -> Self {
         Config {
             sf: 0.1,
@@ -123,6 +132,7 @@ impl Default for Config {
             dir: None,
             scan_filters: true,
             residence: Residence::Auto,
+            reference: Store::Memory,
         }
     }
 }

@@ -47,11 +47,16 @@ impl ParquetDir {
         // it resolves them.
         let dir = std::fs::canonicalize(dir).map_err(Error::file("resolve", dir))?;
         for table in Table::ALL {
-            for path in [parquet_path(&dir, table), colzip_parquet_path(&dir, table)] {
+            for path in [
+                parquet_path(&dir, table),
+                colzip_parquet_path(&dir, table),
+                dir.join(table.name()),
+            ] {
                 if path.symlink_metadata().is_ok() {
                     return Err(Error::format(format!(
                         "{} exists: give --dir a directory without the stores' \
-                         <table>.parquet and <table>.colzip.parquet files",
+                         <table>.parquet and <table>.colzip.parquet files and <table> \
+                         directories",
                         path.display()
                     )));
                 }
@@ -60,7 +65,7 @@ impl ParquetDir {
         Ok(ParquetDir::Given(dir))
     }
 
-    fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         match self {
             ParquetDir::Temporary(temp) => temp.path(),
             ParquetDir::Given(dir) => dir,
@@ -78,11 +83,11 @@ fn colzip_parquet_path(dir: &Path, table: Table) -> PathBuf {
 }
 
 /// A store ready for its queries.
-struct Loaded {
-    store: Store,
-    ctx: SessionContext,
-    bytes_held: u64,
-    load_seconds: f64,
+pub(super) struct Loaded {
+    pub(super) store: Store,
+    pub(super) ctx: SessionContext,
+    pub(super) bytes_held: u64,
+    pub(super) load_seconds: f64,
 }
 
 pub(super) async fn measure(
@@ -91,57 +96,83 @@ pub(super) async fn measure(
     parquet_dir: Option<ParquetDir>,
     progress: &(dyn Fn(Event<'_>) + Sync),
 ) -> Result<(Vec<QueryRow>, Vec<StoreRow>)> {
-    let data: Vec<TableData> = Table::ALL
-        .par_iter()
-        .map(|&table| {
-            progress(Event::Generating(table));
-            let data = tpch::generate(table, config.sf)?;
-            progress(Event::Generated {
-                table,
-                rows: data.rows(),
-            });
-            Ok(data)
-        })
-        .collect::<Result<_>>()?;
+    // The reference store, loaded first, and the generated tables when they are held
+    // whole (with the memory store); without it, the compressed store is built as the
+    // reference's files are written.
+    let (reference, data, mut streamed_compressed) = match config.reference {
+        Store::Memory => {
+            let data: Vec<TableData> = Table::ALL
+                .par_iter()
+                .map(|&table| {
+                    progress(Event::Generating(table));
+                    let data = tpch::generate(table, config.sf)?;
+                    progress(Event::Generated {
+                        table,
+                        rows: data.rows(),
+                    });
+                    Ok(data)
+                })
+                .collect::<Result<_>>()?;
+            let memory = load(Store::Memory, &data, placement, config, None, progress).await?;
+            (memory, data, None)
+        }
+        _ => {
+            let dir = parquet_dir.as_ref().ok_or_else(|| {
+                Error::format("the parquet reference needs a directory for its files")
+            })?;
+            let (parquet, compressed) =
+                super::streamed::load(config, placement, dir.path(), progress).await?;
+            (parquet, Vec::new(), compressed)
+        }
+    };
 
-    // The reference: the memory store, first, while the generated batches are held anyway.
-    let memory = load(Store::Memory, &data, placement, config, None, progress).await?;
-    let timed = config.stores.contains(&Store::Memory);
+    let reference_store = reference.store;
+    let timed = config.stores.contains(&reference_store);
     let mut rows = Vec::new();
     let mut stores = Vec::new();
-    let mut reference = HashMap::new();
+    let mut answers = HashMap::new();
     release_free_memory();
     let sampler = PeakResident::start(RSS_INTERVAL);
     let rss_before = crate::memory::resident_bytes();
     for &query in &config.queries {
         if timed {
             let (row, batches) =
-                time_query(&memory.ctx, Store::Memory, query, config.runs, None).await?;
+                time_query(&reference.ctx, reference_store, query, config.runs, None).await?;
             progress(Event::Measured(&row));
             rows.push(row);
-            reference.insert(query, batches);
+            answers.insert(query, batches);
         } else {
-            progress(Event::Reference(query));
-            reference.insert(query, run_query(&memory.ctx, query).await?.batches);
+            progress(Event::Reference {
+                store: reference_store,
+                query,
+            });
+            answers.insert(query, run_query(&reference.ctx, query).await?.batches);
         }
     }
     let peak = sampler.stop();
     if timed {
-        let row = store_row(&memory, peak, rss_before, &rows);
+        let row = store_row(&reference, peak, rss_before, &rows);
         progress(Event::Done(&row));
         stores.push(row);
     }
 
-    // The other stores are built from the generated batches, which are then dropped with
-    // the memory store: each store's queries run with only its own data held.
+    // The other stores are built from the generated batches (the Parquet stores from the
+    // reference's session), which are then dropped with the reference: each store's
+    // queries run with only its own data held.
     let mut others = Vec::new();
-    for &store in config.stores.iter().filter(|&&s| s != Store::Memory) {
-        let source = store.is_parquet().then_some(&memory.ctx);
+    for &store in config.stores.iter().filter(|&&s| s != reference_store) {
+        if store == Store::Compressed
+            && let Some(compressed) = streamed_compressed.take()
+        {
+            others.push(compressed);
+            continue;
+        }
+        let source = store.is_parquet().then_some(&reference.ctx);
         let dir = parquet_dir.as_ref().map(ParquetDir::path);
         others.push(load(store, &data, placement, config, source.zip(dir), progress).await?);
     }
     drop(data);
-    drop(memory);
+    drop(reference);
     for store in others {
         release_free_memory();
         let sampler = PeakResident::start(RSS_INTERVAL);
@@ -152,7 +183,7 @@ pub(super) async fn measure(
                 store.store,
                 query,
                 config.runs,
-                reference.get(&query).map(Vec::as_slice),
+                answers.get(&query).map(Vec::as_slice),
             )
             .await?;
             progress(Event::Measured(&row));

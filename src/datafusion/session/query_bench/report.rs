@@ -18,7 +18,7 @@ pub struct QueryRow {
     pub seconds: f64,
     /// Rows the query returned.
     pub rows: usize,
-    /// Whether every run's result equals the `memory` store's.
+    /// Whether every run's result equals the reference store's ([`Report::reference`]).
     pub equal: bool,
     /// The first difference, when not equal.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -79,6 +79,8 @@ pub struct Report {
     /// Whether the `compressed` store's scans evaluated the filters they can.
     pub scan_filters: bool,
     pub runs: usize,
+    /// The store every result was compared with ([`Config::reference`](super::Config::reference)).
+    pub reference: Store,
     /// One row per store and query, store by store in [`Config::stores`](super::Config::stores) order.
     pub queries: Vec<QueryRow>,
     /// One row per store, in [`Config::stores`](super::Config::stores) order.
@@ -154,9 +156,10 @@ pub enum Event<'a> {
         bytes_held: u64,
         seconds: f64,
     },
-    /// The reference result of a query is being computed on the `memory` store, which
-    /// was not asked for (so it is not timed).
-    Reference(usize),
+    /// The reference result of a query is being computed on the reference store
+    /// ([`Config::reference`](super::Config::reference)), which was not asked for (so it
+    /// is not timed).
+    Reference { store: Store, query: usize },
     /// A query was measured on a store.
     Measured(&'a QueryRow),
     /// A store's queries are done.
@@ -164,7 +167,7 @@ pub enum Event<'a> {
 }
 
 impl Report {
-    /// Whether every result of every store equals the `memory` store's.
+    /// Whether every result of every store equals the reference store's.
     pub fn all_equal(&self) -> bool {
         self.queries.iter().all(|q| q.equal)
     }
@@ -210,7 +213,7 @@ impl Report {
         for store in &stores {
             let _ = write!(out, " {:>14}", store.name());
         }
-        let _ = writeln!(out, "  {:>4}  equal to memory", "rows");
+        let _ = writeln!(out, "  {:>4}  equal to {}", "rows", self.reference);
         for &query in &by_query {
             let _ = write!(out, "{:<6}", format!("Q{query}"));
             let mut rows = 0;
@@ -330,9 +333,10 @@ impl Report {
         for row in self.queries.iter().filter(|q| !q.equal) {
             let _ = writeln!(
                 out,
-                "Q{} on {} differs from memory: {}",
+                "Q{} on {} differs from {}: {}",
                 row.query,
                 row.store,
+                self.reference,
                 row.difference.as_deref().unwrap_or("")
             );
         }
