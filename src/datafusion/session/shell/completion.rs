@@ -1,9 +1,12 @@
 //! Tab completion in the terminal shell: the word before the cursor completes to SQL
-//! keywords, the session's tables and their columns, and its functions (colzip's too).
+//! keywords, the session's tables and their columns, and its functions (colzip's too);
+//! inside a string literal (`'data/li`) it completes file paths instead, as the paths of
+//! `CREATE EXTERNAL TABLE … LOCATION`, `COPY … TO` and `SELECT … FROM 'file'` are typed.
 //! The names are read from the session when the shell starts and after each statement,
 //! so tables made by `CREATE TABLE` complete from the next line on.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use datafusion::prelude::SessionContext;
 use rustyline::completion::Completer;
@@ -161,6 +164,74 @@ impl SqlCompleter {
     }
 }
 
+/// Directory entries read at most per completion: a Tab in a huge directory answers with
+/// what the first ones offer instead of stalling the prompt.
+const MOST_ENTRIES: usize = 10_000;
+
+/// Where the string literal that `before` ends inside begins (the byte after its opening
+/// quote), if it ends inside one. SQL writes a quote inside a literal as two: a quote
+/// right after the one that closed a literal reopens that same literal.
+fn open_literal(before: &str) -> Option<usize> {
+    let mut open: Option<usize> = None;
+    let mut closed: Option<(usize, usize)> = None;
+    for (i, c) in before.char_indices() {
+        if c != '\'' {
+            continue;
+        }
+        match open {
+            Some(start) => {
+                open = None;
+                closed = Some((i, start));
+            }
+            None => {
+                open = Some(match closed {
+                    Some((at, start)) if at + 1 == i => start,
+                    _ => i + 1,
+                });
+            }
+        }
+    }
+    open
+}
+
+/// The completions of `typed`, a path as typed so far inside a literal (a quote doubled):
+/// the names in its directory (the working directory for a bare name) that start with
+/// its last component, directories with a `/` after them, sorted, each written as the
+/// literal needs; hidden names only once a `.` is typed. Also where the last component
+/// begins in `typed`, which the completions replace.
+pub(super) fn path_candidates(typed: &str) -> (usize, Vec<String>) {
+    let cut = typed.rfind('/').map_or(0, |i| i + 1);
+    let (dir, prefix) = typed.split_at(cut);
+    let (dir, prefix) = (dir.replace("''", "'"), prefix.replace("''", "'"));
+    let dir = if dir.is_empty() {
+        Path::new(".")
+    } else {
+        Path::new(&dir)
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (cut, Vec::new());
+    };
+    let mut out: Vec<String> = entries
+        .take(MOST_ENTRIES)
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let name = entry.file_name().into_string().ok()?;
+            if !name.starts_with(&prefix) || (name.starts_with('.') && !prefix.starts_with('.')) {
+                return None;
+            }
+            let name = name.replace('\'', "''");
+            // Through links: a link to a directory completes as one.
+            Some(if entry.path().is_dir() {
+                format!("{name}/")
+            } else {
+                name
+            })
+        })
+        .collect();
+    out.sort();
+    (cut, out)
+}
+
 impl Completer for SqlCompleter {
     type Candidate = String;
 
@@ -171,6 +242,10 @@ impl Completer for SqlCompleter {
         _ctx: &Context<'_>,
     ) -> rustyline::Result<(usize, Vec<String>)> {
         let before = &line[..pos];
+        if let Some(literal) = open_literal(before) {
+            let (cut, paths) = path_candidates(&before[literal..]);
+            return Ok((literal + cut, paths));
+        }
         let start = before
             .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
             .map_or(0, |i| {
@@ -208,5 +283,53 @@ mod tests {
                 .contains(&"colzip_ratio".to_string())
         );
         assert!(completer.candidates("").is_empty());
+    }
+
+    #[test]
+    fn inside_a_string_literal_paths_complete() {
+        assert_eq!(open_literal("SELECT * FROM 'da"), Some(15));
+        assert_eq!(open_literal("SELECT 'it''s"), Some(8));
+        assert_eq!(open_literal("SELECT 'it''"), Some(8));
+        assert_eq!(open_literal("SELECT 'it'''"), None);
+        assert_eq!(open_literal("SELECT 'a', 'b"), Some(13));
+        assert_eq!(open_literal("SELECT 'a' FROM t"), None);
+        assert_eq!(open_literal("SELECT dat"), None);
+
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        std::fs::write(dir.path().join("data.parquet"), b"").unwrap();
+        std::fs::write(dir.path().join("other.csv"), b"").unwrap();
+        std::fs::write(dir.path().join(".hidden"), b"").unwrap();
+        std::fs::write(dir.path().join("data/lineitem.parquet"), b"").unwrap();
+        let base = format!("{}/", dir.path().display());
+        let (cut, found) = path_candidates(&format!("{base}da"));
+        assert_eq!(cut, base.len());
+        assert_eq!(found, ["data.parquet", "data/"]);
+        assert_eq!(
+            path_candidates(&format!("{base}data/li")).1,
+            ["lineitem.parquet"]
+        );
+        assert_eq!(
+            path_candidates(&base).1,
+            ["data.parquet", "data/", "other.csv"]
+        );
+        assert_eq!(path_candidates(&format!("{base}.h")).1, [".hidden"]);
+        std::fs::write(dir.path().join("it's.csv"), b"").unwrap();
+        assert_eq!(path_candidates(&format!("{base}it''")).1, ["it''s.csv"]);
+        assert!(path_candidates(&format!("{base}missing/x")).1.is_empty());
+
+        // Through the completer: the candidates replace the path's last component, and a
+        // keyword-looking word in a literal is a path, not a keyword.
+        let completer = SqlCompleter::default();
+        let history = rustyline::history::DefaultHistory::new();
+        let context = Context::new(&history);
+        let line = format!("SELECT * FROM '{base}oth");
+        let (start, found) = completer.complete(&line, line.len(), &context).unwrap();
+        assert_eq!(
+            (start, found),
+            (line.len() - 3, vec!["other.csv".to_string()])
+        );
+        let (_, found) = completer.complete("SELECT 'dat", 11, &context).unwrap();
+        assert!(!found.contains(&"date".to_string()), "{found:?}");
     }
 }
