@@ -461,6 +461,15 @@ fn tpch_ends_with_per_codec_totals() {
     ];
     let table = ok(&args);
     assert!(table.contains("per codec, over all"), "{table}");
+    // Without a terminal, progress is plain lines on stderr.
+    let out = colzip(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for line in [
+        "colzip tpch: generating region at SF 0.001",
+        "colzip tpch: nation: 25 rows",
+    ] {
+        assert!(stderr.contains(line), "no '{line}' in {stderr}");
+    }
     let json = ok(&[&args[..], &["--format", "json"]].concat());
     let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
     let totals = ok(&[&args[..], &["--format", "json", "--summary"]].concat());

@@ -80,6 +80,21 @@ impl Table {
         })
     }
 
+    /// The table's columns, as the TPC-H specification defines them (what progress over
+    /// a table's columns counts before the table is generated).
+    pub fn column_count(self) -> usize {
+        match self {
+            Table::Customer => 8,
+            Table::Lineitem => 16,
+            Table::Nation => 4,
+            Table::Orders => 9,
+            Table::Part => 9,
+            Table::Partsupp => 5,
+            Table::Region => 3,
+            Table::Supplier => 7,
+        }
+    }
+
     /// Rows at scale factor 1 (nation and region do not scale).
     fn rows_at_sf1(self) -> f64 {
         match self {
@@ -297,5 +312,29 @@ fn generate_part(table: Table, sf: f64, part: i32, parts: i32) -> Result<Vec<Rec
         Table::Supplier => collect(
             SupplierArrow::new(SupplierGenerator::new(sf, part, parts)).with_batch_size(BATCH_ROWS),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_counts_are_the_generated_tables() {
+        for table in Table::ALL {
+            let data = generate(table, 0.001).unwrap();
+            assert_eq!(table.column_count(), data.columns.len(), "{table}");
+        }
+    }
+
+    #[test]
+    fn parts_out_of_range_are_refused() {
+        let count = part_count(Table::Orders, 0.01);
+        let error = generate_parts(Table::Orders, 0.01, 0..=1)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(&format!("parts 1 to {count}")), "{error}");
+        assert!(generate_parts(Table::Orders, 0.01, count..=count + 1).is_err());
+        assert!(check_generable(&[Table::Lineitem], 1e12).is_err());
     }
 }

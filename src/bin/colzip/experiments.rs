@@ -12,7 +12,7 @@ use colzip::tpch::{self, Config, Contender, Event, Format, Table};
 use colzip::{Error, Result};
 
 use crate::BackendArg;
-use crate::progress::progress_bar;
+use crate::progress::{ProgressLines, progress_bar};
 
 /// `colzip gpu`'s arguments.
 #[derive(Args)]
@@ -235,18 +235,37 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
         peer_forms,
         backend,
     };
+    // One step per column and contender, counted before any table is generated, so the
+    // bar only moves forwards. Without a terminal, a line every few seconds instead.
     let bar = progress_bar();
-    let per_column = config.contenders.len() as u64;
-    let rows = tpch::run(&config, &mut |event| match event {
-        Event::Generating(table) => bar.set_message(format!("generating {table} at SF {sf}")),
-        Event::Generated(data) => {
-            bar.inc_length(data.columns.len() as u64 * per_column);
-            bar.set_message(format!("{}: {} rows", data.table, data.rows()));
+    let steps: usize = config
+        .tables
+        .iter()
+        .map(|t| t.column_count())
+        .sum::<usize>()
+        * config.contenders.len();
+    bar.set_length(steps as u64);
+    let mut lines = bar.is_hidden().then(|| ProgressLines::new("tpch"));
+    let mut measured = 0;
+    let rows = tpch::run(&config, &mut |event| {
+        let message = match event {
+            Event::Generating(table) => format!("generating {table} at SF {sf}"),
+            Event::Generated(data) => format!("{}: {} rows", data.table, data.rows()),
+            Event::Measured(row) => {
+                bar.inc(1);
+                measured += 1;
+                let message = format!("{}.{} {}", row.table, row.column, row.codec);
+                if let Some(lines) = &mut lines {
+                    lines.step(|| format!("{measured}/{steps} measured ({message})"));
+                }
+                bar.set_message(message);
+                return;
+            }
+        };
+        if let Some(lines) = &mut lines {
+            lines.stage(&message);
         }
-        Event::Measured(row) => {
-            bar.inc(1);
-            bar.set_message(format!("{}.{} {}", row.table, row.column, row.codec));
-        }
+        bar.set_message(message);
     })?;
     bar.finish_and_clear();
     let totals = tpch::summarize(&rows);
