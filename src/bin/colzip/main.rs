@@ -87,7 +87,8 @@ enum Command {
     /// parquet (SNAPPY files DataFusion wrote, read by its stock reader), colzip-parquet
     /// (files colzip's COPY wrote, read by colzip's scan). Each query runs
     /// once to warm up, then --runs timed runs (the median counts); every result is
-    /// compared with the memory store's (which runs first, untimed and unreported when not
+    /// compared with the reference store's (memory, or parquet with --reference parquet,
+    /// which never holds a whole table; it runs first, untimed and unreported when not
     /// listed). Progress on stderr; exit status 1 when any result differs.
     Queries(sql::QueriesArgs),
     /// The processes of a Ballista cluster with colzip registered: `colzip cluster
