@@ -275,6 +275,15 @@ fn the_parquet_reference_streams_the_tables_through_files() {
         stderr.contains("leave memory out of the stores"),
         "{stderr}"
     );
+
+    // A scale factor whose plain tables cannot fit points to the parquet reference.
+    let out = colzip(&["queries", "--sf", "5000"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("more than this machine") && stderr.contains("--reference parquet"),
+        "{stderr}"
+    );
 }
 
 #[test]

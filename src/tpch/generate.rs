@@ -170,7 +170,14 @@ pub fn estimated_bytes(tables: &[Table], sf: f64) -> f64 {
 /// fit in this machine's memory (where it can be read: `/proc/meminfo`), before anything
 /// is generated: allocations then fail with an error, not an abort.
 pub fn check_scale_factor(tables: &[Table], sf: f64) -> Result<()> {
-    check_generable(tables, sf)?;
+    check_positive(sf)?;
+    check_fits_memory(tables, sf)?;
+    check_generable(tables, sf)
+}
+
+/// Refuses a scale factor at which `tables`, held whole, would not fit in this machine's
+/// memory (where it can be read).
+pub fn check_fits_memory(tables: &[Table], sf: f64) -> Result<()> {
     let needed = estimated_bytes(tables, sf);
     if let Some(memory) = crate::memory::physical_bytes()
         && needed > memory as f64
@@ -185,15 +192,20 @@ pub fn check_scale_factor(tables: &[Table], sf: f64) -> Result<()> {
     Ok(())
 }
 
-/// Refuses a scale factor that is not a positive number or that the generators cannot
-/// number the parts of; unlike [`check_scale_factor`], for callers that never hold a
-/// whole table ([`generate_parts`] a few parts at a time).
-pub fn check_generable(tables: &[Table], sf: f64) -> Result<()> {
+fn check_positive(sf: f64) -> Result<()> {
     if !(sf > 0.0 && sf.is_finite()) {
         return Err(Error::format(format!(
             "scale factor must be positive, got {sf}"
         )));
     }
+    Ok(())
+}
+
+/// Refuses a scale factor that is not a positive number or that the generators cannot
+/// number the parts of; unlike [`check_scale_factor`], for callers that never hold a
+/// whole table ([`generate_parts`] a few parts at a time).
+pub fn check_generable(tables: &[Table], sf: f64) -> Result<()> {
+    check_positive(sf)?;
     // The generators number their parts with an i32.
     if tables
         .iter()

@@ -21,8 +21,8 @@ pub use experiment::{
     Config, Contender, Event, Row, arrow_bytes, measure, measure_column, peer_form, run,
 };
 pub use generate::{
-    Table, TableData, check_generable, check_scale_factor, estimated_bytes, generate,
-    generate_parts, part_count,
+    Table, TableData, check_fits_memory, check_generable, check_scale_factor, estimated_bytes,
+    generate, generate_parts, part_count,
 };
 // The plots moved to `crate::plot`; kept here for existing callers.
 pub use crate::plot::{check_plot_path, plot_codecs};

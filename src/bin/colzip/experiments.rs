@@ -235,6 +235,8 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
         peer_forms,
         backend,
     };
+    // Before any progress line: a scale factor that cannot be generated is the only output.
+    tpch::check_scale_factor(&config.tables, sf)?;
     // One step per column and contender, counted before any table is generated, so the
     // bar only moves forwards. Without a terminal, a line every few seconds instead.
     let bar = progress_bar();

@@ -71,8 +71,7 @@ pub fn run(config: &Config, progress: &(dyn Fn(Event<'_>) + Sync)) -> Result<Rep
     let placement = Placement::new(config.backend)?;
     tpch::check_generable(&Table::ALL, config.sf)?;
     if config.reference == Store::Memory {
-        // Past the check above, only the memory the whole tables take can be refused.
-        tpch::check_scale_factor(&Table::ALL, config.sf).map_err(|e| {
+        tpch::check_fits_memory(&Table::ALL, config.sf).map_err(|e| {
             Error::format(format!(
                 "{e}; the parquet reference (--reference parquet, without the memory store) \
                  never holds the plain tables"
