@@ -179,6 +179,12 @@ const COMMANDS: &[(&str, Run)] = &[
         Smaller("colzip queries --sf 0.002 --queries 1,3,6 --runs 1 --plot queries.svg"),
     ),
     (
+        "colzip queries --sf 50 --stores compressed --reference parquet --runs 1 --dir /data/tpch",
+        Smaller(
+            "colzip queries --sf 0.002 --stores compressed --reference parquet --queries 1,6 --runs 1 --dir tpch-parts",
+        ),
+    ),
+    (
         "cargo build --release --features ballista",
         Not("a build of its own; CI builds the feature for tests/cluster.rs"),
     ),
