@@ -113,14 +113,13 @@ fn check(config: &Config) -> Result<()> {
         return Err(Error::format("at least one timed run is needed"));
     }
     match config.reference {
-        Store::Memory => {}
         Store::Parquet if config.stores.contains(&Store::Memory) => {
             return Err(Error::format(
                 "the memory store cannot run with the parquet reference, which never holds \
                  the plain tables: leave memory out of the stores",
             ));
         }
-        Store::Parquet => {}
+        Store::Memory | Store::Parquet => {}
         other => {
             return Err(Error::format(format!(
                 "the reference store is memory or parquet, not {other}"

@@ -6,8 +6,9 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use crate::codec::Placement;
 use crate::column::CodecChoice;
-use crate::datafusion::table::Residence;
+use crate::datafusion::table::{CompressOptions, Residence};
 use crate::gpu::Backend;
 use crate::{Error, Result};
 
@@ -116,6 +117,20 @@ pub struct Config {
     /// compressed store can be measured at scale factors whose plain tables would not fit
     /// in memory; the `memory` store cannot run then.
     pub reference: Store,
+}
+
+impl Config {
+    /// The options the `compressed` store's tables are made with, codecs placed by
+    /// `placement` (the backend resolved).
+    pub(super) fn compress_options(&self, placement: Placement) -> CompressOptions {
+        CompressOptions {
+            codec: self.codec,
+            placement,
+            scan_filters: self.scan_filters,
+            residence: self.residence,
+            ..CompressOptions::default()
+        }
+    }
 }
 
 impl Default for Config {

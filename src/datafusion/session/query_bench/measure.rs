@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::super::{TableKind, register_generated, run_query, same_result};
 use super::{Config, Event, QueryRow, Store, StoreRow};
 use crate::codec::Placement;
-use crate::datafusion::table::{CompressOptions, CompressedTable};
+use crate::datafusion::table::CompressedTable;
 use crate::gpu::Backend;
 use crate::memory::{PeakResident, release_free_memory};
 use crate::tpch::{self, Table, TableData};
@@ -262,13 +262,7 @@ async fn load(
             &|_| {},
         )?),
         Store::Compressed => {
-            let kind = TableKind::Compressed(CompressOptions {
-                codec: config.codec,
-                placement,
-                scan_filters: config.scan_filters,
-                residence: config.residence,
-                ..CompressOptions::default()
-            });
+            let kind = TableKind::Compressed(config.compress_options(placement));
             sum(register_generated(&ctx, data.to_vec(), &kind, &|_| {})?)
         }
         Store::Parquet => {

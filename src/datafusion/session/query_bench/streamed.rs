@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::measure::Loaded;
 use super::{Config, Event, Store};
 use crate::codec::Placement;
-use crate::datafusion::table::{CompressOptions, CompressedTable};
+use crate::datafusion::table::CompressedTable;
 use crate::tpch::{self, Table};
 use crate::{Error, Result};
 
@@ -36,13 +36,7 @@ pub(super) async fn load(
     let parquet_ctx = super::super::context()?;
     let compressed_ctx = super::super::context()?;
     let partitions = compressed_ctx.state().config().target_partitions().max(1);
-    let options = CompressOptions {
-        codec: config.codec,
-        placement,
-        scan_filters: config.scan_filters,
-        residence: config.residence,
-        ..CompressOptions::default()
-    };
+    let options = config.compress_options(placement);
     // Enough parts at once to keep every core generating, few enough that their rows
     // (about 60 MB a part of lineitem) stay a small share of memory.
     let chunk = i32::try_from(2 * rayon::current_num_threads())
