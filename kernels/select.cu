@@ -50,7 +50,8 @@ __device__ __forceinline__ bool in_lookup(i64 v, u32 b, const u64* list, u32 lis
 
 extern "C" __global__ void select_test(const u32* tile_block, const u32* tile_start,
                                        const u32* tile_rows, const u64* base,
-                                       const u64* column, u32 width, u32 is_signed, u32 op,
+                                       const u64* column, const u32* widths, u32 is_signed,
+                                       u32 op,
                                        i64 lo, i64 hi, const i64* list, u32 list_len,
                                        u8* mask, u32 first) {
     const u32 t = blockIdx.x;
@@ -58,6 +59,7 @@ extern "C" __global__ void select_test(const u32* tile_block, const u32* tile_st
     const u64 start = tile_start[t];
     const u32 rows = tile_rows[t];
     const u8* values = (const u8*)column[b];
+    const u32 width = widths[b];
     u8* out = mask + base[b] + start;
     for (u32 r = threadIdx.x; r < rows; r += blockDim.x) {
         bool pass;
@@ -102,12 +104,15 @@ extern "C" __global__ void select_count(const u32* tile_block, const u32* tile_s
     if (threadIdx.x == 0) counts[t] = total;
 }
 
-// Copies the passing rows of one column, in order: tile t's go to `out` from value
-// out_at[t] on (the exclusive prefix sum of the tiles' counts).
+// Copies the passing rows of one column, in order: tile t's go to `out` from row out_at[t]
+// on (the exclusive prefix sum of the tiles' counts), each `out_width` bytes: a value
+// stored narrower in its block (a decimal narrowed there, never an unsigned type) is
+// sign-extended to it.
 extern "C" __global__ void select_compact(const u32* tile_block, const u32* tile_start,
                                           const u32* tile_rows, const u64* base,
                                           const u8* mask, const u64* out_at,
-                                          const u64* column, u32 width, u8* out) {
+                                          const u64* column, const u32* widths, u32 out_width,
+                                          u8* out) {
     __shared__ u32 warp_sums[32];
     const u32 t = blockIdx.x;
     const u32 b = tile_block[t];
@@ -115,6 +120,7 @@ extern "C" __global__ void select_compact(const u32* tile_block, const u32* tile
     const u32 rows = tile_rows[t];
     const u8* in = mask + base[b] + start;
     const u8* values = (const u8*)column[b];
+    const u32 width = widths[b];
     u64 next = out_at[t];
     for (u32 at = 0; at < rows; at += blockDim.x) {
         const u32 r = at + threadIdx.x;
@@ -123,11 +129,20 @@ extern "C" __global__ void select_compact(const u32* tile_block, const u32* tile
         const u32 before = block_exclusive_sum(pass, warp_sums, &passed);
         if (pass) {
             const u64 from = start + r, to = next + before;
-            switch (width) {
-            case 1: out[to] = values[from]; break;
-            case 2: ((u16*)out)[to] = ((const u16*)values)[from]; break;
-            case 4: ((u32*)out)[to] = ((const u32*)values)[from]; break;
-            default: ((u64*)out)[to] = ((const u64*)values)[from]; break;
+            if (width == out_width) {
+                switch (width) {
+                case 1: out[to] = values[from]; break;
+                case 2: ((u16*)out)[to] = ((const u16*)values)[from]; break;
+                case 4: ((u32*)out)[to] = ((const u32*)values)[from]; break;
+                default: ((u64*)out)[to] = ((const u64*)values)[from]; break;
+                }
+            } else {
+                const i64 v = read_value(values, from, width, 1);
+                switch (out_width) {
+                case 2: ((short*)out)[to] = (short)v; break;
+                case 4: ((int*)out)[to] = (int)v; break;
+                default: ((i64*)out)[to] = v; break;
+                }
             }
         }
         next += passed;

@@ -6,7 +6,8 @@
 //! smaller and larger than a kernel tile), against a `MemTable` with the same rows.
 //! A string column with few distinct values is held as dictionaries: the GPU tests its
 //! keys against each block's answers (equality, `IN`, `LIKE`, comparisons) and selects
-//! them, and the host makes the strings. Without a GPU these tests say they were skipped; with
+//! them, and the host makes the strings (of a `Utf8` and a `Utf8View` column). A decimal
+//! stored four bytes wide in some blocks and eight in others is tested and selected there. Without a GPU these tests say they were skipped; with
 //! `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
 #![cfg(feature = "datafusion")]
 
@@ -16,7 +17,8 @@ use std::sync::Arc;
 
 use arrow::array::{
     ArrayRef, Date32Array, Decimal128Array, Float64Array, Int8Array, Int16Array, Int32Array,
-    Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt8Array, UInt32Array,
+    Int64Array, RecordBatch, StringArray, StringViewArray, TimestampMicrosecondArray, UInt8Array,
+    UInt32Array,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use colzip::codec::Placement;
@@ -47,6 +49,8 @@ fn schema() -> SchemaRef {
         ),
         Field::new("f", DataType::Float64, false),
         Field::new("name", DataType::Utf8, false),
+        Field::new("v", DataType::Utf8View, false),
+        Field::new("q", DataType::Decimal128(38, 4), false),
     ]))
 }
 
@@ -110,6 +114,19 @@ fn batch(rng: &mut Rng, first_id: usize, rows: usize) -> RecordBatch {
             k => format!("n{k}"),
         })
         .collect();
+    // Small in a batch's first third, beyond 32 bits after it: blocks of one window store
+    // it four bytes wide or eight.
+    let q: Vec<i128> = (0..rows)
+        .map(|i| {
+            let v = i128::from(small(rng, 1_000_000));
+            match (i < rows / 3, rng.below(40)) {
+                (true, _) => v,
+                (false, 0) => i64::MAX.into(),
+                (false, 1) => i64::MIN.into(),
+                (false, _) => v * 1_000_000_000,
+            }
+        })
+        .collect();
     let columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from_iter_values(
             (first_id..first_id + rows).map(|i| i as i64),
@@ -128,7 +145,13 @@ fn batch(rng: &mut Rng, first_id: usize, rows: usize) -> RecordBatch {
         Arc::new(Date32Array::from(d)),
         Arc::new(TimestampMicrosecondArray::from(ts)),
         Arc::new(Float64Array::from(f)),
-        Arc::new(StringArray::from(name)),
+        Arc::new(StringArray::from(name.clone())),
+        Arc::new(StringViewArray::from(name)),
+        Arc::new(
+            Decimal128Array::from(q)
+                .with_precision_and_scale(38, 4)
+                .unwrap(),
+        ),
     ];
     RecordBatch::try_new(schema(), columns).unwrap()
 }
@@ -205,6 +228,12 @@ fn literal(rng: &mut Rng, column: &str) -> String {
         ),
         "b" => rng.below(256).to_string(),
         "p" => format!("{}.{:02}", small(rng, 100), rng.below(100)),
+        "q" => match rng.below(4) {
+            0 => format!("{}.{:04}", small(rng, 100), rng.below(10_000)),
+            1 => format!("{}000.5", small(rng, 1_000_000)),
+            2 => "922337203685477.5807".to_string(),
+            _ => "-922337203685477.5808".to_string(),
+        },
         "d" => pick(
             rng,
             &[
@@ -243,8 +272,18 @@ fn name_literal(rng: &mut Rng) -> String {
     pool[rng.below(pool.len() as u64) as usize].to_string()
 }
 
-/// One conjunct on the dictionary column `name`, which the GPU tests on its keys.
+/// One conjunct on a dictionary column (`name`, or `v`, its `Utf8View` twin), which the
+/// GPU tests on its keys.
 fn name_atom(rng: &mut Rng) -> String {
+    let atom = name_conjunct(rng);
+    if rng.below(2) == 0 {
+        atom.replacen("name", "v", 1)
+    } else {
+        atom
+    }
+}
+
+fn name_conjunct(rng: &mut Rng) -> String {
     match rng.below(7) {
         0 => format!("name = {}", name_literal(rng)),
         1 => format!("name <> {}", name_literal(rng)),
@@ -268,7 +307,7 @@ fn atom(rng: &mut Rng) -> String {
     if rng.below(6) == 0 {
         return name_atom(rng);
     }
-    let columns = ["a", "n", "t", "s", "u", "b", "p", "d", "ts"];
+    let columns = ["a", "n", "t", "s", "u", "b", "p", "q", "d", "ts"];
     let column = columns[rng.below(columns.len() as u64) as usize];
     match rng.below(8) {
         0 => format!("{column} = {}", literal(rng, column)),
@@ -332,30 +371,39 @@ async fn random_filters_on_the_gpu_give_datafusions_answers() {
     // Blocks below a tile (4,096 rows), across tiles with a ragged end, and large.
     for (codec, block_rows) in [("auto", 700), ("lzss", 9_001), ("stored", 5_000)] {
         let (compressed, plain) = contexts(gpu, codec, block_rows, rng.next(), Residence::Auto);
-        let (mut asked, mut on_gpu) = (0, 0);
+        let (mut asked, mut on_gpu, mut off_gpu) = (0, 0, Vec::new());
         for case in 0..60 {
             let atoms: Vec<String> = (0..1 + rng.below(3)).map(|_| atom(&mut rng)).collect();
             let predicate = atoms.join(" AND ");
             let sql = match case % 3 {
                 0 => format!(
-                    "SELECT id, a, n, t, s, u, b, p, d, ts, f FROM t WHERE {predicate} ORDER BY id"
+                    "SELECT id, a, n, t, s, u, b, p, q, d, ts, f FROM t WHERE {predicate} ORDER BY id"
                 ),
                 1 => format!("SELECT count(*) FROM t WHERE {predicate}"),
-                _ => format!("SELECT id, name FROM t WHERE {predicate} ORDER BY id"),
+                _ => format!("SELECT id, name, v FROM t WHERE {predicate} ORDER BY id"),
             };
             let Some(selected) = same_answer(&compressed, &plain, &sql).await else {
                 continue;
             };
-            if case % 3 != 2 {
+            // Only `auto` holds the strings as dictionaries; under the other codecs a test
+            // of one runs on the host.
+            let strings_on_host = codec != "auto"
+                && atoms
+                    .iter()
+                    .any(|a| a.contains("name") || a.starts_with("v "));
+            if case % 3 != 2 && !strings_on_host {
                 asked += 1;
                 on_gpu += usize::from(selected > 0);
+                if selected == 0 {
+                    off_gpu.push(sql);
+                }
             }
         }
         // The planner folds some predicates to constants, and a window whose rows the
         // zones rule out is never decoded: most queries still selected on the GPU.
         assert!(
             on_gpu * 10 >= asked * 6,
-            "{codec}: {on_gpu} of {asked} queries selected rows on the GPU"
+            "{codec}: {on_gpu} of {asked} queries selected rows on the GPU; not: {off_gpu:#?}"
         );
     }
 }
@@ -404,6 +452,17 @@ async fn tpch_shaped_filters_select_on_the_gpu() {
         let selected = same_answer(&compressed, &plain, sql).await.expect(sql);
         assert!(selected > 0, "{sql}: no block selected on the GPU");
     }
+    // Blocks of 1,000 rows: those of a partition's first third store `q` four bytes
+    // wide, the rest eight, and windows of several blocks span both.
+    let (compressed, plain) = contexts(gpu, "lzss", 1_000, 11, Residence::Auto);
+    for sql in [
+        "SELECT id, q FROM t WHERE q < -5.0001 AND q > -922337203685477.5808 ORDER BY id",
+        "SELECT sum(q), min(q), max(q), count(*) FROM t WHERE n < 500",
+        "SELECT id, q FROM t WHERE q BETWEEN -100.0 AND 100.0 ORDER BY id",
+    ] {
+        let selected = same_answer(&compressed, &plain, sql).await.expect(sql);
+        assert!(selected > 0, "{sql}: no block selected on the GPU");
+    }
     // Under `auto` the string column is held as dictionaries with intpack keys: the GPU
     // tests the keys against each block's answers, which the host makes from the strings.
     let (compressed, plain) = contexts(gpu, "auto", 6_000, 11, Residence::Auto);
@@ -413,6 +472,12 @@ async fn tpch_shaped_filters_select_on_the_gpu() {
         "SELECT id, name, p FROM t WHERE name LIKE 'a name%' ORDER BY id",
         "SELECT name, count(*) FROM t WHERE name <> 'n3' GROUP BY name ORDER BY name",
         "SELECT count(*) FROM t WHERE name > 'n5'",
+        // `v` as views of its dictionaries; `q`, four bytes wide in some blocks and eight
+        // in others, selected and tested on the GPU.
+        "SELECT id, v, q FROM t WHERE v IN ('n1', '', 'a name longer than twelve bytes') ORDER BY id",
+        "SELECT v, count(*), sum(q), min(q), max(q) FROM t WHERE v <> 'n3' GROUP BY v ORDER BY v",
+        "SELECT id, v FROM t WHERE q < -5.0001 AND q > -922337203685477.5808 ORDER BY id",
+        "SELECT v, sum(q) FROM t GROUP BY v ORDER BY v",
     ] {
         let selected = same_answer(&compressed, &plain, sql).await.expect(sql);
         assert!(selected > 0, "{sql}: no block selected on the GPU");

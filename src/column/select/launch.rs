@@ -69,9 +69,9 @@ impl<'a> Tiles<'a> {
 
 /// One test of one column, as the kernel reads it.
 pub(super) struct TestLaunch<'a> {
-    /// The device address of each table block's values.
+    /// The device address of each table block's values, and their width (u32 each).
     pub column: CudaView<'a, u8>,
-    pub width: u32,
+    pub widths: CudaView<'a, u8>,
     pub signed: bool,
     pub op: u32,
     pub lo: i64,
@@ -96,7 +96,7 @@ pub(super) fn enqueue_test(
     tiles.push(&mut launch);
     launch
         .arg(&test.column)
-        .arg(&test.width)
+        .arg(&test.widths)
         .arg(&signed)
         .arg(&test.op)
         .arg(&test.lo)
@@ -105,7 +105,7 @@ pub(super) fn enqueue_test(
         .arg(&test.list_len)
         .arg(mask)
         .arg(&first);
-    // SAFETY: each tile reads `tile_rows` values of `width` bytes at its block's address
+    // SAFETY: each tile reads `tile_rows` values of its block's width at its block's address
     // (the caller placed every block's whole values there) and writes its rows' mask
     // bytes, inside the mask of `base[last] + rows` bytes.
     unsafe { launch.launch(tiles.config()?) }.map_err(launch_error)?;
@@ -130,15 +130,23 @@ pub(super) fn enqueue_count(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One column's passing rows, as [`enqueue_compact`] writes them.
+pub(super) struct CompactLaunch<'a> {
+    /// The device address of each table block's values, and their width (u32 each).
+    pub column: CudaView<'a, u8>,
+    pub widths: CudaView<'a, u8>,
+    /// The width of each output value, at least every block's (narrower values are
+    /// sign-extended).
+    pub out_width: u32,
+}
+
 pub(super) fn enqueue_compact(
     stream: &Arc<CudaStream>,
     kernels: &SelectKernels,
     tiles: &Tiles<'_>,
     mask: &CudaSlice<u8>,
     out_at: &CudaView<'_, u8>,
-    column: &CudaView<'_, u8>,
-    width: u32,
+    compact: &CompactLaunch<'_>,
     out: &mut CudaViewMut<'_, u8>,
 ) -> GpuResult<()> {
     let mut launch = stream.launch_builder(&kernels.compact);
@@ -146,11 +154,12 @@ pub(super) fn enqueue_compact(
     launch
         .arg(mask)
         .arg(out_at)
-        .arg(column)
-        .arg(&width)
+        .arg(&compact.column)
+        .arg(&compact.widths)
+        .arg(&compact.out_width)
         .arg(out);
     // SAFETY: reads each tile's mask bytes and values; writes the passing values from
-    // `out_at[t]` on, inside `out` (the total count of passing rows times `width`).
+    // `out_at[t]` on, inside `out` (the total count of passing rows times `out_width`).
     unsafe { launch.launch(tiles.config()?) }.map_err(launch_error)?;
     Ok(())
 }

@@ -27,7 +27,7 @@ use crate::codec::CodecId;
 use crate::gpu::{ArrayPack, Gpu, GpuError, Lane, PinnedPool, copy_to_host};
 use crate::{Error, Result};
 use device_parts::{VALUES, address, decode_parts};
-use launch::{SelectKernels, TILE_ROWS, TestLaunch, Tiles};
+use launch::{CompactLaunch, SelectKernels, TILE_ROWS, TestLaunch, Tiles};
 
 pub use launch::SELECT;
 pub use resident::{ResidentColumns, make_resident};
@@ -101,8 +101,10 @@ fn values_part(column: &CompressedColumn) -> Option<&super::CompressedPart> {
 
 /// Selects rows of `blocks` (each a list of columns, every list alike) on `gpu`: the
 /// rows for which every test of `tests` holds (every row without tests), and of those
-/// the values of the columns `outputs` (indexes into a block's list). Every column a test
-/// or output names must be [`selectable`]. `resident`, when not empty, gives for each
+/// the values of the columns `outputs` (indexes into a block's list), each at the widest
+/// of its blocks' widths (a decimal narrowed to four bytes in some blocks and eight in
+/// others comes back eight bytes wide, sign-extended). Every column a test or output
+/// names must be [`selectable`]. `resident`, when not empty, gives for each
 /// block and column its compressed stream already on `gpu` ([`ResidentColumns`]), which
 /// is then decoded from there instead of being uploaded.
 pub fn select_on_gpu(
@@ -125,10 +127,11 @@ pub fn select_on_gpu(
     let mut rows = Vec::with_capacity(blocks.len());
     let mut parts = Vec::with_capacity(blocks.len() * columns.len());
     let mut streams: Vec<Option<CudaView<'_, u8>>> = Vec::with_capacity(parts.capacity());
-    let mut widths = vec![0u32; columns.len()];
+    // The width of each block's values of each column, block by block.
+    let mut widths = Vec::with_capacity(blocks.len() * columns.len());
     for block in blocks {
         let mut block_rows = None;
-        for (at, &k) in columns.iter().enumerate() {
+        for &k in &columns {
             let column = block.get(k).ok_or_else(|| {
                 Error::Usage(format!(
                     "a selection names column {k} of a block of {}",
@@ -143,12 +146,7 @@ pub fn select_on_gpu(
             if *block_rows.get_or_insert(column.len()) != column.len() {
                 return Err(Error::format("the columns of a block differ in rows"));
             }
-            if widths[at] != 0 && widths[at] != part.width {
-                return Err(Error::format(
-                    "a column's values differ in width between blocks",
-                ));
-            }
-            widths[at] = part.width;
+            widths.push(part.width);
             parts.push(part);
             let b = rows.len();
             streams.push(
@@ -170,16 +168,23 @@ pub fn select_on_gpu(
             rows.len()
         )));
     }
+    let column_of = |k: usize| columns.binary_search(&k).expect("a listed column");
+    let width_of = |b: usize, at: usize| widths[b * columns.len() + at];
+    // Each output's width: the widest of its blocks'.
+    let output_widths: Vec<u32> = outputs
+        .iter()
+        .map(|&k| {
+            let at = column_of(k);
+            (0..rows.len()).map(|b| width_of(b, at)).max().unwrap_or(1)
+        })
+        .collect();
     let layout = Layout::new(&rows);
     if layout.tiles.is_empty() {
         return Ok(rows
             .iter()
             .map(|_| SelectedBlock {
                 passing: BooleanBuffer::new_unset(0),
-                nodes: outputs
-                    .iter()
-                    .map(|&k| empty_node(widths[columns.binary_search(&k).unwrap_or(0)]))
-                    .collect(),
+                nodes: output_widths.iter().map(|&w| empty_node(w)).collect(),
             })
             .collect());
     }
@@ -191,24 +196,22 @@ pub fn select_on_gpu(
     let decoded = started.elapsed();
     let base = address(lane, &device.values, 0);
     let place = |b: usize, at: usize| base + device.offsets[b * columns.len() + at] as u64;
-    let column_of = |k: usize| columns.binary_search(&k).expect("a listed column");
     let selected = run_kernels(gpu, lane, &layout, |pack| {
-        let addresses: Vec<usize> = (0..columns.len())
-            .map(|at| pack.push_u64(&(0..rows.len()).map(|b| place(b, at)).collect::<Vec<_>>()))
+        let columns: Vec<(usize, usize)> = (0..columns.len())
+            .map(|at| {
+                let addresses: Vec<u64> = (0..rows.len()).map(|b| place(b, at)).collect();
+                let block_widths: Vec<u32> = (0..rows.len()).map(|b| width_of(b, at)).collect();
+                (pack.push_u64(&addresses), pack.push_u32(&block_widths))
+            })
             .collect();
         let tests = tests
             .iter()
-            .map(|t| {
-                let at = column_of(t.column);
-                (addresses[at], widths[at], t)
-            })
+            .map(|t| (columns[column_of(t.column)], t))
             .collect();
         let outputs = outputs
             .iter()
-            .map(|&k| {
-                let at = column_of(k);
-                (addresses[at], widths[at])
-            })
+            .zip(&output_widths)
+            .map(|(&k, &width)| (columns[column_of(k)], width))
             .collect();
         (tests, outputs)
     });
@@ -310,9 +313,15 @@ fn list_of(test: &ValueTest) -> (Vec<u64>, u32, u32, i64, i64) {
     }
 }
 
-/// The tests' and outputs' places in the meta pack: per test (addresses span, width,
-/// test), per output (addresses span, width).
-type Columns<'t> = (Vec<(usize, u32, &'t ColumnTest)>, Vec<(usize, u32)>);
+/// A column's places in the meta pack: the spans of its blocks' addresses and widths.
+type PackedColumn = (usize, usize);
+
+/// The tests' and outputs' places in the meta pack: per test (its column, the test), per
+/// output (its column, its width).
+type Columns<'t> = (
+    Vec<(PackedColumn, &'t ColumnTest)>,
+    Vec<(PackedColumn, u32)>,
+);
 
 /// Runs the tests, the count and the copies of the passing rows, and brings them to the
 /// host. `columns` adds the columns' addresses to the pack and says where they are.
@@ -335,11 +344,16 @@ fn run_kernels<'t>(
     let (tests, outputs) = columns(&mut pack);
     let lists: Vec<_> = tests
         .iter()
-        .map(|(_, _, t)| {
+        .map(|(_, t)| {
             let (list, len, op, lo, hi) = list_of(&t.test);
             (pack.push_u64(&list), len, op, lo, hi)
         })
         .collect();
+    // Without tests one pass marks every row; it reads no value, but its arguments are
+    // a column's (the blocks' bases, eight bytes wide).
+    let every_row_widths = tests
+        .is_empty()
+        .then(|| pack.push_u32(&vec![8; layout.rows.len()]));
     let meta = pack.upload(gpu, lane, "select.meta", "select.meta")?;
     let view = |index: usize| meta.slice(pack.span(index));
     let tiles = Tiles {
@@ -351,12 +365,12 @@ fn run_kernels<'t>(
     };
     let stream = lane.stream().clone();
     let mut mask = lane.take_device("select.mask", layout.total)?;
-    for (i, ((addresses, width, test), (list, list_len, op, lo, hi))) in
+    for (i, (((addresses, widths), test), (list, list_len, op, lo, hi))) in
         tests.iter().zip(&lists).enumerate()
     {
         let launch = TestLaunch {
             column: view(*addresses),
-            width: *width,
+            widths: view(*widths),
             signed: test.signed,
             op: *op,
             lo: *lo,
@@ -367,11 +381,10 @@ fn run_kernels<'t>(
         };
         launch::enqueue_test(&stream, &kernels, &tiles, &launch, &mut mask)?;
     }
-    if tests.is_empty() {
-        // Every row passes; the kernel reads no value.
+    if let Some(widths) = every_row_widths {
         let launch = TestLaunch {
             column: view(spans[3]),
-            width: 8,
+            widths: view(widths),
             signed: true,
             op: 5,
             lo: 0,
@@ -425,16 +438,20 @@ fn run_kernels<'t>(
         end = (end + layout.total * width as usize).div_ceil(64) * 64;
     }
     let mut out = lane.take_device("select.out", end.max(64))?;
-    for (&(addresses, width), &at) in outputs.iter().zip(&device_at) {
-        let mut place = out.slice_mut(at..at + layout.total * width as usize);
+    for (&((addresses, widths), out_width), &at) in outputs.iter().zip(&device_at) {
+        let mut place = out.slice_mut(at..at + layout.total * out_width as usize);
+        let compact = CompactLaunch {
+            column: view(addresses),
+            widths: view(widths),
+            out_width,
+        };
         launch::enqueue_compact(
             &stream,
             &kernels,
             &tiles,
             &mask,
             &out_at.slice(places.span(out_at_span)),
-            &view(addresses),
-            width,
+            &compact,
             &mut place,
         )?;
     }
@@ -501,7 +518,8 @@ fn run_kernels<'t>(
     ] {
         lane.put_device(name, buffer);
     }
-    Ok(blocks_of(layout, &passing, &buffers, &outputs))
+    let widths: Vec<u32> = outputs.iter().map(|o| o.1).collect();
+    Ok(blocks_of(layout, &passing, &buffers, &widths))
 }
 
 /// Each block's bitmap and passing rows, slices of `buffers` (the bitmap, then each
@@ -510,7 +528,7 @@ fn blocks_of(
     layout: &Layout,
     passing: &[usize],
     buffers: &[Buffer],
-    outputs: &[(usize, u32)],
+    widths: &[u32],
 ) -> Vec<SelectedBlock> {
     let mut before = 0usize;
     layout
@@ -520,10 +538,10 @@ fn blocks_of(
         .zip(&layout.bits_at)
         .map(|((&rows, &n), &word)| {
             let bits = buffers[0].slice_with_length(4 * word as usize, 4 * rows.div_ceil(32));
-            let nodes = outputs
+            let nodes = widths
                 .iter()
                 .zip(&buffers[1..])
-                .map(|(&(_, width), buffer)| {
+                .map(|(&width, buffer)| {
                     let w = width as usize;
                     let bytes = buffer.slice_with_length(before * w, n * w);
                     PlainNode {

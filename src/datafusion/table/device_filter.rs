@@ -9,7 +9,16 @@
 //! (a few thousand at most) by DataFusion's own expression, and the GPU tests the keys
 //! against those answers: equality, `IN`, `LIKE` and any other one-column predicate on a
 //! low-cardinality string never decode a string on the GPU. Its passing keys come back
-//! and the host makes the strings from them.
+//! and the host makes the strings from them, decoding each block's dictionary once a
+//! window.
+//!
+//! The passing rows come back at their stored widths (a decimal at four or eight bytes,
+//! a dictionary's two-byte keys), and the host widens decimals and takes strings' views
+//! by key. Building them on the GPU instead (16 bytes a row for both) was measured slower:
+//! TPC-H Q1, Q2, Q8, Q9, Q11, Q17 and Q22 at SF 10 on an H200 took a geometric mean of
+//! 1.19× as long (docs/PERFORMANCE.md), as four to eight times the bytes crossed PCIe,
+//! one copy engine for all 16 partitions, to save host work that takes a nanosecond or
+//! two a row.
 //!
 //! Projected columns of other forms (strings without a dictionary, nulls) are decoded on
 //! the host, only for blocks with passing rows, and filtered with that bitmap. A scan
@@ -20,6 +29,8 @@
 //! no NULLs.
 
 use std::sync::Arc;
+
+use std::collections::HashMap;
 
 use arrow::array::ArrayRef;
 use arrow::buffer::BooleanBuffer;
@@ -85,7 +96,11 @@ impl DeviceTests {
     /// The tests of `window`'s blocks as the GPU runs them, by table column: a
     /// dictionary test becomes a lookup of each block's answers. `None` when a column a
     /// test reads is not in the form the GPU tests in every block.
-    fn for_window(&self, window: &Window<'_>) -> Result<Option<Vec<(usize, select::ValueTest)>>> {
+    fn for_window(
+        &self,
+        window: &Window<'_>,
+        dictionaries: &Dictionaries,
+    ) -> Result<Option<Vec<(usize, select::ValueTest)>>> {
         let mut out = Vec::with_capacity(self.tests.len());
         for (c, test) in &self.tests {
             let c = *c;
@@ -96,10 +111,8 @@ impl DeviceTests {
                         return Ok(None);
                     };
                     let mut passing = Vec::with_capacity(window.blocks.len());
-                    for block in window.blocks {
-                        let values =
-                            dictionary_values(block, c, window.table.field(c).data_type())?;
-                        passing.push(filter.answers_on_values(*index, values)?);
+                    for values in dictionaries.of(c)? {
+                        passing.push(filter.answers_on_values(*index, values.clone())?);
                     }
                     select::ValueTest::Lookup(passing)
                 }
@@ -263,6 +276,37 @@ fn dictionary_values(block: &Block, c: usize, ty: &DataType) -> Result<ArrayRef>
     dictionary::in_table_type(values, ty).map_err(DataFusionError::from)
 }
 
+/// The dictionary values, in the table's type, of each block of a window, for the
+/// columns that every block stores as a dictionary the GPU selects from: decoded once a
+/// window, for its tests and its outputs both.
+struct Dictionaries(HashMap<usize, Vec<ArrayRef>>);
+
+impl Dictionaries {
+    fn decode(window: &Window<'_>, columns: impl Iterator<Item = usize>) -> Result<Self> {
+        let mut decoded = HashMap::new();
+        for c in columns {
+            if decoded.contains_key(&c) || !dictionary_on_device(window, c) {
+                continue;
+            }
+            let ty = window.table.field(c).data_type();
+            let values = window
+                .blocks
+                .par_iter()
+                .map(|block| dictionary_values(block, c, ty))
+                .collect::<Result<Vec<_>>>()?;
+            decoded.insert(c, values);
+        }
+        Ok(Dictionaries(decoded))
+    }
+
+    /// Each block's values of table column `c`.
+    fn of(&self, c: usize) -> Result<&[ArrayRef]> {
+        self.0.get(&c).map(Vec::as_slice).ok_or_else(|| {
+            DataFusionError::Internal(format!("column {c}'s dictionaries were not decoded"))
+        })
+    }
+}
+
 /// The GPU the first block of `window` is resident on, when it is.
 fn home_gpu(window: &Window<'_>) -> Option<&'static Gpu> {
     let ordinal = window.blocks.first()?.resident.get()?.as_ref()?.ordinal();
@@ -279,7 +323,15 @@ pub(super) fn select_window(
     tests: &DeviceTests,
     window: &Window<'_>,
 ) -> Result<Option<Selected>> {
-    let Some(window_tests) = tests.for_window(window)? else {
+    let dictionaries = Dictionaries::decode(
+        window,
+        tests
+            .tests
+            .iter()
+            .map(|(c, _)| *c)
+            .chain(window.projection.iter().copied()),
+    )?;
+    let Some(window_tests) = tests.for_window(window, &dictionaries)? else {
         return Ok(None);
     };
     let mut tested: Vec<usize> = window_tests.iter().map(|(c, _)| *c).collect();
@@ -392,8 +444,7 @@ pub(super) fn select_window(
                         DataType::Dictionary(key_type, _) => {
                             let keys = column::plain::decode(key_type, node)
                                 .map_err(DataFusionError::from)?;
-                            let values = dictionary_values(window.blocks[b], c, ty)?;
-                            keyed_values(&keys, &values)
+                            keyed_values(&keys, &dictionaries.of(c)?[b])
                         }
                         _ => {
                             let array =
