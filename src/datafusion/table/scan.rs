@@ -321,6 +321,15 @@ impl ExecutionPlan for CompressedScanExec {
             self.window_bytes,
             shares.as_deref(),
         );
+        crate::trace::line(|| {
+            format!(
+                "scan: partition {partition}, {} of {} blocks in {} windows, columns [{}]",
+                needed.len(),
+                blocks.len(),
+                windows.len(),
+                self.names.join(", ")
+            )
+        });
         let mut state = Windows {
             job,
             windows: windows.into_iter(),
@@ -572,7 +581,23 @@ impl Windows {
     fn start_next(&mut self) -> Option<tokio::task::JoinHandle<Result<Vec<RecordBatch>>>> {
         let window = self.windows.next()?;
         let job = self.job.clone();
-        Some(tokio::task::spawn_blocking(move || job.run(&window)))
+        let queued = std::time::Instant::now();
+        Some(tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            let result = job.run(&window);
+            crate::trace::line(|| {
+                format!(
+                    "scan window: {} blocks, {} of {} columns, queued {:.2} ms, ran {:.2} ms, {} batches",
+                    window.blocks.len(),
+                    job.projection.len(),
+                    job.table.fields().len(),
+                    (started - queued).as_secs_f64() * 1e3,
+                    started.elapsed().as_secs_f64() * 1e3,
+                    result.as_ref().map_or(0, Vec::len)
+                )
+            });
+            result
+        }))
     }
 
     /// A window's batches as the query gets them: batches of at least half the session's
