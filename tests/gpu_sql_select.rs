@@ -7,8 +7,9 @@
 //! A string column with few distinct values is held as dictionaries: the GPU tests its
 //! keys against each block's answers (equality, `IN`, `LIKE`, comparisons) and selects
 //! them, and the host makes the strings (of a `Utf8` and a `Utf8View` column). A decimal
-//! stored four bytes wide in some blocks and eight in others is tested and selected there. Without a GPU these tests say they were skipped; with
-//! `COLZIP_REQUIRE_GPU=1` a missing GPU is a failure.
+//! stored four bytes wide in some blocks and eight in others is tested and selected there.
+//! Without a GPU these tests say they were skipped; with `COLZIP_REQUIRE_GPU=1` a missing
+//! GPU is a failure.
 #![cfg(feature = "datafusion")]
 
 mod common;
@@ -472,8 +473,8 @@ async fn tpch_shaped_filters_select_on_the_gpu() {
         "SELECT id, name, p FROM t WHERE name LIKE 'a name%' ORDER BY id",
         "SELECT name, count(*) FROM t WHERE name <> 'n3' GROUP BY name ORDER BY name",
         "SELECT count(*) FROM t WHERE name > 'n5'",
-        // `v` as views of its dictionaries; `q`, four bytes wide in some blocks and eight
-        // in others, selected and tested on the GPU.
+        // `v`, the `Utf8View` twin of `name`, made on the host from its keys, and `q`
+        // tested and selected on the GPU.
         "SELECT id, v, q FROM t WHERE v IN ('n1', '', 'a name longer than twelve bytes') ORDER BY id",
         "SELECT v, count(*), sum(q), min(q), max(q) FROM t WHERE v <> 'n3' GROUP BY v ORDER BY v",
         "SELECT id, v FROM t WHERE q < -5.0001 AND q > -922337203685477.5808 ORDER BY id",

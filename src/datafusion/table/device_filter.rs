@@ -28,9 +28,8 @@
 //! DataFusion's: a value passes a test exactly when it does there, and these columns hold
 //! no NULLs.
 
-use std::sync::Arc;
-
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use arrow::array::ArrayRef;
 use arrow::buffer::BooleanBuffer;
@@ -279,13 +278,14 @@ fn dictionary_values(block: &Block, c: usize, ty: &DataType) -> Result<ArrayRef>
 /// The dictionary values, in the table's type, of each block of a window, for the
 /// columns that every block stores as a dictionary the GPU selects from: decoded once a
 /// window, for its tests and its outputs both.
+#[derive(Default)]
 struct Dictionaries(HashMap<usize, Vec<ArrayRef>>);
 
 impl Dictionaries {
-    fn decode(window: &Window<'_>, columns: impl Iterator<Item = usize>) -> Result<Self> {
-        let mut decoded = HashMap::new();
+    /// Decodes those of `columns` not decoded yet.
+    fn decode(&mut self, window: &Window<'_>, columns: impl Iterator<Item = usize>) -> Result<()> {
         for c in columns {
-            if decoded.contains_key(&c) || !dictionary_on_device(window, c) {
+            if self.0.contains_key(&c) || !dictionary_on_device(window, c) {
                 continue;
             }
             let ty = window.table.field(c).data_type();
@@ -294,9 +294,9 @@ impl Dictionaries {
                 .par_iter()
                 .map(|block| dictionary_values(block, c, ty))
                 .collect::<Result<Vec<_>>>()?;
-            decoded.insert(c, values);
+            self.0.insert(c, values);
         }
-        Ok(Dictionaries(decoded))
+        Ok(())
     }
 
     /// Each block's values of table column `c`.
@@ -323,14 +323,10 @@ pub(super) fn select_window(
     tests: &DeviceTests,
     window: &Window<'_>,
 ) -> Result<Option<Selected>> {
-    let dictionaries = Dictionaries::decode(
-        window,
-        tests
-            .tests
-            .iter()
-            .map(|(c, _)| *c)
-            .chain(window.projection.iter().copied()),
-    )?;
+    // The tested columns' dictionaries first: a window the GPU cannot test decodes no
+    // other.
+    let mut dictionaries = Dictionaries::default();
+    dictionaries.decode(window, tests.tests.iter().map(|(c, _)| *c))?;
     let Some(window_tests) = tests.for_window(window, &dictionaries)? else {
         return Ok(None);
     };
@@ -349,6 +345,7 @@ pub(super) fn select_window(
         // Nothing for the GPU to test or decode.
         return Ok(None);
     }
+    dictionaries.decode(window, device_outputs.iter().copied())?;
     let mut columns: Vec<usize> = tested.iter().chain(&device_outputs).copied().collect();
     columns.sort_unstable();
     columns.dedup();
