@@ -56,11 +56,20 @@ pub fn context() -> Result<SessionContext> {
     context_with_config(SessionConfig::new())
 }
 
+/// [`context`] with DataFusion's options also read from `DATAFUSION_*` environment
+/// variables, as `datafusion-cli` reads them (`DATAFUSION_EXECUTION_TARGET_PARTITIONS=8`,
+/// say): the session `colzip queries` runs in. Variables that name no option are not
+/// read; a value its option does not take is an error.
+pub fn context_from_env() -> Result<SessionContext> {
+    context_with_config(SessionConfig::from_env()?)
+}
+
 /// [`context`] with colzip's functions on `backend` (a GPU backend without a usable GPU is
-/// an error here, before any statement).
+/// an error here, before any statement) and DataFusion's options from the environment as
+/// in [`context_from_env`]: the session of `colzip sql`.
 pub fn context_on(backend: crate::gpu::Backend) -> Result<SessionContext> {
     let ctx = super::parquet_scan::enable_url_tables(SessionContext::new_with_config(
-        SessionConfig::new()
+        SessionConfig::from_env()?
             .with_information_schema(true)
             .with_option_extension(sql_limits::SqlLimits::default()),
     ));

@@ -251,7 +251,7 @@ async fn load(
 ) -> Result<Loaded> {
     progress(Event::Loading(store));
     let start = Instant::now();
-    let ctx = super::super::context()?;
+    let ctx = super::super::context_from_env()?;
     let sum =
         |tables: Vec<super::super::TableMemory>| tables.iter().map(|t| t.held_bytes as u64).sum();
     let bytes_held = match store {

@@ -33,8 +33,8 @@ pub(super) async fn load(
     progress: &(dyn Fn(Event<'_>) + Sync),
 ) -> Result<(Loaded, Option<Loaded>)> {
     let want_compressed = config.stores.contains(&Store::Compressed);
-    let parquet_ctx = super::super::context()?;
-    let compressed_ctx = super::super::context()?;
+    let parquet_ctx = super::super::context_from_env()?;
+    let compressed_ctx = super::super::context_from_env()?;
     let partitions = compressed_ctx.state().config().target_partitions().max(1);
     let options = config.compress_options(placement);
     // Enough parts at once to keep every core generating, few enough that their rows
