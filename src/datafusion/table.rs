@@ -44,6 +44,7 @@ mod block;
 mod decoded;
 mod device_filter;
 mod dictionary;
+mod dynamic_filter;
 mod filter;
 mod load;
 mod memory;

@@ -13,12 +13,16 @@ use arrow::buffer::BooleanBuffer;
 use arrow::compute::BatchCoalescer;
 use arrow::datatypes::SchemaRef;
 use datafusion::common::Statistics;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -31,6 +35,7 @@ use futures::StreamExt;
 use super::decoded::DecodedBlock;
 use super::device_filter::{self, DeviceTests};
 use super::dictionary;
+use super::dynamic_filter::{DynamicFilters, Generation};
 use super::options::Residence;
 use super::row_filter::RowFilter;
 use super::zones::blocks_to_scan;
@@ -58,7 +63,9 @@ use rayon::prelude::*;
 /// pass). Windows whose filter runs on the GPU (`device_filter`) count
 /// `device_selected_blocks`, `bytes_to_device` (compressed streams sent),
 /// `bytes_from_device` (passing rows and bitmaps brought back) and `device_select_time`
-/// (decoding, testing and copying there, and building the arrays).
+/// (decoding, testing and copying there, and building the arrays). Filters that joins
+/// above hand the scan (`dynamic_filter` in the plan) count `dynamic_filter_dropped_rows`
+/// and `dynamic_filter_time`.
 pub struct CompressedScanExec {
     /// The table's schema (the zones are of its columns).
     schema_full: SchemaRef,
@@ -75,6 +82,8 @@ pub struct CompressedScanExec {
     pruning: Option<Arc<PruningPredicate>>,
     /// The pushed filters the scan applies to rows (exact pushdown).
     filter: Option<Arc<RowFilter>>,
+    /// Filters the joins above hand the scan once their build sides are known.
+    dynamic: Option<DynamicFilters>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -111,6 +120,7 @@ impl CompressedScanExec {
             residence: Residence::Auto,
             pruning: None,
             filter: None,
+            dynamic: None,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
         })
@@ -132,6 +142,30 @@ impl CompressedScanExec {
     pub(super) fn with_filter(mut self, filter: Option<RowFilter>) -> Self {
         self.filter = filter.map(Arc::new);
         self
+    }
+
+    /// A copy of the plan, with metrics of its own.
+    fn clone_plan(&self) -> Self {
+        CompressedScanExec {
+            schema_full: self.schema_full.clone(),
+            partitions: self.partitions.clone(),
+            projection: self.projection.clone(),
+            names: self.names.clone(),
+            limit: self.limit,
+            placement: self.placement,
+            window_bytes: self.window_bytes,
+            residence: self.residence,
+            pruning: self.pruning.clone(),
+            filter: self.filter.clone(),
+            dynamic: self.dynamic.clone(),
+            properties: self.properties.clone(),
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+
+    /// The dynamic filters the joins above handed the scan, as text (`None` without).
+    pub fn dynamic_filter(&self) -> Option<String> {
+        self.dynamic.as_ref().map(|d| d.to_string())
     }
 
     /// The pushed filters the scan applies to rows itself, as text (`None` without).
@@ -190,6 +224,9 @@ impl DisplayAs for CompressedScanExec {
                 if let Some(filter) = &self.filter {
                     write!(f, ", filter=[{filter}]")?;
                 }
+                if let Some(dynamic) = &self.dynamic {
+                    write!(f, ", dynamic_filter=[{dynamic}]")?;
+                }
                 if let Some(limit) = self.limit {
                     write!(f, ", limit={limit}")?;
                 }
@@ -219,11 +256,65 @@ impl ExecutionPlan for CompressedScanExec {
         Vec::new()
     }
 
+    // The dynamic filters are reported so that the join producing them sees that they
+    // have a consumer: a join computes its filter only then.
     fn apply_expressions(
         &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
+        for expr in self.dynamic.iter().flat_map(|d| d.exprs()) {
+            if f(expr)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
         Ok(TreeNodeRecursion::Continue)
+    }
+
+    /// Takes the dynamic filters among the parent filters (see `dynamic_filter`). They
+    /// are reported as not pushed down, since the join above keeps testing its rows;
+    /// other filters reach the scan through the table provider.
+    fn handle_child_pushdown_result(
+        &self,
+        _phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let parents = child_pushdown_result.parent_filters;
+        let taken: Vec<Arc<dyn PhysicalExpr>> = parents
+            .iter()
+            .map(|p| &p.filter)
+            .filter(|f| DynamicFilters::accepts(f))
+            .cloned()
+            .collect();
+        let propagation = FilterPushdownPropagation::with_parent_pushdown_result(vec![
+                PushedDown::No;
+                parents.len()
+            ]);
+        if taken.is_empty() {
+            return Ok(propagation);
+        }
+        let mut filters = self
+            .dynamic
+            .as_ref()
+            .map_or_else(Vec::new, |d| d.exprs().to_vec());
+        filters.extend(taken);
+        let scan = CompressedScanExec {
+            dynamic: DynamicFilters::new(filters),
+            ..self.clone_plan()
+        };
+        Ok(propagation.with_updated_node(Arc::new(scan)))
+    }
+
+    // A plan run again (a recursive query's term) gets new filters from its joins; the
+    // ones held here belong to the run before.
+    fn reset_state(self: Arc<Self>) -> Result<Arc<dyn ExecutionPlan>> {
+        if self.dynamic.is_none() {
+            return Ok(self);
+        }
+        Ok(Arc::new(CompressedScanExec {
+            dynamic: None,
+            ..self.clone_plan()
+        }))
     }
 
     fn replace_children(
@@ -271,7 +362,11 @@ impl ExecutionPlan for CompressedScanExec {
         metrics
             .pruned
             .add(keep.iter().filter(|&&scan| !scan).count());
-        let limit = self.limit.filter(|_| self.filter.is_none());
+        // Under a filter (row or dynamic), a block's rows only bound what it gives, so the
+        // limit is applied to the output.
+        let limit = self
+            .limit
+            .filter(|_| self.filter.is_none() && self.dynamic.is_none());
         let mut needed = Vec::new();
         let mut rows = 0;
         for block in blocks
@@ -311,6 +406,7 @@ impl ExecutionPlan for CompressedScanExec {
             filter: self.filter.clone(),
             device_tests,
             residence: self.residence,
+            dynamic: self.dynamic.clone(),
             decode_in_one_call: AtomicBool::new(false),
             metrics,
         });
@@ -359,6 +455,7 @@ impl ExecutionPlan for CompressedScanExec {
                 state.next = state.start_next();
             }
             let result = result
+                .and_then(|(batches, applied)| state.refilter(batches, applied))
                 .and_then(|batches| state.gather(batches))
                 .map(|batches| state.take_up_to_limit(batches));
             if result.is_err() || state.remaining == 0 {
@@ -460,6 +557,8 @@ struct Metrics {
     bytes_to_device: datafusion::physical_plan::metrics::Count,
     bytes_from_device: datafusion::physical_plan::metrics::Count,
     device_select_time: datafusion::physical_plan::metrics::Time,
+    dynamic_filter_dropped: datafusion::physical_plan::metrics::Count,
+    dynamic_filter_time: datafusion::physical_plan::metrics::Time,
 }
 
 impl Metrics {
@@ -482,6 +581,10 @@ impl Metrics {
             bytes_from_device: MetricBuilder::new(set).counter("bytes_from_device", partition),
             device_select_time: MetricBuilder::new(set)
                 .subset_time("device_select_time", partition),
+            dynamic_filter_dropped: MetricBuilder::new(set)
+                .counter("dynamic_filter_dropped_rows", partition),
+            dynamic_filter_time: MetricBuilder::new(set)
+                .subset_time("dynamic_filter_time", partition),
         }
     }
 }
@@ -571,20 +674,22 @@ fn windows(
 struct Windows {
     job: Arc<Job>,
     windows: std::vec::IntoIter<Window>,
-    next: Option<tokio::task::JoinHandle<Result<Vec<RecordBatch>>>>,
+    next: Option<tokio::task::JoinHandle<Result<Filtered>>>,
     /// Rows still to hand out under the scan's limit.
     remaining: usize,
 }
 
 impl Windows {
     /// Starts decoding the next window on a blocking thread (`None` when none is left).
-    fn start_next(&mut self) -> Option<tokio::task::JoinHandle<Result<Vec<RecordBatch>>>> {
+    fn start_next(&mut self) -> Option<tokio::task::JoinHandle<Result<Filtered>>> {
         let window = self.windows.next()?;
         let job = self.job.clone();
         let queued = std::time::Instant::now();
         Some(tokio::task::spawn_blocking(move || {
             let started = std::time::Instant::now();
-            let result = job.run(&window);
+            let result = job
+                .run(&window)
+                .and_then(|batches| job.apply_dynamic(batches));
             crate::trace::line(|| {
                 format!(
                     "scan window: {} blocks, {} of {} columns, queued {:.2} ms, ran {:.2} ms, {} batches",
@@ -593,11 +698,23 @@ impl Windows {
                     job.table.fields().len(),
                     (started - queued).as_secs_f64() * 1e3,
                     started.elapsed().as_secs_f64() * 1e3,
-                    result.as_ref().map_or(0, Vec::len)
+                    result.as_ref().map_or(0, |r| r.0.len())
                 )
             });
             result
         }))
+    }
+
+    /// A window's batches filtered again when the dynamic filters moved since they were
+    /// applied to it: the first windows decode before the joins above have their build
+    /// sides.
+    fn refilter(&self, batches: Vec<RecordBatch>, applied: Generation) -> Result<Vec<RecordBatch>> {
+        match &self.job.dynamic {
+            Some(dynamic) if dynamic.has_moved_since(applied)? => {
+                Ok(self.job.apply_dynamic(batches)?.0)
+            }
+            _ => Ok(batches),
+        }
     }
 
     /// A window's batches as the query gets them: batches of at least half the session's
@@ -663,13 +780,29 @@ struct Job {
     /// filter).
     device_tests: Option<DeviceTests>,
     residence: Residence,
+    dynamic: Option<DynamicFilters>,
     /// Whether the next window decodes the filter's columns and the others in one call
     /// (see [`Job::run_filtered`]).
     decode_in_one_call: AtomicBool,
     metrics: Metrics,
 }
 
+/// A window's batches, and the generation of the dynamic filters applied to them.
+type Filtered = (Vec<RecordBatch>, Generation);
+
 impl Job {
+    /// `batches` without the rows the dynamic filters reject as they stand now.
+    fn apply_dynamic(&self, batches: Vec<RecordBatch>) -> Result<Filtered> {
+        let Some(dynamic) = &self.dynamic else {
+            return Ok((batches, 0));
+        };
+        let timer = self.metrics.dynamic_filter_time.timer();
+        let (batches, generation, dropped) = dynamic.apply(batches)?;
+        timer.done();
+        self.metrics.dynamic_filter_dropped.add(dropped);
+        Ok((batches, generation))
+    }
+
     /// Decodes `window`'s projected columns (batched calls): the rows the row filter
     /// keeps, in batches of at most the session's batch size.
     fn run(&self, window: &Window) -> Result<Vec<RecordBatch>> {

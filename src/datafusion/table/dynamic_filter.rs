@@ -1,0 +1,197 @@
+//! Filters a join hands the scan of its probe side once its build side is known
+//! (DataFusion's `DynamicFilterPhysicalExpr`: the build keys' bounds and a membership
+//! test). The scan drops the rows they reject on its decoding threads, so the
+//! repartition and the join above never see them; the plain memory table ignores these
+//! filters. Testing a row costs about what the join's probe of it costs, so a filter
+//! pays only where it drops many rows: the scan tries each on its first rows and stops
+//! testing those that drop fewer than a quarter, and it leaves out the filters of
+//! partitioned joins, which hash every row (docs/PERFORMANCE.md has the figures).
+//!
+//! The filters are advisory: the join still tests every row it receives, so applying a
+//! filter early, late or not at all changes the work done, never the answer.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow::array::{AsArray, RecordBatch};
+use arrow::compute::filter_record_batch;
+use arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::{CaseExpr, DynamicFilterPhysicalExpr, Literal};
+use datafusion::physical_expr_common::physical_expr::{
+    snapshot_generation, snapshot_physical_expr,
+};
+
+/// The dynamic filters pushed into one scan, in the scan's output schema.
+#[derive(Clone, Debug)]
+pub(super) struct DynamicFilters {
+    filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// Rows each filter has seen and dropped, over every partition of the scan.
+    tally: Arc<Vec<Tally>>,
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    seen: AtomicU64,
+    dropped: AtomicU64,
+}
+
+/// Rows a filter is tried on before the scan judges whether it pays.
+const TRIAL_ROWS: u64 = 1 << 16;
+
+impl Tally {
+    /// Whether the filter has dropped too few of the rows it saw to pay for testing
+    /// them: the join above tests them anyway.
+    fn not_worth_it(&self) -> bool {
+        let seen = self.seen.load(Ordering::Relaxed);
+        seen >= TRIAL_ROWS && self.dropped.load(Ordering::Relaxed) * 4 < seen
+    }
+
+    fn add(&self, seen: usize, dropped: usize) {
+        self.seen.fetch_add(seen as u64, Ordering::Relaxed);
+        self.dropped.fetch_add(dropped as u64, Ordering::Relaxed);
+    }
+}
+
+/// What a window's batches were filtered with: the filters' generation at the time
+/// (0: not filtered).
+pub(super) type Generation = u64;
+
+/// A filter as it stands now, with its index among the scan's.
+type Indexed = (usize, Arc<dyn PhysicalExpr>);
+
+impl DynamicFilters {
+    /// Whether `filter` is one the scan takes: a dynamic filter at its root. Other pushed
+    /// filters reach the scan through the table provider, where it says which it applies.
+    pub(super) fn accepts(filter: &Arc<dyn PhysicalExpr>) -> bool {
+        filter.downcast_ref::<DynamicFilterPhysicalExpr>().is_some()
+    }
+
+    pub(super) fn new(filters: Vec<Arc<dyn PhysicalExpr>>) -> Option<Self> {
+        let tally = Arc::new(filters.iter().map(|_| Tally::default()).collect());
+        (!filters.is_empty()).then_some(DynamicFilters { filters, tally })
+    }
+
+    pub(super) fn exprs(&self) -> &[Arc<dyn PhysicalExpr>] {
+        &self.filters
+    }
+
+    /// The filters the scan tests as they stand now (with their index), and their
+    /// generation; none while they still let every row through (a join that has not
+    /// finished its build side).
+    fn current(&self) -> Result<(Vec<Indexed>, Generation)> {
+        let mut live = Vec::with_capacity(self.filters.len());
+        let mut generation: Generation = 0;
+        for (i, filter) in self.filters.iter().enumerate() {
+            generation = generation.wrapping_add(snapshot_generation(filter));
+            let now = snapshot_physical_expr(filter.clone())?;
+            // A partitioned join's filter hashes every row to pick its partition's test:
+            // the repartition under that join hashes the rows anyway, and testing them
+            // here measured slower than leaving them to it.
+            if !is_true(&now) && !hashes_rows(&now) {
+                live.push((i, now));
+            }
+        }
+        let generation = if live.is_empty() {
+            0
+        } else {
+            generation.max(1)
+        };
+        Ok((live, generation))
+    }
+
+    /// Whether batches filtered at `applied` would be filtered further by the filters as
+    /// they stand now.
+    pub(super) fn has_moved_since(&self, applied: Generation) -> Result<bool> {
+        let (live, generation) = self.current()?;
+        Ok(!live.is_empty() && generation != applied)
+    }
+
+    /// `batches` without the rows the filters reject now, and the generation applied (0
+    /// when the filters still let every row through). Returns the rows dropped too.
+    pub(super) fn apply(
+        &self,
+        batches: Vec<RecordBatch>,
+    ) -> Result<(Vec<RecordBatch>, Generation, usize)> {
+        let (filters, generation) = self.current()?;
+        if filters.is_empty() {
+            return Ok((batches, 0, 0));
+        }
+        let mut dropped = 0;
+        let mut out = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let rows = batch.num_rows();
+            let mut kept = batch;
+            for (i, filter) in &filters {
+                let tally = &self.tally[*i];
+                if tally.not_worth_it() {
+                    continue;
+                }
+                let before = kept.num_rows();
+                kept = filter_by(filter, kept)?;
+                tally.add(before, before - kept.num_rows());
+                if kept.num_rows() == 0 {
+                    break;
+                }
+            }
+            dropped += rows - kept.num_rows();
+            if kept.num_rows() > 0 {
+                out.push(kept);
+            }
+        }
+        Ok((out, generation, dropped))
+    }
+}
+
+/// The rows of `batch` for which `filter` is true (NULL counts as false, as in a WHERE
+/// clause).
+fn filter_by(filter: &Arc<dyn PhysicalExpr>, batch: RecordBatch) -> Result<RecordBatch> {
+    let rows = batch.num_rows();
+    let keep = filter.evaluate(&batch)?.into_array(rows)?;
+    if keep.data_type() != &DataType::Boolean {
+        return Err(DataFusionError::Internal(format!(
+            "a dynamic filter gave {} values, not booleans",
+            keep.data_type()
+        )));
+    }
+    let keep = keep.as_boolean();
+    // `true_count` counts neither false nor NULL.
+    if keep.true_count() == rows {
+        return Ok(batch);
+    }
+    Ok(filter_record_batch(&batch, keep)?)
+}
+
+/// Whether `filter` picks its test by a `CASE` over the rows (a partitioned join's).
+fn hashes_rows(filter: &Arc<dyn PhysicalExpr>) -> bool {
+    let mut found = false;
+    let _ = filter.apply(|e| {
+        found = e.downcast_ref::<CaseExpr>().is_some();
+        Ok(if found {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    found
+}
+
+impl std::fmt::Display for DynamicFilters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, filter) in self.filters.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{filter}")?;
+        }
+        Ok(())
+    }
+}
+
+fn is_true(expr: &Arc<dyn PhysicalExpr>) -> bool {
+    expr.downcast_ref::<Literal>()
+        .is_some_and(|l| l.value() == &ScalarValue::Boolean(Some(true)))
+}
