@@ -195,3 +195,90 @@ fn is_true(expr: &Arc<dyn PhysicalExpr>) -> bool {
     expr.downcast_ref::<Literal>()
         .is_some_and(|l| l.value() == &ScalarValue::Boolean(Some(true)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{Field, Schema};
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::{binary, case, col, lit};
+
+    fn batch(values: impl Iterator<Item = i64>) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, false)]));
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(values))]).unwrap()
+    }
+
+    fn compare(op: Operator, value: i64) -> Arc<dyn PhysicalExpr> {
+        let schema = batch(0..1).schema();
+        binary(col("a", &schema).unwrap(), op, lit(value), &schema).unwrap()
+    }
+
+    fn dynamic() -> (Arc<DynamicFilterPhysicalExpr>, DynamicFilters) {
+        let schema = batch(0..1).schema();
+        let filter = Arc::new(DynamicFilterPhysicalExpr::new(
+            vec![col("a", &schema).unwrap()],
+            lit(true),
+        ));
+        let filters = DynamicFilters::new(vec![filter.clone() as Arc<dyn PhysicalExpr>]).unwrap();
+        (filter, filters)
+    }
+
+    #[test]
+    fn rows_pass_until_the_join_has_its_filter_then_only_those_it_keeps() {
+        let (filter, filters) = dynamic();
+        let (out, generation, dropped) = filters.apply(vec![batch(0..100)]).unwrap();
+        assert_eq!((out[0].num_rows(), generation, dropped), (100, 0, 0));
+        assert!(!filters.has_moved_since(0).unwrap());
+
+        filter.update(compare(Operator::Lt, 10)).unwrap();
+        assert!(filters.has_moved_since(0).unwrap());
+        let (out, generation, dropped) = filters.apply(vec![batch(0..100)]).unwrap();
+        assert_eq!((out[0].num_rows(), dropped), (10, 90));
+        assert!(!filters.has_moved_since(generation).unwrap());
+        // A batch whose rows all fail is left out.
+        let (out, _, dropped) = filters.apply(vec![batch(50..60)]).unwrap();
+        assert!(out.is_empty());
+        assert_eq!(dropped, 10);
+
+        filter.update(compare(Operator::Lt, 5)).unwrap();
+        assert!(filters.has_moved_since(generation).unwrap());
+    }
+
+    #[test]
+    fn a_filter_that_drops_few_rows_stops_being_tested_after_its_trial() {
+        let (filter, filters) = dynamic();
+        // Drops 1 row in 10: under the quarter a filter must drop to pay.
+        filter.update(compare(Operator::GtEq, 10)).unwrap();
+        let rows = TRIAL_ROWS as i64;
+        let (_, _, dropped) = filters.apply(vec![batch(0..100), batch(0..rows)]).unwrap();
+        assert_eq!(dropped, 20);
+        let (out, _, dropped) = filters.apply(vec![batch(0..100)]).unwrap();
+        assert_eq!((out[0].num_rows(), dropped), (100, 0));
+    }
+
+    #[test]
+    fn a_filter_that_drops_many_rows_keeps_being_tested() {
+        let (filter, filters) = dynamic();
+        filter.update(compare(Operator::Lt, 10)).unwrap();
+        let rows = TRIAL_ROWS as i64;
+        filters.apply(vec![batch(0..rows)]).unwrap();
+        let (out, _, dropped) = filters.apply(vec![batch(0..100)]).unwrap();
+        assert_eq!((out[0].num_rows(), dropped), (10, 90));
+    }
+
+    #[test]
+    fn a_partitioned_joins_filter_is_left_out() {
+        let (filter, filters) = dynamic();
+        let schema = batch(0..1).schema();
+        let by_case = case(
+            Some(col("a", &schema).unwrap()),
+            vec![(lit(0i64), lit(false))],
+            Some(compare(Operator::Lt, 10)),
+        )
+        .unwrap();
+        filter.update(by_case).unwrap();
+        let (out, generation, dropped) = filters.apply(vec![batch(0..100)]).unwrap();
+        assert_eq!((out[0].num_rows(), generation, dropped), (100, 0, 0));
+    }
+}
