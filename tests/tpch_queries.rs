@@ -247,6 +247,37 @@ async fn filters_skip_the_blocks_their_zones_rule_out() {
 }
 
 #[tokio::test]
+async fn a_limit_decodes_only_the_blocks_it_needs() {
+    // The sample table's blocks with the default window: a partition's three blocks fit
+    // one window, so only the limit keeps a scan from decoding them all.
+    let batch = sample(21_000);
+    let partitions = (0..3)
+        .map(|p| vec![batch.slice(p * 7_000, 7_000)])
+        .collect();
+    let options = CompressOptions {
+        block_rows: 2_500,
+        ..CompressOptions::default()
+    };
+    let table = CompressedTable::try_new(schema(), partitions, &options).unwrap();
+    let ctx = SessionContext::new();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    // 3 partitions of 3 blocks of at least 2,000 rows: a limit of 10 needs at most each
+    // partition's first block of `id`; 2,600 rows at most two blocks of each (fewer when
+    // the limit above the scan stops pulling first). Without the limit all 9 decode.
+    for (limit, most) in [(10, 3), (2_600, 6)] {
+        let sql = format!("SELECT id FROM t LIMIT {limit}");
+        let run = run_scan(&ctx, &sql).await;
+        let rows: usize = run.batches.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, limit, "{sql}");
+        let decoded = run.count("decompressed_columns");
+        assert!(
+            (1..=most).contains(&decoded),
+            "{sql}: {decoded} column blocks decoded"
+        );
+    }
+}
+
+#[tokio::test]
 async fn low_cardinality_strings_are_held_as_dictionaries_and_scanned_back_equal() {
     // `name` has 13 values: every block holds it as a dictionary under `auto`; `id` is
     // not a string, and the same names as a given codec stay plain.

@@ -352,9 +352,7 @@ impl ExecutionPlan for CompressedScanExec {
             ))
         })?;
         let metrics = Metrics::new(&self.metrics, partition);
-        // The blocks the pushed filters do not rule out, then only those a limit needs
-        // (each partition may stop at the limit; under a row filter a block's rows are
-        // only an upper bound of what it gives, so the limit is applied to the output).
+        // The blocks the pushed filters do not rule out.
         let keep = match &self.pruning {
             Some(predicate) => blocks_to_scan(predicate, blocks, &self.schema_full),
             None => vec![true; blocks.len()],
@@ -362,25 +360,19 @@ impl ExecutionPlan for CompressedScanExec {
         metrics
             .pruned
             .add(keep.iter().filter(|&&scan| !scan).count());
-        // Under a filter (row or dynamic), a block's rows only bound what it gives, so the
-        // limit is applied to the output.
-        let limit = self
-            .limit
-            .filter(|_| self.filter.is_none() && self.dynamic.is_none());
-        let mut needed = Vec::new();
-        let mut rows = 0;
-        for block in blocks
+        let needed: Vec<Arc<Block>> = blocks
             .iter()
             .zip(&keep)
             .filter(|(_, scan)| **scan)
-            .map(|(b, _)| b)
-        {
-            if limit.is_some_and(|limit| rows >= limit) {
-                break;
-            }
-            rows += block.rows;
-            needed.push(block.clone());
-        }
+            .map(|(b, _)| b.clone())
+            .collect();
+        // The limit, each partition's own: the windows stop at the blocks it needs when
+        // every row of a block is output, and the output is cut to it (`Windows`). Under
+        // a filter (row or dynamic) a block's rows only bound what it gives, so only the
+        // output is cut.
+        let limit = self
+            .limit
+            .filter(|_| self.filter.is_none() && self.dynamic.is_none());
         let device_tests = match self.filter.as_ref() {
             Some(filter) => DeviceTests::of(filter),
             None => Some(DeviceTests::every_row()),
@@ -420,7 +412,7 @@ impl ExecutionPlan for CompressedScanExec {
         crate::trace::line(|| {
             format!(
                 "scan: partition {partition}, {} of {} blocks in {} windows, columns [{}]",
-                needed.len(),
+                windows.iter().map(|w| w.blocks.len()).sum::<usize>(),
                 blocks.len(),
                 windows.len(),
                 self.names.join(", ")
