@@ -24,6 +24,7 @@ use std::time::Instant;
 use colzip::bench::{Suite, tpch_plan};
 use colzip::codec::CodecSpec;
 use colzip::codec::intpack::{self, BLOCK_VALUES, IntpackParams, SCHEMES};
+use colzip::measure::upper_median;
 use rayon::prelude::*;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -60,11 +61,9 @@ fn time(runs: usize, mut f: impl FnMut()) -> Timing {
             (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu)
         })
         .unzip();
-    walls.sort_by(f64::total_cmp);
-    cpus.sort_by(f64::total_cmp);
     Timing {
-        wall: walls[walls.len() / 2],
-        cpu: cpus[cpus.len() / 2],
+        wall: upper_median(&mut walls),
+        cpu: upper_median(&mut cpus),
     }
 }
 

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use colzip::codec::Placement;
 use colzip::datafusion::session::{TableKind, TpchSession, shell};
 use colzip::gpu::Backend;
+use colzip::measure::median;
 use colzip::parquet::write::{WriteOptions, write_batches};
 use datafusion::prelude::SessionContext;
 use parquet::file::properties::WriterProperties;
@@ -41,17 +42,6 @@ async fn timed_copy(ctx: &SessionContext, text: &str, path: &Path) -> colzip::Re
     sql(ctx, text).await?;
     let seconds = start.elapsed().as_secs_f64();
     Ok((seconds, std::fs::metadata(path)?.len()))
-}
-
-/// The median of `seconds` (not empty).
-fn median(mut seconds: Vec<f64>) -> f64 {
-    seconds.sort_by(f64::total_cmp);
-    let n = seconds.len();
-    if n % 2 == 1 {
-        seconds[n / 2]
-    } else {
-        (seconds[n / 2 - 1] + seconds[n / 2]) / 2.0
-    }
 }
 
 /// The page payloads of an UNCOMPRESSED Parquet file: what a SNAPPY writer compresses.
@@ -119,7 +109,7 @@ async fn main() -> colzip::Result<()> {
             stock_runs[run - 1]
         );
     }
-    let (ours_s, stock_s) = (median(ours_runs), median(stock_runs));
+    let (ours_s, stock_s) = (median(&mut ours_runs), median(&mut stock_runs));
     println!("lineitem SF {sf}, written from a query (median of {runs} runs):");
     println!("  COLZIP_PARQUET   {ours_s:>7.3} s  {ours_bytes:>12} bytes");
     println!(

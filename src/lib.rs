@@ -16,7 +16,8 @@
 //! Layers, from the bottom (each uses only those below it; `docs/ARCHITECTURE.md` has
 //! the details):
 //!
-//! - [`memory`], [`limits`], [`trace`], [`panics`]: helpers every layer may use;
+//! - [`memory`], [`limits`], [`measure`], [`trace`], [`panics`]: helpers every layer
+//!   may use;
 //! - [`gpu`]: the device runtime (devices, lanes, pinned staging and the pinned pool GPU
 //!   decodes are handed out on, the step pipeline, the kernel cache) the GPU codecs are
 //!   built on;
@@ -54,6 +55,7 @@ pub mod datafusion;
 mod error;
 pub mod gpu;
 pub mod limits;
+pub mod measure;
 pub mod memory;
 pub mod panics;
 #[cfg(feature = "parquet")]

@@ -404,7 +404,7 @@ fn empty_inputs_of_every_raw_type_round_trip() {
             &archive,
             colzip::archive::InputKind::Raw(raw),
             &CodecChoice::Auto,
-            colzip::gpu::Backend::Cpu,
+            colzip::codec::Placement::CPU,
             false,
             &mut |_| {},
         )
@@ -413,7 +413,7 @@ fn empty_inputs_of_every_raw_type_round_trip() {
             &archive,
             &back,
             None,
-            colzip::gpu::Backend::Cpu,
+            colzip::codec::Placement::CPU,
             &mut |_| {},
         )
         .unwrap();

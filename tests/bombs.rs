@@ -197,7 +197,13 @@ fn bombs_fail_without_allocating_their_claims() {
     drop(archive);
     let out = dir.path().join("batches.out");
     let (result, used) = peak(|| {
-        colzip::archive::decompress_file(&path, &out, None, colzip::gpu::Backend::Cpu, &mut |_| {})
+        colzip::archive::decompress_file(
+            &path,
+            &out,
+            None,
+            colzip::codec::Placement::CPU,
+            &mut |_| {},
+        )
     });
     result.unwrap();
     assert_eq!(

@@ -4,16 +4,19 @@
 //! ```no_run
 //! use std::path::Path;
 //! use colzip::archive::{self, InputKind, RawType};
+//! use colzip::codec::Placement;
 //! use colzip::column::CodecChoice;
 //! use colzip::gpu::Backend;
 //!
+//! // Resolved once, before any file is touched: `Backend::Gpu` without a GPU fails here.
+//! let placement = Placement::new(Backend::Auto)?;
 //! let input = Path::new("prices.bin");
 //! let kind = InputKind::detect(input, RawType::Int64)?;
-//! let (codec, backend) = (CodecChoice::Auto, Backend::Auto);
+//! let codec = CodecChoice::Auto;
 //! let overwrite = true; // replace prices.czip if it exists (a regular file)
-//! let summary = archive::compress_file(input, Path::new("prices.czip"), kind, &codec, backend, overwrite, &mut |_| {})?;
+//! let summary = archive::compress_file(input, Path::new("prices.czip"), kind, &codec, placement, overwrite, &mut |_| {})?;
 //! println!("ratio {:.2}", summary.ratio());
-//! archive::decompress_file(Path::new("prices.czip"), Path::new("prices.out"), None, backend, &mut |_| {})?;
+//! archive::decompress_file(Path::new("prices.czip"), Path::new("prices.out"), None, placement, &mut |_| {})?;
 //! # Ok::<(), colzip::Error>(())
 //! ```
 
@@ -34,7 +37,6 @@ use serde::Serialize;
 
 use crate::codec::Placement;
 use crate::column::{self, CodecChoice};
-use crate::gpu::Backend;
 use crate::trace::{self, Busy};
 use crate::{Error, Result};
 pub use format::{ArchiveReader, ArchiveWriter, Source, compress_batch, decompress_batch};
@@ -172,21 +174,20 @@ fn pipeline<A: Send, B: Send, C: Send>(
     result
 }
 
-/// Compresses a file into an archive on `backend` (resolved once, before anything is read
-/// or written: `Backend::Gpu` without a usable GPU is an error). Reading, compressing and
-/// writing overlap: batch n+1 is read and batch n-1 written while batch n is compressed,
-/// all its columns' parts in one batched call per codec. An existing regular file at
+/// Compresses a file into an archive on `placement`, which the caller resolves once,
+/// before any file is touched (so `Backend::Gpu` without a usable GPU fails first).
+/// Reading, compressing and writing overlap: batch n+1 is read and batch n-1 written
+/// while batch n is compressed, all its columns' parts in one batched call per codec. An existing regular file at
 /// `output` is replaced only with `overwrite` (anything else there is never replaced).
 pub fn compress_file(
     input: &Path,
     output: &Path,
     kind: InputKind,
     codec: &CodecChoice,
-    backend: Backend,
+    placement: Placement,
     overwrite: bool,
     progress: Progress<'_>,
 ) -> Result<Summary> {
-    let placement = Placement::new(backend)?;
     let source = input::open(input, kind, BATCH_BYTES, BATCH_ROWS).map_err(read_error(input))?;
     let archive_source = match kind {
         InputKind::Raw(raw) => Source::Raw(raw),
@@ -288,16 +289,15 @@ fn open_archive(path: &Path, max_output: u64) -> Result<ArchiveReader<BufReader<
 }
 
 /// Decompresses an archive into a file of `to` (by default what it was made from), on
-/// `backend` (resolved once, first). Reading, decompressing and writing overlap as in
-/// [`compress_file`].
+/// `placement`. Reading, decompressing and writing overlap as in [`compress_file`].
 pub fn decompress_file(
     input: &Path,
     output: &Path,
     to: Option<OutputKind>,
-    backend: Backend,
+    placement: Placement,
     progress: Progress<'_>,
 ) -> Result<Summary> {
-    decompress_file_with_limit(input, output, to, backend, u64::MAX, progress)
+    decompress_file_with_limit(input, output, to, placement, u64::MAX, progress)
 }
 
 /// [`decompress_file`] refusing, before decoding it, a batch that would bring the decoded
@@ -307,25 +307,24 @@ pub fn decompress_file_with_limit(
     input: &Path,
     output: &Path,
     to: Option<OutputKind>,
-    backend: Backend,
+    placement: Placement,
     max_output: u64,
     progress: Progress<'_>,
 ) -> Result<Summary> {
     let options = DecompressOptions {
         to,
-        backend,
         max_output,
         ..DecompressOptions::default()
     };
-    decompress_file_with(input, output, &options, progress)
+    decompress_file_with(input, output, placement, &options, progress)
 }
 
-/// How [`decompress_file_with`] decompresses.
+/// How [`decompress_file_with`] decompresses (where the codecs run is its own argument,
+/// a [`Placement`] resolved once by the caller).
 #[derive(Clone, Debug)]
 pub struct DecompressOptions {
     /// The output's kind [default: what the archive was made from].
     pub to: Option<OutputKind>,
-    pub backend: Backend,
     /// Refuse a batch that would take the decoded bytes over this many.
     pub max_output: u64,
     /// A Parquet output's codec [default: the source Parquet file's, when the archive
@@ -340,7 +339,6 @@ impl Default for DecompressOptions {
     fn default() -> Self {
         DecompressOptions {
             to: None,
-            backend: Backend::Auto,
             max_output: u64::MAX,
             parquet_codec: None,
             overwrite: true,
@@ -348,31 +346,35 @@ impl Default for DecompressOptions {
     }
 }
 
-/// Decompresses an archive into a file as `options` say. A Parquet output keeps the
-/// codec (and row group size) of the Parquet file the archive was made from, where the
-/// archive records them; [`Summary::parquet_codec`] says which codec was written.
+/// Decompresses an archive into a file on `placement`, as `options` say. A Parquet
+/// output keeps the codec (and row group size) of the Parquet file the archive was made
+/// from, where the archive records them; [`Summary::parquet_codec`] says which codec was
+/// written.
 ///
 /// ```no_run
 /// use std::path::Path;
 /// use colzip::archive::{self, DecompressOptions, OutputKind};
+/// use colzip::codec::Placement;
+/// use colzip::gpu::Backend;
 ///
+/// let placement = Placement::new(Backend::Auto)?;
 /// let options = DecompressOptions {
 ///     to: Some(OutputKind::Parquet),
 ///     parquet_codec: Some("zstd(3)".parse()?),
 ///     ..DecompressOptions::default()
 /// };
 /// let summary = archive::decompress_file_with(
-///     Path::new("table.parquet.czip"), Path::new("back.parquet"), &options, &mut |_| {})?;
+///     Path::new("table.parquet.czip"), Path::new("back.parquet"), placement, &options, &mut |_| {})?;
 /// assert_eq!(summary.parquet_codec.as_deref(), Some("zstd(3)"));
 /// # Ok::<(), colzip::Error>(())
 /// ```
 pub fn decompress_file_with(
     input: &Path,
     output: &Path,
+    placement: Placement,
     options: &DecompressOptions,
     progress: Progress<'_>,
 ) -> Result<Summary> {
-    let placement = Placement::new(options.backend)?;
     let mut reader = open_archive(input, options.max_output)?;
     let kind = options
         .to
@@ -601,16 +603,15 @@ fn info_with(path: &Path, verify: bool, max_output: u64) -> Result<ArchiveInfo> 
 ///     writer.write_batch(&RecordBatch::try_new(schema.clone(), vec![ids])?, &CodecChoice::Auto)?;
 /// }
 /// writer.finish(false)?;
-/// let (_, batches) = archive::head(&path, 3, colzip::gpu::Backend::Cpu)?;
+/// let (_, batches) = archive::head(&path, 3, colzip::codec::Placement::CPU)?;
 /// assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 3);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn head(
     path: &Path,
     rows: usize,
-    backend: Backend,
+    placement: Placement,
 ) -> Result<(arrow::datatypes::SchemaRef, Vec<arrow::array::RecordBatch>)> {
-    let placement = Placement::new(backend)?;
     let mut reader = open_archive(path, u64::MAX)?;
     let schema = reader.schema();
     let mut batches = Vec::new();

@@ -18,6 +18,7 @@ use std::time::Instant;
 use super::timing::time_on_device;
 use crate::codec::{Codec, CodecId, Packed, Placement};
 use crate::gpu::{Gpu, PinnedBuffer, parallel_concat};
+use crate::measure::upper_median;
 use crate::{Error, Result};
 
 /// The figures of one row.
@@ -49,7 +50,8 @@ impl Figures {
     }
 }
 
-/// Median wall time of `runs` calls of `f` (after one unmeasured call), seconds.
+/// Median wall time of `runs` calls of `f` (after one unmeasured call), seconds: the
+/// [`upper_median`], one of the runs.
 pub(crate) fn median_seconds(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     f()?;
     let mut times = Vec::with_capacity(runs);
@@ -58,8 +60,7 @@ pub(crate) fn median_seconds(runs: usize, mut f: impl FnMut() -> Result<()>) -> 
         f()?;
         times.push(start.elapsed().as_secs_f64());
     }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    Ok(upper_median(&mut times))
 }
 
 /// Uncompressed bytes per second, in 10^9.

@@ -6,14 +6,10 @@ use cudarc::driver::CudaStream;
 
 use crate::Result;
 use crate::gpu::{Gpu, GpuError};
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
-}
+use crate::measure::upper_median;
 
 /// Times `runs` enqueues of `work` on `stream` with device events (after a warm-up):
-/// the median, in seconds.
+/// the median ([`upper_median`]: one of the runs), in seconds.
 pub(crate) fn time_on_device(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
@@ -40,5 +36,5 @@ pub(crate) fn time_on_device(
             .map_err(|e| GpuError::driver("event", e))?;
         times.push(f64::from(ms) / 1e3);
     }
-    Ok(median(times))
+    Ok(upper_median(&mut times))
 }

@@ -8,7 +8,6 @@ use clap::Args;
 use colzip::archive::{self, InputKind, OutputKind, ParquetCodec, RawType, interrupted};
 use colzip::codec::{Codec, Placement, SnappyFormat, gmatch};
 use colzip::column::CodecChoice;
-use colzip::gpu::Backend;
 use colzip::tpch::Format;
 use colzip::{Error, Result};
 
@@ -222,7 +221,7 @@ pub fn compress_command(args: CompressArgs) -> Result<()> {
     // The input's size on disk, for the ratio a user compares with other tools. For
     // standard input, `input` is the spool, so this counts the bytes read.
     let input_bytes = std::fs::metadata(&input).map(|m| m.len()).ok();
-    let result = compress(&input, &output, what, placement, backend, overwrite)?;
+    let result = compress(&input, &output, what, placement, overwrite)?;
     if let Some(warning) = &result.2 {
         // After the work, so that a failure's stderr is its one error block.
         eprintln!("colzip: warning: {warning}");
@@ -253,7 +252,7 @@ pub fn decompress_command(args: DecompressArgs) -> Result<()> {
         backend: BackendArg { backend },
     } = args;
     // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
-    Placement::new(backend)?;
+    let placement = Placement::new(backend)?;
     if snappy.is_some() && (to.is_some() || parquet_compression.is_some()) {
         return Err(Error::usage(
             "--to and --parquet-compression apply to archives, not to --snappy streams",
@@ -276,12 +275,11 @@ pub fn decompress_command(args: DecompressArgs) -> Result<()> {
     check_output(&input, &output, overwrite)?;
     let options = archive::DecompressOptions {
         to,
-        backend,
         max_output: max_output.unwrap_or(u64::MAX),
         parquet_codec: parquet_compression,
         overwrite,
     };
-    let summary = decompress(&input, &output, snappy, &options)?;
+    let summary = decompress(&input, &output, snappy, placement, &options)?;
     pipes.finish(&output)?;
     if let (Some(codec), Some(origin)) = (summary.parquet_codec, summary.parquet_codec_origin) {
         // On stderr when stdout holds the data.
@@ -306,8 +304,10 @@ pub fn head_command(args: HeadArgs) -> Result<()> {
         format,
         backend: BackendArg { backend },
     } = args;
-    let (schema, batches) =
-        archive::head(&input, rows, backend).map_err(|e| name_non_archive(&input, e))?;
+    // Resolved first: `--backend gpu` without a GPU fails before the archive is read.
+    let (schema, batches) = Placement::new(backend)
+        .and_then(|placement| archive::head(&input, rows, placement))
+        .map_err(|e| name_non_archive(&input, e))?;
     let text = render_batches(&schema, &batches, format)?;
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
@@ -505,7 +505,6 @@ fn compress(
     output: &Path,
     what: Coding,
     placement: Placement,
-    backend: Backend,
     overwrite: bool,
 ) -> Result<(u64, u64, Option<String>)> {
     if let Some(snappy) = what.snappy {
@@ -528,7 +527,7 @@ fn compress(
         output,
         kind,
         &what.codec,
-        backend,
+        placement,
         overwrite,
         &mut |done| bar.set_position(done),
     )?;
@@ -541,6 +540,7 @@ fn decompress(
     input: &Path,
     output: &Path,
     snappy: Option<SnappyArg>,
+    placement: Placement,
     options: &archive::DecompressOptions,
 ) -> Result<archive::Summary> {
     let max_output = options.max_output;
@@ -568,9 +568,10 @@ fn decompress(
         return Ok(archive::Summary::default());
     }
     let bar = bytes_bar(0, "decompress");
-    let summary =
-        archive::decompress_file_with(input, output, options, &mut |done| bar.set_position(done))
-            .map_err(|e| name_non_archive(input, e))?;
+    let summary = archive::decompress_file_with(input, output, placement, options, &mut |done| {
+        bar.set_position(done)
+    })
+    .map_err(|e| name_non_archive(input, e))?;
     bar.finish_and_clear();
     Ok(summary)
 }

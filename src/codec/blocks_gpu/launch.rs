@@ -15,7 +15,7 @@ use cudarc::driver::{
 };
 
 use super::{BlockCodec, Words};
-use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, launch_error};
+use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, grid_blocks, launch_error};
 
 /// The scan of the sizes: their exclusive prefix sum, each block's offset.
 pub const SIZE_TABLE_SCAN: KernelSource = KernelSource {
@@ -106,11 +106,6 @@ fn check_blocks(words: &Words, places: usize, lens: usize, blocks: usize) -> Gpu
     check_len(words, words.lens, lens, 2 * blocks)
 }
 
-/// The grid of a launch of a block per block.
-fn grid(words: &Words, blocks: usize) -> GpuResult<u32> {
-    u32::try_from(blocks).map_err(|_| GpuError::Limit(words.too_many.into()))
-}
-
 /// Queues the encoder, the scan and the compaction on `stream`.
 pub(crate) fn enqueue_compress<C: BlockCodec>(
     stream: &Arc<CudaStream>,
@@ -131,7 +126,7 @@ pub(crate) fn enqueue_compress<C: BlockCodec>(
     check_len(words, "sizes", l.sizes.len(), 2 * l.blocks)?;
     check_len(words, "offsets", l.offsets.len(), 8 * (l.blocks + 1))?;
     check_blocks(words, l.block_in.len(), l.block_lens.len(), l.blocks)?;
-    let grid = grid(words, l.blocks)?;
+    let grid = grid_blocks(l.blocks, words.grid_blocks)?;
     kernels.encode(stream, &mut l, grid)?;
 
     let blocks = l.blocks as u64;
@@ -176,7 +171,7 @@ pub(crate) fn enqueue_decompress<C: BlockCodec>(
     // SAFETY: reads `blocks` u16 sizes, writes `blocks + 1` u64 offsets.
     unsafe { launch.launch(scan_config()) }.map_err(launch_error)?;
 
-    let grid = grid(words, l.blocks)?;
+    let grid = grid_blocks(l.blocks, words.grid_blocks)?;
     kernels.decode(stream, &mut l, grid)
 }
 

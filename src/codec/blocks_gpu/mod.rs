@@ -101,8 +101,8 @@ pub(crate) struct Words {
     pub lens: &'static str,
     /// The encodings' bytes, in the error of an impossible total.
     pub payload: &'static str,
-    /// The error of a launch of more blocks than a grid holds.
-    pub too_many: &'static str,
+    /// The blocks, in the error of a launch of more than a grid holds.
+    pub grid_blocks: &'static str,
     /// What streams decoded together must share in the device-resident form.
     pub one_set: &'static str,
     /// Whether a decode launch checks the lengths of its block places and lengths, as

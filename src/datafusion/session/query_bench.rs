@@ -55,8 +55,6 @@ mod report;
 mod streamed;
 
 pub use config::{Config, Store};
-#[cfg(test)]
-use measure::median;
 use measure::{ParquetDir, measure};
 pub use report::{Comparison, Event, QueryRow, Report, StoreRow, comparisons};
 
@@ -147,15 +145,6 @@ fn check(config: &Config) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn medians() {
-        let ms = Duration::from_millis;
-        assert_eq!(median(&mut [ms(5)]), ms(5));
-        assert_eq!(median(&mut [ms(9), ms(1), ms(5)]), ms(5));
-        assert_eq!(median(&mut [ms(9), ms(1), ms(5), ms(3)]), ms(4));
-    }
 
     #[test]
     fn bad_configs_are_refused() {

@@ -377,14 +377,6 @@ impl DeviceBuffers {
 }
 
 impl CompressStages<'_, '_, '_> {
-    fn layout_format(&self) -> LayoutFormat {
-        match self.format {
-            SnappyFormat::Raw => LayoutFormat::Raw,
-            SnappyFormat::Framed => LayoutFormat::Framed,
-            SnappyFormat::Blocks => LayoutFormat::Blocks,
-        }
-    }
-
     /// Opens output `i`: in a packed sink it starts at `at` of the step whose output
     /// starts at `self.base`; its header is counted as written (the caller writes it).
     fn open(&mut self, i: usize, at: usize) {
@@ -428,7 +420,7 @@ impl Stages for CompressStages<'_, '_, '_> {
             "gmatch.in",
             &mut input,
         )?;
-        let mut launch = Launch::prepare(self.gpu, lane, self.layout_format(), &lens, leads)?;
+        let mut launch = Launch::prepare(self.gpu, lane, self.format.into(), &lens, leads)?;
         launch.enqueue(lane, &self.kernels, &input)?;
         let results = launch.read_results(self.gpu, lane)?;
         Ok(Submitted {

@@ -52,11 +52,7 @@ pub(crate) fn device_compress(
             leads.push(std::mem::take(&mut lead));
         }
     }
-    let layout = match format {
-        SnappyFormat::Raw => LayoutFormat::Raw,
-        SnappyFormat::Framed => LayoutFormat::Framed,
-        SnappyFormat::Blocks => LayoutFormat::Blocks,
-    };
+    let layout = LayoutFormat::from(format);
     let input = resident(lane, &pieces, INPUT_PADDING)?;
     let launch = Launch::prepare(gpu, lane, layout, &lens, leads)?;
     lane.synchronize()?;

@@ -14,8 +14,9 @@ use cudarc::driver::{
 
 use super::super::BLOCK_SIZE;
 use super::super::hash::{HASH_BITS, HASH_MULTIPLIER, NO_CANDIDATE};
+use crate::codec::SnappyFormat;
 use crate::codec::crc_gpu::crc_function;
-use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, grid_blocks, launch_error};
+use crate::gpu::{Define, Gpu, GpuResult, KernelSource, grid_blocks, launch_error};
 
 /// The compression kernels.
 pub const GMATCH_COMPRESS: KernelSource = KernelSource {
@@ -64,6 +65,17 @@ pub enum LayoutFormat {
     Framed = 1,
     /// Each block its own raw stream (preamble and elements).
     Blocks = 2,
+}
+
+impl From<SnappyFormat> for LayoutFormat {
+    /// How the kernels lay out the blocks of streams in `format`.
+    fn from(format: SnappyFormat) -> Self {
+        match format {
+            SnappyFormat::Raw => LayoutFormat::Raw,
+            SnappyFormat::Framed => LayoutFormat::Framed,
+            SnappyFormat::Blocks => LayoutFormat::Blocks,
+        }
+    }
 }
 
 /// Why the decoder rejected a buffer (`S_*` in `kernels/snappy_decompress.cu`).
@@ -376,8 +388,7 @@ pub(crate) fn enqueue_decode(
     }
     check_len("statuses", l.status.len(), 4 * l.count)?;
     let count = l.count as u64;
-    let grid = u32::try_from(count.div_ceil(u64::from(DECODE_WARPS)))
-        .map_err(|_| GpuError::Limit("too many buffers in one decode launch".into()))?;
+    let grid = grid_blocks(l.count.div_ceil(DECODE_WARPS as usize), "buffers to decode")?;
     let mut launch = stream.launch_builder(&kernels.decode);
     launch
         .arg(&l.input)
@@ -408,11 +419,7 @@ pub(crate) fn enqueue_decode(
             .arg(&count)
             .arg(&mut crcs);
         let config = LaunchConfig {
-            grid_dim: (
-                u32::try_from(count).map_err(|_| GpuError::Limit("too many CRCs".into()))?,
-                1,
-                1,
-            ),
+            grid_dim: (grid_blocks(l.count, "CRCs")?, 1, 1),
             block_dim: (COPY_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };

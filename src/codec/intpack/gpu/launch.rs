@@ -106,7 +106,7 @@ impl BlockCodec for IntpackShape {
         places: "block places",
         lens: "block value counts",
         payload: "bytes of encodings",
-        too_many: "too many intpack blocks",
+        grid_blocks: "intpack blocks",
         one_set: "one width",
         decode_checks_blocks: true,
     };

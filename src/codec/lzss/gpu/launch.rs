@@ -100,7 +100,7 @@ impl BlockCodec for LzssShape {
         places: "chunk places",
         lens: "chunk lengths",
         payload: "payload bytes",
-        too_many: "too many chunks",
+        grid_blocks: "chunks",
         one_set: "one parameter set",
         decode_checks_blocks: false,
     };

@@ -16,6 +16,7 @@ use super::{Config, Event, QueryRow, Store, StoreRow};
 use crate::codec::Placement;
 use crate::datafusion::table::CompressedTable;
 use crate::gpu::Backend;
+use crate::measure::median_duration;
 use crate::memory::{PeakResident, release_free_memory};
 use crate::tpch::{self, Table, TableData};
 use crate::{Error, Result};
@@ -405,7 +406,7 @@ async fn time_query(
     let row = QueryRow {
         store,
         query,
-        seconds: median(&mut times).as_secs_f64(),
+        seconds: median_duration(&mut times).as_secs_f64(),
         rows: warm.rows(),
         equal: difference.is_none(),
         difference,
@@ -414,14 +415,4 @@ async fn time_query(
         peak_rss_bytes: sampler.stop(),
     };
     Ok((row, warm.batches))
-}
-
-/// The median of `times` (the mean of the middle two of an even count).
-pub(super) fn median(times: &mut [Duration]) -> Duration {
-    times.sort();
-    match times.len() {
-        0 => Duration::ZERO,
-        n if n % 2 == 1 => times[n / 2],
-        n => (times[n / 2 - 1] + times[n / 2]) / 2,
-    }
 }
