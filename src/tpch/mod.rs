@@ -24,6 +24,4 @@ pub use generate::{
     Table, TableData, check_fits_memory, check_generable, check_scale_factor, estimated_bytes,
     generate, generate_parts, part_count,
 };
-// The plots moved to `crate::plot`; kept here for existing callers.
-pub use crate::plot::{check_plot_path, plot_codecs};
 pub use report::{CodecSummary, Format, ReportRow, render, summarize};

@@ -208,7 +208,7 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
     } = args;
     if let Some(path) = &plot {
         // Before the run, not after minutes of it.
-        tpch::check_plot_path(path)?;
+        colzip::plot::check_plot_path(path)?;
     }
     if let Some(threads) = threads {
         rayon::ThreadPoolBuilder::new()
@@ -276,7 +276,7 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
             "colzip tpch --sf {sf}: {} columns",
             rows.len() / totals.len().max(1)
         );
-        tpch::plot_codecs(&totals, path, &title)?;
+        colzip::plot::plot_codecs(&totals, path, &title)?;
     }
     let text = match (summary, format) {
         (true, _) => tpch::render(&totals, format)?,
