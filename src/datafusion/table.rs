@@ -54,7 +54,10 @@ mod provider;
 mod residence;
 mod row_filter;
 mod scan;
+mod scan_metrics;
 mod sink;
+mod window;
+mod window_job;
 mod zones;
 
 use std::fmt;
@@ -76,7 +79,8 @@ use block::{Partitions, block_statistics, sql_null_count};
 use load::compress_partitions;
 pub use memory::arrow_memory;
 pub use options::{CompressOptions, DEFAULT_BLOCK_ROWS, Residence};
-pub use scan::{CompressedScanExec, WINDOW_BYTES};
+pub use scan::CompressedScanExec;
+pub use window::WINDOW_BYTES;
 
 /// An in-memory table with every column compressed; see the [module docs](self).
 pub struct CompressedTable {

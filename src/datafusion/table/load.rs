@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::block::{Block, Partitions};
 use super::options::CompressOptions;
-use super::{dictionary, scan, zones};
+use super::{dictionary, window, zones};
 use crate::codec::Placement;
 use crate::column::{self, CodecChoice, CompressedColumn};
 use crate::trace::Counter;
@@ -54,7 +54,7 @@ pub(super) fn compress_partitions(
 
 /// Plain bytes of the blocks compressed together in one batched call when a GPU may run
 /// them: as large as a scan's window, so the GPU gets calls it can fill.
-const COMPRESS_WINDOW_BYTES: usize = scan::WINDOW_BYTES;
+const COMPRESS_WINDOW_BYTES: usize = window::WINDOW_BYTES;
 
 /// [`compress_partitions`]' GPU path: the blocks of every partition in windows of about
 /// [`COMPRESS_WINDOW_BYTES`], each window's columns in one batched call, the windows on

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::scan;
+use super::window;
 use crate::Result;
 use crate::codec::Placement;
 use crate::column::{AutoCodecs, CodecChoice};
@@ -40,14 +40,14 @@ pub struct CompressOptions {
 
 impl Default for CompressOptions {
     /// `auto` for every column, on the CPU, blocks of [`DEFAULT_BLOCK_ROWS`], scans by
-    /// windows of [`scan::WINDOW_BYTES`] that evaluate the filters they can.
+    /// windows of [`window::WINDOW_BYTES`] that evaluate the filters they can.
     fn default() -> Self {
         CompressOptions {
             codec: CodecChoice::Auto,
             columns: HashMap::new(),
             placement: Placement::CPU,
             block_rows: DEFAULT_BLOCK_ROWS,
-            scan_window_bytes: scan::WINDOW_BYTES,
+            scan_window_bytes: window::WINDOW_BYTES,
             scan_filters: true,
             residence: Residence::Auto,
         }
