@@ -1737,3 +1737,191 @@ fn the_next_run_removes_what_a_killed_run_left() {
     assert_eq!(partials(dir.path()), kept);
     assert!(csv.exists());
 }
+
+/// Runs `script` under `sh` in a private mount namespace where `small` (made here) is a
+/// 1 MiB tmpfs, with `$SMALL` naming it and `$COLZIP` the binary; `None` where this
+/// machine does not let a test mount one (no `unshare`, or no right to mount).
+fn on_a_small_disk(small: &Path, script: &str) -> Option<Output> {
+    std::fs::create_dir(small).unwrap();
+    let out = Command::new("unshare")
+        .args(["--mount", "sh", "-c"])
+        .arg(format!(
+            "mount -t tmpfs -o size=1m colzip-test \"$SMALL\" || exit 77\necho mounted\n{script}"
+        ))
+        .env("SMALL", small)
+        .env("COLZIP", env!("CARGO_BIN_EXE_colzip"))
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .ok()?;
+    if !String::from_utf8_lossy(&out.stdout).starts_with("mounted\n") {
+        eprintln!(
+            "skipped: no small file system here: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return None;
+    }
+    Some(out)
+}
+
+/// On a full disk every kind of output fails with exit 1 and one line naming the output
+/// and the cause, never a SIGBUS (exit 135) from a mapped raw output; it leaves no
+/// temporary file, and an output it would have replaced keeps its bytes.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_is_a_one_line_error_naming_the_output_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 MB of int32 values, and 2 MB that do not compress: each output is over 1 MiB.
+    let ints = dir.path().join("ints.bin");
+    let values: Vec<u8> = (0..1_000_000i32)
+        .flat_map(|v| (v.wrapping_mul(7919) % 100_003).to_le_bytes())
+        .collect();
+    std::fs::write(&ints, &values).unwrap();
+    let archive = dir.path().join("ints.czip");
+    ok(&["compress", s(&ints), "--type", "int32", "-o", s(&archive)]);
+    let mut noise = Vec::with_capacity(2_000_000);
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    while noise.len() < 2_000_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise.extend_from_slice(&x.to_le_bytes());
+    }
+    let noise_file = dir.path().join("noise.bin");
+    std::fs::write(&noise_file, &noise).unwrap();
+    let errors = dir.path().join("errors");
+    std::fs::create_dir(&errors).unwrap();
+    // (name, arguments, the output on the small disk)
+    let cases = [
+        (
+            "raw",
+            format!("decompress '{}' --force", s(&archive)),
+            "ints.bin",
+        ),
+        (
+            "csv",
+            format!("decompress '{}' --to csv", s(&archive)),
+            "ints.csv",
+        ),
+        (
+            "arrow",
+            format!("decompress '{}' --to arrow", s(&archive)),
+            "ints.arrow",
+        ),
+        (
+            "parquet",
+            format!("decompress '{}' --to parquet", s(&archive)),
+            "ints.parquet",
+        ),
+        (
+            "archive",
+            format!("compress '{}' --type bytes", s(&noise_file)),
+            "noise.czip",
+        ),
+    ];
+    // An existing output, replaced by the raw case's --force were there room.
+    let mut script = String::from("printf keep > \"$SMALL/ints.bin\"\n");
+    for (name, args, output) in &cases {
+        script.push_str(&format!(
+            "\"$COLZIP\" {args} -o \"$SMALL/{output}\" 2> '{}/{name}'; echo \"{name}=$?\"\n",
+            s(&errors)
+        ));
+    }
+    script.push_str("ls -A \"$SMALL\"; echo; cat \"$SMALL/ints.bin\"\n");
+    let small = dir.path().join("small");
+    let Some(out) = on_a_small_disk(&small, &script) else {
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for (name, _, output) in &cases {
+        assert!(stdout.contains(&format!("{name}=1\n")), "{name}: {stdout}");
+        let stderr = std::fs::read_to_string(errors.join(name)).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "colzip: error: cannot write {}: No space left on device",
+                s(&small.join(output))
+            )),
+            "{name}: {stderr}"
+        );
+    }
+    // Nothing but the output that was there, with its bytes.
+    let tail: Vec<&str> = stdout.lines().skip(1 + cases.len()).collect();
+    assert_eq!(tail, ["ints.bin", "", "keep"], "{stdout}");
+}
+
+/// A full device as the output (`/dev/full` fails every write with ENOSPC) goes through
+/// the stream path: exit 1, one line naming it, no spool left; standard output on one is
+/// named too.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_device_as_the_output_is_a_one_line_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("values.bin");
+    std::fs::write(&input, vec![7u8; 200_000]).unwrap();
+    let archive = dir.path().join("values.czip");
+    ok(&["compress", s(&input), "-o", s(&archive)]);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let typed = ["--type", "bytes"];
+    // (arguments, whether standard output is /dev/full too, how the error names the output)
+    let cases: [(&[&str], bool, &str); 4] = [
+        (
+            &["compress", s(&input), "-o", "/dev/full"],
+            false,
+            "/dev/full",
+        ),
+        (
+            &["decompress", s(&archive), "-o", "/dev/full"],
+            false,
+            "/dev/full",
+        ),
+        (
+            &["decompress", s(&archive), "-o", "-"],
+            true,
+            "standard output",
+        ),
+        (&["compress", s(&input), "-o", "-"], true, "standard output"),
+    ];
+    for (args, on_stdout, named) in cases {
+        let out = cli_run::command()
+            .args(args)
+            .args(if args[0] == "compress" {
+                &typed[..]
+            } else {
+                &[]
+            })
+            .env("TMPDIR", &tmp)
+            .stdout(if on_stdout {
+                full().into()
+            } else {
+                std::process::Stdio::null()
+            })
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "colzip: error: cannot write {named}: No space left on device"
+            )),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            std::fs::read_dir(&tmp).unwrap().next().is_none(),
+            "{args:?} left a spool"
+        );
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let kind = Path::new("/dev/full")
+        .symlink_metadata()
+        .unwrap()
+        .file_type();
+    assert!(kind.is_char_device());
+}
