@@ -1925,3 +1925,183 @@ fn a_full_device_as_the_output_is_a_one_line_error_naming_it() {
         .file_type();
     assert!(kind.is_char_device());
 }
+
+/// `--force` onto a character device writes into it as a stream and leaves it a device;
+/// onto a block device it is refused, and the node stays. Device nodes are made here (as
+/// /dev/null's 1:3, and an unused block number), where this machine allows `mknod`.
+#[cfg(target_os = "linux")]
+#[test]
+fn force_writes_into_a_character_device_and_refuses_a_block_device() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let null = dir.path().join("null");
+    let block = dir.path().join("block");
+    let made = Command::new("mknod")
+        .args([s(&null), "c", "1", "3"])
+        .status()
+        .is_ok_and(|st| st.success())
+        && Command::new("mknod")
+            .args([s(&block), "b", "7", "250"])
+            .status()
+            .is_ok_and(|st| st.success());
+    if !made {
+        eprintln!("skipped: mknod is not allowed here");
+        return;
+    }
+    let input = dir.path().join("values.bin");
+    std::fs::write(&input, vec![3u8; 50_000]).unwrap();
+    let archive = dir.path().join("values.czip");
+    ok(&["compress", s(&input), "-o", s(&archive)]);
+    ok(&["compress", s(&input), "-o", s(&null), "--force"]);
+    ok(&["decompress", s(&archive), "-o", s(&null), "--force"]);
+    assert!(
+        null.symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
+    for args in [
+        ["compress", s(&input), "-o", s(&block), "--force"],
+        ["decompress", s(&archive), "-o", s(&block), "--force"],
+    ] {
+        let err = fails(&args);
+        assert!(err.contains("is a device, not a regular file"), "{err}");
+        assert!(
+            block
+                .symlink_metadata()
+                .unwrap()
+                .file_type()
+                .is_block_device()
+        );
+    }
+    assert!(partials(dir.path()).is_empty());
+}
+
+/// Ctrl-C or SIGTERM while an output file is written removes its temporary file, which
+/// is private (0600) while it exists; the process still ends by the signal, and no
+/// output appears.
+#[test]
+fn ctrl_c_and_sigterm_remove_a_partial_output() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let ints = dir.path().join("ints.bin");
+    let values: Vec<u8> = (0..4_000_000i64)
+        .flat_map(|v| (v * 7919 % 100_003).to_le_bytes())
+        .collect();
+    std::fs::write(&ints, &values).unwrap();
+    let archive = dir.path().join("ints.czip");
+    ok(&["compress", s(&ints), "--type", "int64", "-o", s(&archive)]);
+    let csv = dir.path().join("ints.csv");
+    let mut modes = Vec::new();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let mut interrupted = false;
+        for _ in 0..20 {
+            let mut child = cli_run::command()
+                .args(["decompress", s(&archive), "--to", "csv", "-o", s(&csv)])
+                .spawn()
+                .unwrap();
+            let started = std::time::Instant::now();
+            let mut seen = None;
+            while seen.is_none()
+                && child.try_wait().unwrap().is_none()
+                && started.elapsed().as_secs() < 30
+            {
+                seen = partials(dir.path()).pop();
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            if let Some(mode) = seen
+                .and_then(|name| dir.path().join(name).metadata().ok())
+                .map(|m| m.permissions().mode() & 0o777)
+            {
+                modes.push(mode);
+            }
+            // SAFETY: kill sends a signal to the child this test started.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            let status = child.wait().unwrap();
+            if status.signal() == Some(signal) {
+                interrupted = true;
+                assert!(
+                    partials(dir.path()).is_empty(),
+                    "signal {signal}: {:?}",
+                    partials(dir.path())
+                );
+                assert!(!csv.exists(), "signal {signal}: an output appeared");
+                break;
+            }
+            // It finished first: again, with the output out of the way.
+            let _ = std::fs::remove_file(&csv);
+        }
+        assert!(interrupted, "signal {signal}: no run was interrupted");
+    }
+    assert!(!modes.is_empty(), "no temporary file was seen");
+    assert!(modes.iter().all(|&m| m == 0o600), "{modes:?}");
+}
+
+/// The finished output is flushed to disk before it is renamed into place, and
+/// `--no-fsync` leaves the flush out (observed with strace, where it can trace).
+#[cfg(target_os = "linux")]
+#[test]
+fn outputs_are_flushed_before_the_rename_unless_no_fsync() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("values.bin");
+    std::fs::write(&input, vec![5u8; 100_000]).unwrap();
+    let traced = |flag: Option<&str>, output: &Path| -> Option<Vec<String>> {
+        let log = dir.path().join("strace.log");
+        let mut command = Command::new("strace");
+        command
+            .args([
+                "-f",
+                "-qq",
+                "-e",
+                "trace=fsync,fdatasync,rename,renameat,renameat2,link,linkat",
+                "-o",
+            ])
+            .arg(&log)
+            .arg(env!("CARGO_BIN_EXE_colzip"))
+            .args(flag)
+            .args(["compress", s(&input), "-o", s(output)])
+            .env_remove("RUST_BACKTRACE");
+        let run = command.output().ok()?;
+        if !run.status.success() || !log.exists() {
+            eprintln!(
+                "skipped: strace cannot trace here: {}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+            return None;
+        }
+        let calls = std::fs::read_to_string(&log).unwrap();
+        // Each call's name, in order (lines are `PID name(args) = result`).
+        Some(
+            calls
+                .lines()
+                .filter_map(|l| {
+                    l.split_whitespace()
+                        .nth(1)?
+                        .split('(')
+                        .next()
+                        .map(String::from)
+                })
+                .collect(),
+        )
+    };
+    let Some(flushed) = traced(None, &dir.path().join("a.czip")) else {
+        return;
+    };
+    let rename = flushed
+        .iter()
+        .position(|c| c.starts_with("rename") || c.starts_with("link"))
+        .unwrap_or_else(|| panic!("no rename: {flushed:?}"));
+    assert!(
+        flushed[..rename]
+            .iter()
+            .any(|c| c == "fsync" || c == "fdatasync"),
+        "{flushed:?}"
+    );
+    let unflushed = traced(Some("--no-fsync"), &dir.path().join("b.czip")).unwrap();
+    assert!(
+        !unflushed.iter().any(|c| c == "fsync" || c == "fdatasync"),
+        "{unflushed:?}"
+    );
+    assert!(dir.path().join("b.czip").exists());
+}
