@@ -2105,3 +2105,52 @@ fn outputs_are_flushed_before_the_rename_unless_no_fsync() {
     );
     assert!(dir.path().join("b.czip").exists());
 }
+
+/// A `--plot` file in a directory that does not exist is refused before the run (which
+/// may take minutes), and a drawn plot is named on stderr; `bench --suites none
+/// --write-columns` says how many files it wrote and where, instead of an empty table.
+#[test]
+fn plots_are_checked_before_the_run_and_outputs_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "tpch", "--sf", "0.001", "--tables", "region", "--codecs", "gmatch",
+    ];
+    let missing = dir.path().join("missing").join("codecs.svg");
+    let out = colzip(&[&args[..], &["--plot", s(&missing)]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(
+        !stderr.contains("generating"),
+        "refused after the run: {stderr}"
+    );
+    let svg = dir.path().join("codecs.svg");
+    let out = colzip(&[&args[..], &["--plot", s(&svg)]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("wrote the plot to {}", s(&svg))),
+        "{stderr}"
+    );
+    assert!(svg.exists());
+
+    let columns = dir.path().join("cols");
+    let out = colzip(&[
+        "bench",
+        "--sf",
+        "0.002",
+        "--suites",
+        "none",
+        "--write-columns",
+        s(&columns),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(out.stdout.is_empty(), "an empty table");
+    let written = std::fs::read_dir(&columns).unwrap().count();
+    assert!(written > 0);
+    assert!(
+        stderr.contains(&format!("wrote {written} column files to {}", s(&columns))),
+        "{stderr}"
+    );
+}
