@@ -350,6 +350,36 @@ fn an_archive_is_a_table_by_its_path() {
     assert!(stderr.contains("bad.czip"), "{stderr}");
 }
 
+/// A file named as a table that is not there is named as a missing file, not as a table
+/// `datafusion.public.<path>` that was not found; a registered table of such a name is
+/// still found, and a missing name without a file's extension is still a missing table.
+#[test]
+fn a_missing_file_named_as_a_table_is_said_to_be_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["nope.parquet", "nope.csv", "nope.czip"] {
+        let path = dir.path().join(name);
+        let stderr = fails(
+            &["sql", "-c", &format!("SELECT * FROM '{}'", path.display())],
+            "",
+        );
+        assert!(
+            stderr.contains(&format!("{}: no such file or directory", path.display())),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("datafusion.public"), "{stderr}");
+    }
+    let out = ok(&[
+        "sql",
+        "--format",
+        "csv",
+        "-c",
+        "CREATE TABLE \"t.csv\" AS SELECT 1 AS a; SELECT a FROM \"t.csv\"",
+    ]);
+    assert!(out.ends_with("a\n1\n"), "{out}");
+    let stderr = fails(&["sql", "-c", "SELECT * FROM nope"], "");
+    assert!(stderr.contains("not found"), "{stderr}");
+}
+
 #[test]
 fn backend_gpu_fails_the_same_way_for_every_statement_without_a_gpu() {
     let gpu: serde_json::Value =
