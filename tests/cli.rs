@@ -1102,6 +1102,32 @@ fn short_flags_mean_one_thing_across_subcommands() {
     }
 }
 
+/// Every option of every subcommand says what it does in `--help` (`decompress --force`
+/// once had no text).
+#[test]
+fn every_option_has_help_text() {
+    let top = ok(&["--help"]);
+    let subcommands: Vec<&str> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|&name| name != "help")
+        .collect();
+    for sub in subcommands {
+        let help = ok(&[sub, "--help"]);
+        for line in help.lines().filter(|l| l.trim_start().starts_with('-')) {
+            // "  -f, --force  Replace …": the flag, two or more spaces, then the text.
+            let described = line
+                .trim()
+                .split_once("  ")
+                .is_some_and(|(_, text)| !text.trim().is_empty());
+            assert!(described, "colzip {sub} --help: no text for {line:?}");
+        }
+    }
+}
+
 /// Without the `ballista` feature, the cluster commands exist but say how to get them.
 #[cfg(all(feature = "datafusion", not(feature = "ballista")))]
 #[test]
