@@ -9,7 +9,8 @@ use plotters::prelude::*;
 use crate::tpch::CodecSummary;
 use crate::{Error, Result};
 
-/// An error unless `path` names an SVG file (what a command checks before it runs).
+/// An error unless `path` names an SVG file in a directory that exists (what a command
+/// checks before it runs, not after minutes of it).
 pub fn check_plot_path(path: &Path) -> Result<()> {
     if !path
         .extension()
@@ -18,6 +19,17 @@ pub fn check_plot_path(path: &Path) -> Result<()> {
         return Err(Error::format(format!(
             "{}: plots are written as SVG (name the file *.svg)",
             path.display()
+        )));
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(Error::format(format!(
+            "cannot write the plot {}: its directory {} does not exist",
+            path.display(),
+            dir.display()
         )));
     }
     Ok(())

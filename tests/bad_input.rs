@@ -591,3 +591,48 @@ fn an_output_that_appears_during_the_write_is_kept() {
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(names.len(), 1, "no temporary file is left");
 }
+
+/// A full disk met inside the write (here `/dev/full`, which fails every write with
+/// ENOSPC, standing in for the output's own file system) is an error naming the output
+/// and the cause; no temporary file is left, and the output it would replace keeps its
+/// bytes.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_during_the_write_names_the_output_and_leaves_it_alone() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.bin");
+    std::fs::write(&path, b"old").unwrap();
+    let err = colzip::archive::write_atomically(&path, true, |mut file| {
+        file.write_all(b"the first part fits")?;
+        let mut full = std::fs::OpenOptions::new().write(true).open("/dev/full")?;
+        full.write_all(b"the rest does not")?;
+        Ok(())
+    })
+    .unwrap_err();
+    match &err {
+        Error::File {
+            path: named,
+            source,
+            ..
+        } => {
+            assert_eq!(named, &path);
+            assert_eq!(source.raw_os_error(), Some(libc::ENOSPC));
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "cannot write {}: No space left on device",
+            path.display()
+        )),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"old");
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["out.bin"], "no temporary file is left");
+}

@@ -1102,6 +1102,32 @@ fn short_flags_mean_one_thing_across_subcommands() {
     }
 }
 
+/// Every option of every subcommand says what it does in `--help` (`decompress --force`
+/// once had no text).
+#[test]
+fn every_option_has_help_text() {
+    let top = ok(&["--help"]);
+    let subcommands: Vec<&str> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|&name| name != "help")
+        .collect();
+    for sub in subcommands {
+        let help = ok(&[sub, "--help"]);
+        for line in help.lines().filter(|l| l.trim_start().starts_with('-')) {
+            // "  -f, --force  Replace …": the flag, two or more spaces, then the text.
+            let described = line
+                .trim()
+                .split_once("  ")
+                .is_some_and(|(_, text)| !text.trim().is_empty());
+            assert!(described, "colzip {sub} --help: no text for {line:?}");
+        }
+    }
+}
+
 /// Without the `ballista` feature, the cluster commands exist but say how to get them.
 #[cfg(all(feature = "datafusion", not(feature = "ballista")))]
 #[test]
@@ -1736,4 +1762,421 @@ fn the_next_run_removes_what_a_killed_run_left() {
     kept.sort();
     assert_eq!(partials(dir.path()), kept);
     assert!(csv.exists());
+}
+
+/// Runs `script` under `sh` in a private mount namespace where `small` (made here) is a
+/// 1 MiB tmpfs, with `$SMALL` naming it and `$COLZIP` the binary; `None` where this
+/// machine does not let a test mount one (no `unshare`, or no right to mount).
+fn on_a_small_disk(small: &Path, script: &str) -> Option<Output> {
+    std::fs::create_dir(small).unwrap();
+    let out = Command::new("unshare")
+        .args(["--mount", "sh", "-c"])
+        .arg(format!(
+            "mount -t tmpfs -o size=1m colzip-test \"$SMALL\" || exit 77\necho mounted\n{script}"
+        ))
+        .env("SMALL", small)
+        .env("COLZIP", env!("CARGO_BIN_EXE_colzip"))
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .ok()?;
+    if !String::from_utf8_lossy(&out.stdout).starts_with("mounted\n") {
+        eprintln!(
+            "skipped: no small file system here: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return None;
+    }
+    Some(out)
+}
+
+/// On a full disk every kind of output fails with exit 1 and one line naming the output
+/// and the cause, never a SIGBUS (exit 135) from a mapped raw output; it leaves no
+/// temporary file, and an output it would have replaced keeps its bytes.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_is_a_one_line_error_naming_the_output_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 MB of int32 values, and 2 MB that do not compress: each output is over 1 MiB.
+    let ints = dir.path().join("ints.bin");
+    let values: Vec<u8> = (0..1_000_000i32)
+        .flat_map(|v| (v.wrapping_mul(7919) % 100_003).to_le_bytes())
+        .collect();
+    std::fs::write(&ints, &values).unwrap();
+    let archive = dir.path().join("ints.czip");
+    ok(&["compress", s(&ints), "--type", "int32", "-o", s(&archive)]);
+    let mut noise = Vec::with_capacity(2_000_000);
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    while noise.len() < 2_000_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise.extend_from_slice(&x.to_le_bytes());
+    }
+    let noise_file = dir.path().join("noise.bin");
+    std::fs::write(&noise_file, &noise).unwrap();
+    let errors = dir.path().join("errors");
+    std::fs::create_dir(&errors).unwrap();
+    // (name, arguments, the output on the small disk)
+    let cases = [
+        (
+            "raw",
+            format!("decompress '{}' --force", s(&archive)),
+            "ints.bin",
+        ),
+        (
+            "csv",
+            format!("decompress '{}' --to csv", s(&archive)),
+            "ints.csv",
+        ),
+        (
+            "arrow",
+            format!("decompress '{}' --to arrow", s(&archive)),
+            "ints.arrow",
+        ),
+        (
+            "parquet",
+            format!("decompress '{}' --to parquet", s(&archive)),
+            "ints.parquet",
+        ),
+        (
+            "archive",
+            format!("compress '{}' --type bytes", s(&noise_file)),
+            "noise.czip",
+        ),
+    ];
+    // An existing output, replaced by the raw case's --force were there room.
+    let mut script = String::from("printf keep > \"$SMALL/ints.bin\"\n");
+    for (name, args, output) in &cases {
+        script.push_str(&format!(
+            "\"$COLZIP\" {args} -o \"$SMALL/{output}\" 2> '{}/{name}'; echo \"{name}=$?\"\n",
+            s(&errors)
+        ));
+    }
+    script.push_str("ls -A \"$SMALL\"; echo; cat \"$SMALL/ints.bin\"\n");
+    let small = dir.path().join("small");
+    let Some(out) = on_a_small_disk(&small, &script) else {
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for (name, _, output) in &cases {
+        assert!(stdout.contains(&format!("{name}=1\n")), "{name}: {stdout}");
+        let stderr = std::fs::read_to_string(errors.join(name)).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "colzip: error: cannot write {}: No space left on device",
+                s(&small.join(output))
+            )),
+            "{name}: {stderr}"
+        );
+    }
+    // Nothing but the output that was there, with its bytes.
+    let tail: Vec<&str> = stdout.lines().skip(1 + cases.len()).collect();
+    assert_eq!(tail, ["ints.bin", "", "keep"], "{stdout}");
+}
+
+/// A full device as the output (`/dev/full` fails every write with ENOSPC) goes through
+/// the stream path: exit 1, one line naming it, no spool left; standard output on one is
+/// named too.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_device_as_the_output_is_a_one_line_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("values.bin");
+    std::fs::write(&input, vec![7u8; 200_000]).unwrap();
+    let archive = dir.path().join("values.czip");
+    ok(&["compress", s(&input), "-o", s(&archive)]);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let typed = ["--type", "bytes"];
+    // (arguments, whether standard output is /dev/full too, how the error names the output)
+    let cases: [(&[&str], bool, &str); 4] = [
+        (
+            &["compress", s(&input), "-o", "/dev/full"],
+            false,
+            "/dev/full",
+        ),
+        (
+            &["decompress", s(&archive), "-o", "/dev/full"],
+            false,
+            "/dev/full",
+        ),
+        (
+            &["decompress", s(&archive), "-o", "-"],
+            true,
+            "standard output",
+        ),
+        (&["compress", s(&input), "-o", "-"], true, "standard output"),
+    ];
+    for (args, on_stdout, named) in cases {
+        let out = cli_run::command()
+            .args(args)
+            .args(if args[0] == "compress" {
+                &typed[..]
+            } else {
+                &[]
+            })
+            .env("TMPDIR", &tmp)
+            .stdout(if on_stdout {
+                full().into()
+            } else {
+                std::process::Stdio::null()
+            })
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "colzip: error: cannot write {named}: No space left on device"
+            )),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            std::fs::read_dir(&tmp).unwrap().next().is_none(),
+            "{args:?} left a spool"
+        );
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let kind = Path::new("/dev/full")
+        .symlink_metadata()
+        .unwrap()
+        .file_type();
+    assert!(kind.is_char_device());
+}
+
+/// `--force` onto a character device writes into it as a stream and leaves it a device;
+/// onto a block device it is refused, and the node stays. Device nodes are made here (as
+/// /dev/null's 1:3, and an unused block number), where this machine allows `mknod`.
+#[cfg(target_os = "linux")]
+#[test]
+fn force_writes_into_a_character_device_and_refuses_a_block_device() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let null = dir.path().join("null");
+    let block = dir.path().join("block");
+    let made = Command::new("mknod")
+        .args([s(&null), "c", "1", "3"])
+        .status()
+        .is_ok_and(|st| st.success())
+        && Command::new("mknod")
+            .args([s(&block), "b", "7", "250"])
+            .status()
+            .is_ok_and(|st| st.success());
+    if !made {
+        eprintln!("skipped: mknod is not allowed here");
+        return;
+    }
+    let input = dir.path().join("values.bin");
+    std::fs::write(&input, vec![3u8; 50_000]).unwrap();
+    let archive = dir.path().join("values.czip");
+    ok(&["compress", s(&input), "-o", s(&archive)]);
+    ok(&["compress", s(&input), "-o", s(&null), "--force"]);
+    ok(&["decompress", s(&archive), "-o", s(&null), "--force"]);
+    assert!(
+        null.symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
+    for args in [
+        ["compress", s(&input), "-o", s(&block), "--force"],
+        ["decompress", s(&archive), "-o", s(&block), "--force"],
+    ] {
+        let err = fails(&args);
+        assert!(err.contains("is a device, not a regular file"), "{err}");
+        assert!(
+            block
+                .symlink_metadata()
+                .unwrap()
+                .file_type()
+                .is_block_device()
+        );
+    }
+    assert!(partials(dir.path()).is_empty());
+}
+
+/// Ctrl-C or SIGTERM while an output file is written removes its temporary file, which
+/// is private (0600) while it exists; the process still ends by the signal, and no
+/// output appears.
+#[test]
+fn ctrl_c_and_sigterm_remove_a_partial_output() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let ints = dir.path().join("ints.bin");
+    let values: Vec<u8> = (0..4_000_000i64)
+        .flat_map(|v| (v * 7919 % 100_003).to_le_bytes())
+        .collect();
+    std::fs::write(&ints, &values).unwrap();
+    let archive = dir.path().join("ints.czip");
+    ok(&["compress", s(&ints), "--type", "int64", "-o", s(&archive)]);
+    let csv = dir.path().join("ints.csv");
+    let mut modes = Vec::new();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let mut interrupted = false;
+        for _ in 0..20 {
+            let mut child = cli_run::command()
+                .args(["decompress", s(&archive), "--to", "csv", "-o", s(&csv)])
+                .spawn()
+                .unwrap();
+            let started = std::time::Instant::now();
+            let mut seen = None;
+            while seen.is_none()
+                && child.try_wait().unwrap().is_none()
+                && started.elapsed().as_secs() < 30
+            {
+                seen = partials(dir.path()).pop();
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            if let Some(mode) = seen
+                .and_then(|name| dir.path().join(name).metadata().ok())
+                .map(|m| m.permissions().mode() & 0o777)
+            {
+                modes.push(mode);
+            }
+            // SAFETY: kill sends a signal to the child this test started.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            let status = child.wait().unwrap();
+            if status.signal() == Some(signal) {
+                interrupted = true;
+                assert!(
+                    partials(dir.path()).is_empty(),
+                    "signal {signal}: {:?}",
+                    partials(dir.path())
+                );
+                assert!(!csv.exists(), "signal {signal}: an output appeared");
+                break;
+            }
+            // It finished first: again, with the output out of the way.
+            let _ = std::fs::remove_file(&csv);
+        }
+        assert!(interrupted, "signal {signal}: no run was interrupted");
+    }
+    assert!(!modes.is_empty(), "no temporary file was seen");
+    assert!(modes.iter().all(|&m| m == 0o600), "{modes:?}");
+}
+
+/// The finished output is flushed to disk before it is renamed into place, and
+/// `--no-fsync` leaves the flush out (observed with strace, where it can trace).
+#[cfg(target_os = "linux")]
+#[test]
+fn outputs_are_flushed_before_the_rename_unless_no_fsync() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("values.bin");
+    std::fs::write(&input, vec![5u8; 100_000]).unwrap();
+    let traced = |flag: Option<&str>, output: &Path| -> Option<Vec<String>> {
+        let log = dir.path().join("strace.log");
+        let mut command = Command::new("strace");
+        command
+            .args([
+                "-f",
+                "-qq",
+                "-e",
+                "trace=fsync,fdatasync,rename,renameat,renameat2,link,linkat",
+                "-o",
+            ])
+            .arg(&log)
+            .arg(env!("CARGO_BIN_EXE_colzip"))
+            .args(flag)
+            .args(["compress", s(&input), "-o", s(output)])
+            .env_remove("RUST_BACKTRACE");
+        let run = command.output().ok()?;
+        if !run.status.success() || !log.exists() {
+            eprintln!(
+                "skipped: strace cannot trace here: {}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+            return None;
+        }
+        let calls = std::fs::read_to_string(&log).unwrap();
+        // Each call's name, in order (lines are `PID name(args) = result`).
+        Some(
+            calls
+                .lines()
+                .filter_map(|l| {
+                    l.split_whitespace()
+                        .nth(1)?
+                        .split('(')
+                        .next()
+                        .map(String::from)
+                })
+                .collect(),
+        )
+    };
+    let Some(flushed) = traced(None, &dir.path().join("a.czip")) else {
+        return;
+    };
+    let rename = flushed
+        .iter()
+        .position(|c| c.starts_with("rename") || c.starts_with("link"))
+        .unwrap_or_else(|| panic!("no rename: {flushed:?}"));
+    assert!(
+        flushed[..rename]
+            .iter()
+            .any(|c| c == "fsync" || c == "fdatasync"),
+        "{flushed:?}"
+    );
+    let unflushed = traced(Some("--no-fsync"), &dir.path().join("b.czip")).unwrap();
+    assert!(
+        !unflushed.iter().any(|c| c == "fsync" || c == "fdatasync"),
+        "{unflushed:?}"
+    );
+    assert!(dir.path().join("b.czip").exists());
+}
+
+/// A `--plot` file in a directory that does not exist is refused before the run (which
+/// may take minutes), and a drawn plot is named on stderr; `bench --suites none
+/// --write-columns` says how many files it wrote and where, instead of an empty table.
+#[test]
+fn plots_are_checked_before_the_run_and_outputs_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "tpch", "--sf", "0.001", "--tables", "region", "--codecs", "gmatch",
+    ];
+    let missing = dir.path().join("missing").join("codecs.svg");
+    let out = colzip(&[&args[..], &["--plot", s(&missing)]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(
+        !stderr.contains("generating"),
+        "refused after the run: {stderr}"
+    );
+    let svg = dir.path().join("codecs.svg");
+    let out = colzip(&[&args[..], &["--plot", s(&svg)]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("wrote the plot to {}", s(&svg))),
+        "{stderr}"
+    );
+    assert!(svg.exists());
+
+    let columns = dir.path().join("cols");
+    let out = colzip(&[
+        "bench",
+        "--sf",
+        "0.002",
+        "--suites",
+        "none",
+        "--write-columns",
+        s(&columns),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(out.stdout.is_empty(), "an empty table");
+    let written = std::fs::read_dir(&columns).unwrap().count();
+    assert!(written > 0);
+    assert!(
+        stderr.contains(&format!("wrote {written} column files to {}", s(&columns))),
+        "{stderr}"
+    );
 }

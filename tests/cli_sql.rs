@@ -186,6 +186,28 @@ fn oversized_sql_from_stdin_is_skipped_with_one_error_and_reading_goes_on() {
     );
 }
 
+/// The plan of this CASE says Utf8 while its batches carry Utf8View: `--compressed` once
+/// refused it ("column 's' is Utf8 in the table but Utf8View in a batch").
+#[test]
+fn create_table_with_compressed_takes_a_case_of_literals_and_concat() {
+    let out = ok(&[
+        "sql",
+        "--compressed",
+        "--backend",
+        "cpu",
+        "--format",
+        "csv",
+        "-c",
+        "CREATE TABLE c AS SELECT CASE value % 2 WHEN 0 THEN 'a' \
+         ELSE concat('b', CAST(value AS VARCHAR)) END AS s FROM generate_series(1, 10); \
+         SELECT s FROM c ORDER BY s",
+    ]);
+    assert!(
+        out.ends_with("s\na\na\na\na\na\nb1\nb3\nb5\nb7\nb9\n"),
+        "{out}"
+    );
+}
+
 #[test]
 fn create_table_with_compressed_makes_compressed_tables() {
     let sql = "CREATE TABLE t AS SELECT value AS id, value % 3 AS r, concat('v', value % 5) AS s \
@@ -350,6 +372,36 @@ fn an_archive_is_a_table_by_its_path() {
     assert!(stderr.contains("bad.czip"), "{stderr}");
 }
 
+/// A file named as a table that is not there is named as a missing file, not as a table
+/// `datafusion.public.<path>` that was not found; a registered table of such a name is
+/// still found, and a missing name without a file's extension is still a missing table.
+#[test]
+fn a_missing_file_named_as_a_table_is_said_to_be_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["nope.parquet", "nope.csv", "nope.czip"] {
+        let path = dir.path().join(name);
+        let stderr = fails(
+            &["sql", "-c", &format!("SELECT * FROM '{}'", path.display())],
+            "",
+        );
+        assert!(
+            stderr.contains(&format!("{}: no such file or directory", path.display())),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("datafusion.public"), "{stderr}");
+    }
+    let out = ok(&[
+        "sql",
+        "--format",
+        "csv",
+        "-c",
+        "CREATE TABLE \"t.csv\" AS SELECT 1 AS a; SELECT a FROM \"t.csv\"",
+    ]);
+    assert!(out.ends_with("a\n1\n"), "{out}");
+    let stderr = fails(&["sql", "-c", "SELECT * FROM nope"], "");
+    assert!(stderr.contains("not found"), "{stderr}");
+}
+
 #[test]
 fn backend_gpu_fails_the_same_way_for_every_statement_without_a_gpu() {
     let gpu: serde_json::Value =
@@ -385,6 +437,15 @@ fn backend_gpu_fails_the_same_way_for_every_statement_without_a_gpu() {
     runs.push((
         copy_with_option.as_str(),
         colzip(&["sql", "--backend", "cpu", "-c", &copy_with_option], ""),
+    ));
+    // Compressed tables on the GPU backend too.
+    let create = "CREATE TABLE t AS SELECT 1 AS a";
+    runs.push((
+        create,
+        colzip(
+            &["sql", "--compressed", "--backend", "gpu", "-c", create],
+            "",
+        ),
     ));
     let compress = cli_run::colzip(&["compress", "-", "--backend", "gpu"]);
     let expected = String::from_utf8_lossy(&compress.stderr).into_owned();

@@ -187,13 +187,84 @@ pub fn file_sink(
     if kind == OutputKind::Raw && fixed_width {
         return Ok(Box::new(MappedRawSink { file, len: 0 }));
     }
-    sink(
+    let seen = SeenIoError::default();
+    let out = KeepsIoError {
+        inner: file,
+        seen: seen.clone(),
+    };
+    let inner = sink(
         kind,
-        std::io::BufWriter::with_capacity(buffer, file),
+        std::io::BufWriter::with_capacity(buffer, out),
         schema,
         parquet,
         delimiter,
     )
+    .map_err(|e| as_io_error(&seen, e))?;
+    Ok(Box::new(IoErrorSink { inner, seen }))
+}
+
+/// The first I/O error a file sink's writer met, shared between the writer and the sink.
+type SeenIoError = std::sync::Arc<std::sync::Mutex<Option<std::io::Error>>>;
+
+/// A writer that keeps the first I/O error it returns. Arrow's and parquet's writers wrap
+/// such an error in their own types (`Arrow error: Csv error: No space left on device`),
+/// where the caller cannot tell an I/O error, nor name the file it failed on.
+struct KeepsIoError<W> {
+    inner: W,
+    seen: SeenIoError,
+}
+
+impl<W> KeepsIoError<W> {
+    fn keep(&self, error: std::io::Error) -> std::io::Error {
+        let copy = match error.raw_os_error() {
+            Some(code) => std::io::Error::from_raw_os_error(code),
+            None => std::io::Error::new(error.kind(), error.to_string()),
+        };
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get_or_insert(error);
+        copy
+    }
+}
+
+impl<W: Write> Write for KeepsIoError<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(bytes).map_err(|e| self.keep(e))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush().map_err(|e| self.keep(e))
+    }
+}
+
+/// A file sink whose errors are the I/O error its writer met, when it met one: a full
+/// disk is then reported as `cannot write PATH: No space left on device` by
+/// [`super::write_atomically`], whatever the output's format.
+struct IoErrorSink {
+    inner: Box<dyn BatchSink>,
+    seen: SeenIoError,
+}
+
+fn as_io_error(seen: &SeenIoError, error: Error) -> Error {
+    if matches!(error, Error::Io(_) | Error::File { .. }) {
+        return error;
+    }
+    let io = seen.lock().unwrap_or_else(|p| p.into_inner()).take();
+    io.map_or(error, Error::Io)
+}
+
+impl BatchSink for IoErrorSink {
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.inner
+            .write(batch)
+            .map_err(|e| as_io_error(&self.seen, e))
+    }
+
+    fn finish(self: Box<Self>, trailing_newline: bool) -> Result<()> {
+        let seen = self.seen;
+        self.inner
+            .finish(trailing_newline)
+            .map_err(|e| as_io_error(&seen, e))
+    }
 }
 
 /// Raw fixed-width values written through a shared mapping of the output file, each
@@ -440,6 +511,60 @@ impl<W: Write + Send> BatchSink for ParquetSink<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file sink's write error on a full disk (`/dev/full`) is the I/O error itself, for
+    /// every format: arrow and parquet would wrap it in their own errors, without the path
+    /// that `write_atomically` adds to an I/O error.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_full_disk_is_an_io_error_whatever_the_format() {
+        use std::sync::Arc;
+        let batch = RecordBatch::try_from_iter([
+            (
+                "n",
+                Arc::new(arrow::array::Int64Array::from_iter_values(0..10_000))
+                    as arrow::array::ArrayRef,
+            ),
+            (
+                "s",
+                Arc::new(arrow::array::StringArray::from_iter_values(
+                    (0..10_000).map(|i| format!("row {i}")),
+                )),
+            ),
+        ])
+        .unwrap();
+        let kinds = [
+            OutputKind::ArrowIpc,
+            #[cfg(feature = "parquet")]
+            OutputKind::Parquet,
+            #[cfg(feature = "csv-json")]
+            OutputKind::Csv,
+            #[cfg(feature = "csv-json")]
+            OutputKind::JsonLines,
+        ];
+        for kind in kinds {
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            let written = file_sink(
+                kind,
+                full,
+                batch.schema(),
+                4096,
+                &ParquetWrite::default(),
+                b',',
+            )
+            .and_then(|mut sink| {
+                sink.write(&batch)?;
+                sink.finish(false)
+            });
+            match written {
+                Err(Error::Io(e)) => assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{kind:?}"),
+                other => panic!("{kind:?}: {:?}", other.map_err(|e| e.to_string())),
+            }
+        }
+    }
 
     #[cfg(target_os = "linux")]
     #[test]

@@ -277,6 +277,7 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
             rows.len() / totals.len().max(1)
         );
         colzip::plot::plot_codecs(&totals, path, &title)?;
+        eprintln!("colzip tpch: wrote the plot to {}", path.display());
     }
     let text = match (summary, format) {
         (true, _) => tpch::render(&totals, format)?,
@@ -376,9 +377,13 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
         cpu: !no_cpu,
     };
     let bar = progress_bar();
+    let mut columns_planned = 0;
     let rows = bench::run(&config, &mut |event| match event {
         bench::Event::Generating => bar.set_message("preparing the columns"),
-        bench::Event::Generated(_, rows) => bar.inc_length(rows as u64),
+        bench::Event::Generated(planned, rows) => {
+            columns_planned = planned.len();
+            bar.inc_length(rows as u64)
+        }
         bench::Event::Measured(row) => {
             bar.inc(1);
             bar.set_message(format!(
@@ -388,6 +393,14 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
         }
     })?;
     bar.finish_and_clear();
+    if let (Some(dir), true) = (&config.write_columns, config.suites.is_empty()) {
+        // Only the files were wanted: say where they went, instead of an empty table.
+        eprintln!(
+            "colzip bench: wrote {columns_planned} column files to {}",
+            dir.display()
+        );
+        return Ok(());
+    }
     if let Some(path) = &plot {
         // One point per codec and backend: the totals over the measured columns.
         let labelled: Vec<tpch::Row> = rows
@@ -405,6 +418,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
             .len();
         let title = format!("colzip bench: {columns} columns, kernel GB/s on the GPU");
         colzip::plot::plot_codecs(&totals, path, &title)?;
+        eprintln!("colzip bench: wrote the plot to {}", path.display());
     }
     std::io::stdout()
         .lock()

@@ -838,9 +838,12 @@ impl Pipes {
         let mut file = std::fs::File::open(output).map_err(Error::file("read", output))?;
         match stream {
             Stream::Stdout => {
+                // Named in the error as a file output is: a full disk behind a
+                // redirection is otherwise a bare "I/O error".
+                let written = "standard output";
                 let mut stdout = std::io::stdout().lock();
-                std::io::copy(&mut file, &mut stdout)?;
-                stdout.flush()?;
+                std::io::copy(&mut file, &mut stdout).map_err(Error::file("write", written))?;
+                stdout.flush().map_err(Error::file("write", written))?;
             }
             Stream::Special(path) => {
                 let mut target = std::fs::OpenOptions::new()

@@ -180,6 +180,7 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
             config.sf, config.runs
         );
         colzip::plot::plot_bars(&groups, &series, "seconds", path, &title)?;
+        eprintln!("colzip queries: wrote the plot to {}", path.display());
     }
     let text = match format {
         Format::Json => format!("{}\n", report.to_json()?),

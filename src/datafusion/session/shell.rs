@@ -105,11 +105,52 @@ pub async fn execute(
         .state()
         .statement_to_plan(statement)
         .await
-        .map_err(Error::from)?;
+        .map_err(|e| name_missing_file(ctx, e))?;
     let frame = super::execute_logical_plan(ctx, plan).await?;
     let schema: SchemaRef = std::sync::Arc::new(frame.schema().as_arrow().clone());
     let batches = frame.collect().await.map_err(Error::from)?;
     Ok((schema, batches))
+}
+
+/// DataFusion's error for a table it did not find, when the name has the extension of a
+/// file tables are made of (`'nope.parquet'`) and nothing is at that path: said as the
+/// missing file it is, not as "table 'datafusion.public.nope.parquet' not found".
+fn name_missing_file(ctx: &SessionContext, error: datafusion::error::DataFusionError) -> Error {
+    let missing = match error.find_root() {
+        datafusion::error::DataFusionError::Plan(message) => {
+            let options = ctx.state().config().options().catalog.clone();
+            let prefix = format!(
+                "table '{}.{}.",
+                options.default_catalog, options.default_schema
+            );
+            message
+                .strip_prefix(&prefix)
+                .and_then(|m| m.strip_suffix("' not found"))
+                .map(std::path::PathBuf::from)
+                .filter(|path| {
+                    let table_file = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                        matches!(
+                            e.to_ascii_lowercase().as_str(),
+                            "parquet"
+                                | "csv"
+                                | "tsv"
+                                | "json"
+                                | "jsonl"
+                                | "ndjson"
+                                | "arrow"
+                                | "avro"
+                                | "czip"
+                        )
+                    });
+                    table_file && path.symlink_metadata().is_err()
+                })
+        }
+        _ => None,
+    };
+    match missing {
+        Some(path) => Error::format(format!("{}: no such file or directory", path.display())),
+        None => Error::from(error),
+    }
 }
 
 /// Runs the statements of `sql` in order, printing each result to `out` (CSV results
