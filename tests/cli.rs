@@ -1293,6 +1293,46 @@ fn pipe_spools_are_private_and_removed() {
 }
 
 #[test]
+fn the_next_piped_run_removes_the_spools_a_killed_run_left() {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    // The pid of a process that has ended: a child, waited for.
+    let gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    let mut gone = gone;
+    gone.wait().unwrap();
+    let make = |name: &str| {
+        let spool = dir.path().join(name);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&spool)
+            .unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(spool.join("stdin"))
+            .unwrap();
+        spool
+    };
+    let stale = make(&format!("colzip-pipe.{gone_pid}.Ab12Cd"));
+    // This test's own process is alive: its spool stays, as does a name of another form.
+    let live = make(&format!("colzip-pipe.{}.Ef34Gh", std::process::id()));
+    let other = make("colzip-pipe-not-a-spool");
+    let out = dir.path().join("out.czip");
+    let (child, stdin, _spool) = spooling(dir.path(), &out);
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!stale.exists(), "the killed run's spool is removed");
+    assert!(live.join("stdin").exists() && other.join("stdin").exists());
+}
+
+#[test]
 fn ctrl_c_and_sigterm_remove_the_spools() {
     use std::os::unix::process::ExitStatusExt;
     for signal in [libc::SIGINT, libc::SIGTERM] {

@@ -43,7 +43,7 @@ pub use format::{ArchiveReader, ArchiveWriter, Source, compress_batch, decompres
 pub use input::{CsvOptions, InputKind, RawType};
 pub use output::{OutputKind, ParquetWrite};
 pub use parquet_options::{ParquetCodec, ParquetOptions};
-pub use partial::on_stale_partial_removed;
+pub use partial::{on_stale_partial_removed, remove_stale_dirs};
 pub use safe_file::{set_flush_before_rename, write_atomically};
 
 /// Rows per batch read from Arrow IPC and Parquet files.

@@ -5,7 +5,8 @@
 //! crash) cannot remove its file; the next run writing the same `NAME` removes every
 //! such file whose process no longer exists. A file of a live process, of another
 //! output name, or not of this form is left alone, so two runs writing one output never
-//! disturb each other.
+//! disturb each other. Private spool directories named `PREFIX.PID.XXXXXX` are swept
+//! the same way ([`remove_stale_dirs`]).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -62,6 +63,62 @@ pub(super) fn remove_stale(dir: &Path, name: &OsStr) -> Vec<PathBuf> {
     removed
 }
 
+/// Removes the directories in `parent` named `PREFIX.PID.XXXXXX` (a process's private
+/// spool directory, `prefix` being `PREFIX.`) whose process has ended, with what is in
+/// them; returns their paths. Only real directories owned by this user are touched: a
+/// link, another user's directory or a live process's is left alone.
+pub fn remove_stale_dirs(parent: &Path, prefix: &str) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .as_bytes()
+            .strip_prefix(prefix.as_bytes())
+            .and_then(pid_and_random)
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let ours = path
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == uid);
+        if !ours || process_exists(pid) {
+            continue;
+        }
+        if std::fs::remove_dir_all(&path).is_ok() {
+            if let Some(notice) = NOTICE.lock().ok().and_then(|n| *n) {
+                notice(&path);
+            }
+            removed.push(path);
+        }
+    }
+    removed
+}
+
+/// The pid of `PID.XXXXXX` (digits, a dot, then a part without dots).
+fn pid_and_random(rest: &[u8]) -> Option<libc::pid_t> {
+    let dot = rest.iter().position(|&b| b == b'.')?;
+    let (pid, random) = (&rest[..dot], &rest[dot + 1..]);
+    if pid.is_empty()
+        || random.is_empty()
+        || random.contains(&b'.')
+        || !pid.iter().all(u8::is_ascii_digit)
+    {
+        return None;
+    }
+    std::str::from_utf8(pid)
+        .ok()?
+        .parse::<libc::pid_t>()
+        .ok()
+        .filter(|&pid| pid > 0)
+}
+
 /// The writer's pid when `file` is a temporary file of the output `name`
 /// (`.NAME.PID.XXXXXX.partial`, the last part without dots).
 fn writer_pid(file: &OsStr, name: &OsStr) -> Option<libc::pid_t> {
@@ -71,17 +128,7 @@ fn writer_pid(file: &OsStr, name: &OsStr) -> Option<libc::pid_t> {
         .strip_prefix(b".")?
         .strip_prefix(name)?
         .strip_prefix(b".")?;
-    let middle = rest.strip_suffix(SUFFIX.as_bytes())?;
-    let dot = middle.iter().position(|&b| b == b'.')?;
-    let (pid, random) = (&middle[..dot], &middle[dot + 1..]);
-    if random.is_empty() || random.contains(&b'.') || !pid.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(pid)
-        .ok()?
-        .parse::<libc::pid_t>()
-        .ok()
-        .filter(|&pid| pid > 0)
+    pid_and_random(rest.strip_suffix(SUFFIX.as_bytes())?)
 }
 
 /// Whether process `pid` exists: signal 0 is checked, not sent. Only ESRCH says it is

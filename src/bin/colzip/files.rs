@@ -738,11 +738,19 @@ fn is_standard_output(path: &Path) -> bool {
     }
 }
 
+/// The start of a spool directory's name: `colzip-pipe.PID.XXXXXX` in the temporary
+/// directory.
+const SPOOL_PREFIX: &str = "colzip-pipe.";
+
 impl Pipes {
     fn dir(&mut self) -> Result<&Path> {
         if self.dir.is_none() {
+            // Named for this process, so that a later run removes the spools of one that
+            // was killed (SIGKILL runs no handler).
+            let parent = std::env::temp_dir();
+            colzip::archive::remove_stale_dirs(&parent, SPOOL_PREFIX);
             let dir = tempfile::Builder::new()
-                .prefix("colzip-pipe")
+                .prefix(&format!("{SPOOL_PREFIX}{}.", std::process::id()))
                 .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                 .tempdir()
                 .map_err(Error::file(
