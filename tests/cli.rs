@@ -1333,9 +1333,9 @@ fn the_next_piped_run_removes_the_spools_a_killed_run_left() {
 }
 
 #[test]
-fn ctrl_c_and_sigterm_remove_the_spools() {
+fn ctrl_c_sigterm_and_sighup_remove_the_spools() {
     use std::os::unix::process::ExitStatusExt;
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out.czip");
         let (mut child, stdin, _spool) = spooling(dir.path(), &out);
@@ -2043,11 +2043,11 @@ fn force_writes_into_a_character_device_and_refuses_a_block_device() {
     assert!(partials(dir.path()).is_empty());
 }
 
-/// Ctrl-C or SIGTERM while an output file is written removes its temporary file, which
-/// is private (0600) while it exists; the process still ends by the signal, and no
+/// Ctrl-C, SIGTERM or SIGHUP while an output file is written removes its temporary file,
+/// which is private (0600) while it exists; the process still ends by the signal, and no
 /// output appears.
 #[test]
-fn ctrl_c_and_sigterm_remove_a_partial_output() {
+fn ctrl_c_sigterm_and_sighup_remove_a_partial_output() {
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
@@ -2060,7 +2060,7 @@ fn ctrl_c_and_sigterm_remove_a_partial_output() {
     ok(&["compress", s(&ints), "--type", "int64", "-o", s(&archive)]);
     let csv = dir.path().join("ints.csv");
     let mut modes = Vec::new();
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         let mut interrupted = false;
         for _ in 0..20 {
             let mut child = cli_run::command()
