@@ -95,6 +95,25 @@ fn dim(rng: &mut Rng, rows: usize) -> RecordBatch {
 /// `f` (the fact table) compressed in four partitions of small blocks and windows, and
 /// `d` (the dimension) as a `MemTable`, next to both as `MemTable`s.
 fn contexts(seed: u64) -> (SessionContext, SessionContext) {
+    contexts_with(seed, SessionConfig::new().with_target_partitions(4), false)
+}
+
+/// As [`contexts`], with hash joins that repartition both sides (their filters route each
+/// row to its partition's test: a `CASE` over the row's hash), and scans that apply those
+/// filters when `routed`.
+fn partitioned_contexts(seed: u64, routed: bool) -> (SessionContext, SessionContext) {
+    let mut config = SessionConfig::new().with_target_partitions(4);
+    let optimizer = &mut config.options_mut().optimizer;
+    optimizer.hash_join_single_partition_threshold = 0;
+    optimizer.hash_join_single_partition_threshold_rows = 0;
+    contexts_with(seed, config, routed)
+}
+
+fn contexts_with(
+    seed: u64,
+    config: SessionConfig,
+    partitioned_join_filters: bool,
+) -> (SessionContext, SessionContext) {
     let mut rng = Rng(seed);
     let quarter = FACT_ROWS / 4;
     let facts: Vec<Vec<RecordBatch>> = (0..4)
@@ -104,9 +123,9 @@ fn contexts(seed: u64) -> (SessionContext, SessionContext) {
     let options = CompressOptions {
         block_rows: 1_000,
         scan_window_bytes: 30_000,
+        partitioned_join_filters,
         ..CompressOptions::default()
     };
-    let config = SessionConfig::new().with_target_partitions(4);
     let compressed = SessionContext::new_with_config(config.clone());
     compressed
         .register_table(
@@ -180,6 +199,17 @@ const KEY_PAIRS: [(&str, &str); 5] = [
 #[tokio::test]
 async fn joins_give_memtable_answers_with_the_scan_dropping_rejected_rows() {
     let (compressed, plain) = contexts(0x00d1_ce5e_ed00_0001);
+    every_join_gives_memtable_answers(&compressed, &plain).await;
+}
+
+#[tokio::test]
+async fn partitioned_joins_give_memtable_answers_with_the_scan_dropping_rejected_rows() {
+    let (compressed, plain) = partitioned_contexts(0x00d1_ce5e_ed00_0003, true);
+    every_join_gives_memtable_answers(&compressed, &plain).await;
+}
+
+async fn every_join_gives_memtable_answers(compressed: &SessionContext, plain: &SessionContext) {
+    let (compressed, plain) = (compressed, plain);
     let mut dropped_somewhere = 0;
     for (fk, dk) in KEY_PAIRS {
         // Few build keys (IN list), many (hash lookup), none at all.
@@ -211,7 +241,7 @@ async fn joins_give_memtable_answers_with_the_scan_dropping_rejected_rows() {
                 ),
             ];
             for sql in &queries {
-                dropped_somewhere += same_answer(&compressed, &plain, sql).await.0;
+                dropped_somewhere += same_answer(compressed, plain, sql).await.0;
             }
         }
     }
@@ -229,5 +259,43 @@ async fn a_selective_join_drops_most_probe_rows_in_the_scan() {
     assert!(
         dropped * 10 >= FACT_ROWS * 9,
         "{sql}: the scan dropped {dropped} of {FACT_ROWS} rows"
+    );
+}
+
+#[tokio::test]
+async fn a_selective_partitioned_join_drops_most_probe_rows_in_the_scan_when_asked() {
+    let (compressed, plain) = partitioned_contexts(0x00d1_ce5e_ed00_0004, true);
+    let sql = "SELECT count(*), sum(f.x) FROM f JOIN d ON f.k = d.dk WHERE d.tag < 2";
+    let plan = compressed
+        .sql(&format!("EXPLAIN {sql}"))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let text = arrow::util::pretty::pretty_format_batches(&plan)
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains("Partitioned"),
+        "{sql}: not a partitioned join:\n{text}"
+    );
+    let (dropped, held) = same_answer(&compressed, &plain, sql).await;
+    assert!(held, "{sql}: the scan holds no dynamic filter");
+    assert!(
+        dropped * 10 >= FACT_ROWS * 9,
+        "{sql}: the scan dropped {dropped} of {FACT_ROWS} rows"
+    );
+}
+
+#[tokio::test]
+async fn partitioned_joins_filters_are_left_to_the_join_by_default() {
+    let (compressed, plain) = partitioned_contexts(0x00d1_ce5e_ed00_0005, false);
+    let sql = "SELECT count(*), sum(f.x) FROM f JOIN d ON f.k = d.dk WHERE d.tag < 2";
+    let (dropped, held) = same_answer(&compressed, &plain, sql).await;
+    assert!(held, "{sql}: the scan holds no dynamic filter");
+    assert_eq!(
+        dropped, 0,
+        "{sql}: the scan applied a partitioned join's filter"
     );
 }

@@ -13,7 +13,8 @@
 //! The files: `options.rs` (how columns are compressed), `load.rs` (batches to compressed
 //! blocks), `block.rs` (a block, and the statistics its containers and zones give),
 //! `provider.rs` (the `TableProvider`), `scan.rs` (the scan, with `row_filter.rs`,
-//! `plain_test.rs`, `filter.rs` and `decoded.rs` for the filters it evaluates), `zones.rs`,
+//! `plain_test.rs`, `filter.rs` and `decoded.rs` for the filters it evaluates, and
+//! `dynamic_filter.rs` and `routed_filter.rs` for those joins hand it), `zones.rs`,
 //! `dictionary.rs`, `sink.rs` (`INSERT INTO`), `archive.rs` and `memory.rs`.
 //!
 //! ```
@@ -52,6 +53,7 @@ mod options;
 mod plain_test;
 mod provider;
 mod residence;
+mod routed_filter;
 mod row_filter;
 mod scan;
 mod scan_metrics;

@@ -93,6 +93,7 @@ pub fn run(config: &Config, progress: &(dyn Fn(Event<'_>) + Sync)) -> Result<Rep
         gpu: placement.gpu().map(|g| g.info().name.clone()),
         codec: config.codec.to_string(),
         scan_filters: config.scan_filters,
+        partitioned_join_filters: config.partitioned_join_filters,
         runs: config.runs,
         reference: config.reference,
         queries,
@@ -219,6 +220,7 @@ mod tests {
         let mut report = Report {
             comparisons: Vec::new(),
             scan_filters: true,
+            partitioned_join_filters: false,
             sf: 0.5,
             backend: "cpu".into(),
             gpu: None,

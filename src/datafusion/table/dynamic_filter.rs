@@ -4,8 +4,9 @@
 //! repartition and the join above never see them; the plain memory table ignores these
 //! filters. Testing a row costs about what the join's probe of it costs, so a filter
 //! pays only where it drops many rows: the scan tries each on its first rows and stops
-//! testing those that drop fewer than a quarter, and it leaves out the filters of
-//! partitioned joins, which hash every row (docs/PERFORMANCE.md has the figures).
+//! testing those that drop fewer than a quarter (docs/PERFORMANCE.md has the figures). A
+//! partitioned join's filter, a `CASE` over each row's partition, is tested last and by
+//! routing each row once (`routed_filter`).
 //!
 //! The filters are advisory: the join still tests every row it receives, so applying a
 //! filter early, late or not at all changes the work done, never the answer.
@@ -13,7 +14,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use arrow::array::{AsArray, RecordBatch};
+use arrow::array::{AsArray, BooleanArray, RecordBatch};
 use arrow::compute::filter_record_batch;
 use arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
@@ -25,10 +26,14 @@ use datafusion::physical_expr_common::physical_expr::{
     snapshot_generation, snapshot_physical_expr,
 };
 
+use super::routed_filter::RoutedCase;
+
 /// The dynamic filters pushed into one scan, in the scan's output schema.
 #[derive(Clone, Debug)]
 pub(super) struct DynamicFilters {
     filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// Whether partitioned joins' filters are tested (by routing each row once).
+    routed: bool,
     /// Rows each filter has seen and dropped, over every partition of the scan.
     tally: Arc<Vec<Tally>>,
 }
@@ -61,7 +66,27 @@ impl Tally {
 pub(super) type Generation = u64;
 
 /// A filter as it stands now, with its index among the scan's.
-type Indexed = (usize, Arc<dyn PhysicalExpr>);
+type Indexed = (usize, Test);
+
+/// How a filter is tested.
+enum Test {
+    /// DataFusion's evaluation of the expression.
+    Expr(Arc<dyn PhysicalExpr>),
+    /// A partitioned join's `CASE`, by routing each row once.
+    Routed(RoutedCase),
+}
+
+impl Test {
+    /// How `filter` is tested; `None` when it is left to the join: a partitioned join's
+    /// unless `routed`, and a `CASE` deeper inside an expression, which DataFusion would
+    /// evaluate branch by branch, at a cost above the join's probe of the rows it saves.
+    fn of(filter: Arc<dyn PhysicalExpr>, routed: bool) -> Option<Test> {
+        if routed && let Some(case) = RoutedCase::of(&filter) {
+            return Some(Test::Routed(case));
+        }
+        (!hashes_rows(&filter)).then_some(Test::Expr(filter))
+    }
+}
 
 impl DynamicFilters {
     /// Whether `filter` is one the scan takes: a dynamic filter at its root. Other pushed
@@ -70,9 +95,15 @@ impl DynamicFilters {
         filter.downcast_ref::<DynamicFilterPhysicalExpr>().is_some()
     }
 
-    pub(super) fn new(filters: Vec<Arc<dyn PhysicalExpr>>) -> Option<Self> {
+    /// The scan's dynamic `filters`; with `routed`, partitioned joins' filters are
+    /// tested too, else they are left to the join.
+    pub(super) fn new(filters: Vec<Arc<dyn PhysicalExpr>>, routed: bool) -> Option<Self> {
         let tally = Arc::new(filters.iter().map(|_| Tally::default()).collect());
-        (!filters.is_empty()).then_some(DynamicFilters { filters, tally })
+        (!filters.is_empty()).then_some(DynamicFilters {
+            filters,
+            routed,
+            tally,
+        })
     }
 
     pub(super) fn exprs(&self) -> &[Arc<dyn PhysicalExpr>] {
@@ -88,13 +119,16 @@ impl DynamicFilters {
         for (i, filter) in self.filters.iter().enumerate() {
             generation = generation.wrapping_add(snapshot_generation(filter));
             let now = snapshot_physical_expr(filter.clone())?;
-            // A partitioned join's filter hashes every row to pick its partition's test:
-            // the repartition under that join hashes the rows anyway, and testing them
-            // here measured slower than leaving them to it.
-            if !is_true(&now) && !hashes_rows(&now) {
-                live.push((i, now));
+            if is_true(&now) {
+                continue;
+            }
+            if let Some(test) = Test::of(now, self.routed) {
+                live.push((i, test));
             }
         }
+        // The routed tests last: they hash every row, so they see only the rows the
+        // others kept.
+        live.sort_by_key(|(i, test)| (matches!(test, Test::Routed(_)), *i));
         let generation = if live.is_empty() {
             0
         } else {
@@ -125,13 +159,13 @@ impl DynamicFilters {
         for batch in batches {
             let rows = batch.num_rows();
             let mut kept = batch;
-            for (i, filter) in &filters {
+            for (i, test) in &filters {
                 let tally = &self.tally[*i];
                 if tally.not_worth_it() {
                     continue;
                 }
                 let before = kept.num_rows();
-                kept = filter_by(filter, kept)?;
+                kept = filter_by(test, kept)?;
                 tally.add(before, before - kept.num_rows());
                 if kept.num_rows() == 0 {
                     break;
@@ -146,23 +180,28 @@ impl DynamicFilters {
     }
 }
 
-/// The rows of `batch` for which `filter` is true (NULL counts as false, as in a WHERE
+/// The rows of `batch` for which `test` is true (NULL counts as false, as in a WHERE
 /// clause).
-fn filter_by(filter: &Arc<dyn PhysicalExpr>, batch: RecordBatch) -> Result<RecordBatch> {
+fn filter_by(test: &Test, batch: RecordBatch) -> Result<RecordBatch> {
     let rows = batch.num_rows();
-    let keep = filter.evaluate(&batch)?.into_array(rows)?;
-    if keep.data_type() != &DataType::Boolean {
-        return Err(DataFusionError::Internal(format!(
-            "a dynamic filter gave {} values, not booleans",
-            keep.data_type()
-        )));
-    }
-    let keep = keep.as_boolean();
+    let keep = match test {
+        Test::Expr(filter) => {
+            let keep = filter.evaluate(&batch)?.into_array(rows)?;
+            if keep.data_type() != &DataType::Boolean {
+                return Err(DataFusionError::Internal(format!(
+                    "a dynamic filter gave {} values, not booleans",
+                    keep.data_type()
+                )));
+            }
+            keep.as_boolean().clone()
+        }
+        Test::Routed(routed) => BooleanArray::new(routed.truths(&batch)?, None),
+    };
     // `true_count` counts neither false nor NULL.
     if keep.true_count() == rows {
         return Ok(batch);
     }
-    Ok(filter_record_batch(&batch, keep)?)
+    Ok(filter_record_batch(&batch, &keep)?)
 }
 
 /// Whether `filter` picks its test by a `CASE` over the rows (a partitioned join's).
@@ -215,12 +254,17 @@ mod tests {
     }
 
     fn dynamic() -> (Arc<DynamicFilterPhysicalExpr>, DynamicFilters) {
+        dynamic_routed(true)
+    }
+
+    fn dynamic_routed(routed: bool) -> (Arc<DynamicFilterPhysicalExpr>, DynamicFilters) {
         let schema = batch(0..1).schema();
         let filter = Arc::new(DynamicFilterPhysicalExpr::new(
             vec![col("a", &schema).unwrap()],
             lit(true),
         ));
-        let filters = DynamicFilters::new(vec![filter.clone() as Arc<dyn PhysicalExpr>]).unwrap();
+        let filters =
+            DynamicFilters::new(vec![filter.clone() as Arc<dyn PhysicalExpr>], routed).unwrap();
         (filter, filters)
     }
 
@@ -268,16 +312,46 @@ mod tests {
     }
 
     #[test]
-    fn a_partitioned_joins_filter_is_left_out() {
+    fn a_partitioned_joins_filter_is_tested_by_routing_when_asked_and_a_deeper_case_left_out() {
         let (filter, filters) = dynamic();
         let schema = batch(0..1).schema();
-        let by_case = case(
-            Some(col("a", &schema).unwrap()),
-            vec![(lit(0i64), lit(false))],
-            Some(compare(Operator::Lt, 10)),
+        let routing = binary(
+            col("a", &schema).unwrap(),
+            Operator::Modulo,
+            lit(2i64),
+            &schema,
         )
         .unwrap();
-        filter.update(by_case).unwrap();
+        // Even rows below 10 and odd rows of 50 or more.
+        let by_case = case(
+            Some(routing),
+            vec![
+                (lit(0i64), compare(Operator::Lt, 10)),
+                (lit(1i64), compare(Operator::GtEq, 50)),
+            ],
+            Some(lit(false)),
+        )
+        .unwrap();
+        filter.update(by_case.clone()).unwrap();
+        let (out, generation, dropped) = filters.apply(vec![batch(0..100)]).unwrap();
+        let kept = out[0]
+            .column(0)
+            .as_primitive::<arrow::datatypes::Int64Type>();
+        let expected: Vec<i64> = (0..100)
+            .filter(|v| (v % 2 == 0 && *v < 10) || (v % 2 == 1 && *v >= 50))
+            .collect();
+        assert_eq!(kept.values().to_vec(), expected);
+        assert_eq!(dropped, 100 - expected.len());
+        assert_ne!(generation, 0);
+
+        // Without routing, the same filter is left to the join.
+        let (unrouted, unrouted_filters) = dynamic_routed(false);
+        unrouted.update(by_case.clone()).unwrap();
+        let (out, generation, dropped) = unrouted_filters.apply(vec![batch(0..100)]).unwrap();
+        assert_eq!((out[0].num_rows(), generation, dropped), (100, 0, 0));
+
+        let deeper = binary(compare(Operator::GtEq, 0), Operator::And, by_case, &schema).unwrap();
+        filter.update(deeper).unwrap();
         let (out, generation, dropped) = filters.apply(vec![batch(0..100)]).unwrap();
         assert_eq!((out[0].num_rows(), generation, dropped), (100, 0, 0));
     }

@@ -55,6 +55,7 @@ impl TableProvider for CompressedTable {
                 self.options.scan_window_bytes,
             )?
             .with_residence(self.options.residence)
+            .with_partitioned_join_filters(self.options.partitioned_join_filters)
             .with_pruning(self.pruning_predicate(state, filters))
             .with_filter(row_filter),
         ))

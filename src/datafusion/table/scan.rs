@@ -82,6 +82,8 @@ pub struct CompressedScanExec {
     filter: Option<Arc<RowFilter>>,
     /// Filters the joins above hand the scan once their build sides are known.
     dynamic: Option<DynamicFilters>,
+    /// Whether those of partitioned joins are applied too.
+    partitioned_join_filters: bool,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -119,6 +121,7 @@ impl CompressedScanExec {
             pruning: None,
             filter: None,
             dynamic: None,
+            partitioned_join_filters: false,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
         })
@@ -128,6 +131,13 @@ impl CompressedScanExec {
     /// Whether blocks that are not yet on a GPU stay there once a scan uploaded them.
     pub(super) fn with_residence(mut self, residence: Residence) -> Self {
         self.residence = residence;
+        self
+    }
+
+    /// Whether the filters of joins that repartition both sides are applied too
+    /// ([`super::CompressOptions::partitioned_join_filters`]).
+    pub(super) fn with_partitioned_join_filters(mut self, apply: bool) -> Self {
+        self.partitioned_join_filters = apply;
         self
     }
 
@@ -156,6 +166,7 @@ impl CompressedScanExec {
             pruning: self.pruning.clone(),
             filter: self.filter.clone(),
             dynamic: self.dynamic.clone(),
+            partitioned_join_filters: self.partitioned_join_filters,
             properties: self.properties.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
         }
@@ -297,7 +308,7 @@ impl ExecutionPlan for CompressedScanExec {
             .map_or_else(Vec::new, |d| d.exprs().to_vec());
         filters.extend(taken);
         let scan = CompressedScanExec {
-            dynamic: DynamicFilters::new(filters),
+            dynamic: DynamicFilters::new(filters, self.partitioned_join_filters),
             ..self.clone_plan()
         };
         Ok(propagation.with_updated_node(Arc::new(scan)))

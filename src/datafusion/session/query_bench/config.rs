@@ -106,6 +106,9 @@ pub struct Config {
     /// Whether the `compressed` store's scans evaluate the filters they can
     /// ([`CompressOptions::scan_filters`](crate::datafusion::table::CompressOptions::scan_filters)).
     pub scan_filters: bool,
+    /// Whether the `compressed` store's scans apply partitioned joins' filters too
+    /// ([`CompressOptions::partitioned_join_filters`](crate::datafusion::table::CompressOptions::partitioned_join_filters)).
+    pub partitioned_join_filters: bool,
     /// Where the `compressed` store keeps its blocks
     /// ([`CompressOptions::residence`](crate::datafusion::table::CompressOptions::residence)).
     pub residence: Residence,
@@ -127,6 +130,7 @@ impl Config {
             codec: self.codec,
             placement,
             scan_filters: self.scan_filters,
+            partitioned_join_filters: self.partitioned_join_filters,
             residence: self.residence,
             ..CompressOptions::default()
         }
@@ -146,6 +150,7 @@ impl Default for Config {
             backend: Backend::Cpu,
             dir: None,
             scan_filters: true,
+            partitioned_join_filters: false,
             residence: Residence::Auto,
             reference: Store::Memory,
         }

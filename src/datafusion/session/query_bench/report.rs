@@ -78,6 +78,8 @@ pub struct Report {
     pub codec: String,
     /// Whether the `compressed` store's scans evaluated the filters they can.
     pub scan_filters: bool,
+    /// Whether they applied partitioned joins' filters too.
+    pub partitioned_join_filters: bool,
     pub runs: usize,
     /// The store every result was compared with ([`Config::reference`](super::Config::reference)).
     pub reference: Store,
@@ -203,10 +205,11 @@ impl Report {
             self.gpu
                 .as_ref()
                 .map_or(String::new(), |name| format!(" ({name})")),
-            if self.scan_filters {
-                "evaluated in the scan"
-            } else {
-                "above the scan"
+            match (self.scan_filters, self.partitioned_join_filters) {
+                (true, true) => "evaluated in the scan, partitioned joins' filters too",
+                (true, false) => "evaluated in the scan",
+                (false, true) => "above the scan, partitioned joins' filters in it",
+                (false, false) => "above the scan",
             }
         );
         let _ = write!(out, "{:<6}", "query");
