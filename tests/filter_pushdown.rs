@@ -270,7 +270,7 @@ fn predicate(rng: &mut Rng, depth: u32) -> String {
     }
     let column = VALUE_COLUMNS[rng.below(VALUE_COLUMNS.len() as u64) as usize];
     let text = matches!(column, "s" | "v");
-    match rng.below(if text { 6 } else { 5 }) {
+    match rng.below(if text { 7 } else { 5 }) {
         0 | 1 => {
             let op = ["=", "<>", "<", "<=", ">", ">="][rng.below(6) as usize];
             if rng.below(2) == 0 {
@@ -295,10 +295,34 @@ fn predicate(rng: &mut Rng, depth: u32) -> String {
             let not = if rng.below(2) == 0 { "" } else { "NOT " };
             format!("{column} IS {not}NULL")
         }
-        _ => {
+        5 => {
             let not = if rng.below(2) == 0 { "" } else { "NOT " };
             let prefix = ["", "a", "ab", "é", "日", "a%"][rng.below(6) as usize];
             format!("{column} {not}LIKE '{prefix}%'")
+        }
+        _ => {
+            // A string function of the column compared with literals.
+            let word =
+                |rng: &mut Rng| format!("'{}'", WORDS[rng.below(WORDS.len() as u64) as usize]);
+            match rng.below(6) {
+                0 => {
+                    let list: Vec<String> = (0..1 + rng.below(3)).map(|_| word(rng)).collect();
+                    let (start, length) = (rng.below(4) as i64 - 1, rng.below(3));
+                    format!(
+                        "substring({column}, {start}, {length}) IN ({})",
+                        list.join(", ")
+                    )
+                }
+                1 => format!("length({column}) > {}", rng.below(4)),
+                2 => format!("starts_with({column}, {})", word(rng)),
+                3 => format!("upper({column}) = {}", word(rng).to_uppercase()),
+                4 => format!(
+                    "left({column}, {}) <> {}",
+                    rng.below(3) as i64 - 1,
+                    word(rng)
+                ),
+                _ => format!("btrim({column}, 'a') = {}", word(rng)),
+            }
         }
     }
 }
@@ -402,7 +426,8 @@ async fn filters_the_scan_cannot_evaluate_stay_above_it() {
     let (compressed, plain) = contexts(3);
     for sql in [
         "SELECT id FROM t WHERE i + 1 > 2 ORDER BY id",
-        "SELECT id FROM t WHERE upper(s) = 'AB' ORDER BY id",
+        "SELECT id FROM t WHERE md5(s) = 'AB' ORDER BY id",
+        "SELECT id FROM t WHERE concat(s, 'x') = 'AB' ORDER BY id",
         "SELECT id FROM t WHERE s ILIKE 'A%' ORDER BY id",
     ] {
         let (want, _) = run(&plain, sql).await;

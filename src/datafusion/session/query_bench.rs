@@ -200,6 +200,7 @@ mod tests {
             store,
             query,
             seconds,
+            plan_seconds: seconds / 10.0,
             rows: 3,
             equal,
             difference: (!equal).then(|| "row 1, column 2: 5 where 4 was expected".into()),
@@ -308,6 +309,11 @@ mod tests {
         assert_eq!(json["stores"][1].get("decompress_seconds"), None);
         assert_eq!(json["queries"][5]["decompress_seconds"], 0.5);
         assert_eq!(json["queries"][3]["equal"], false);
+        let query = &json["queries"][3];
+        assert_eq!(
+            query["plan_seconds"].as_f64().unwrap(),
+            query["seconds"].as_f64().unwrap() / 10.0
+        );
         assert_eq!(json["queries"][0].get("difference"), None);
         assert_eq!(
             json["stores"][1]["rss_before_bytes"],

@@ -52,7 +52,11 @@ pub struct TpchSession {
 #[derive(Clone, Debug)]
 pub struct QueryRun {
     pub query: usize,
+    /// Planning and execution.
     pub elapsed: Duration,
+    /// The part of `elapsed` before execution began: parsing, logical and physical
+    /// planning (the table providers' `scan` calls included).
+    pub planning: Duration,
     pub batches: Vec<RecordBatch>,
     /// Time the plan's file scans took, summed over their partitions, in seconds (zero
     /// without file scans).
@@ -223,6 +227,7 @@ pub async fn run_query(ctx: &SessionContext, n: usize) -> Result<QueryRun> {
     // As `DataFrame::collect`, keeping the plan for its metrics.
     let task = Arc::new(frame.task_ctx());
     let plan = frame.create_physical_plan().await.map_err(Error::from)?;
+    let planning = start.elapsed();
     let batches = datafusion::physical_plan::collect(Arc::clone(&plan), task)
         .await
         .map_err(Error::from)?;
@@ -230,6 +235,7 @@ pub async fn run_query(ctx: &SessionContext, n: usize) -> Result<QueryRun> {
     Ok(QueryRun {
         query: n,
         elapsed,
+        planning,
         batches,
         scan_seconds: plan_seconds(&plan, SCAN_TIME),
         decompress_seconds: plan_seconds(&plan, DECOMPRESS_TIME),

@@ -2,13 +2,17 @@
 //! above the scan (`Exact` pushdown): comparisons, `BETWEEN`, `IN` lists, `IS [NOT] NULL`,
 //! `LIKE` with a literal pattern, boolean columns, and `AND` / `OR` / `NOT` of these, over
 //! columns and literals of integer, float, decimal, date, time, timestamp, boolean and
-//! string types (and casts between them, which type coercion inserts).
+//! string types (and casts between them, which type coercion inserts), and over a few
+//! string functions of one column with literal arguments (`STRING_FUNCTIONS`, such as
+//! TPC-H Q22's `substring(c_phone, 1, 2) IN (…)`). The scan evaluates every one of them
+//! with DataFusion's own physical expression or, where it is plain, an equivalent test,
+//! so its answers are DataFusion's.
 //!
 //! How the scan evaluates them is the `row_filter` module's.
 
 use arrow::datatypes::{DataType, Schema};
-use datafusion::common::Column;
-use datafusion::logical_expr::expr::{Between, InList, Like};
+use datafusion::common::{Column, ScalarValue};
+use datafusion::logical_expr::expr::{Between, InList, Like, ScalarFunction};
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 
 /// Whether the scan evaluates `filter` itself (pushed down as `Exact`), judged against the
@@ -77,8 +81,68 @@ fn predicate(expr: &Expr, schema: &Schema) -> bool {
                 )
         }
         Expr::Column(c) => column_type(c, schema) == Some(&DataType::Boolean),
+        Expr::ScalarFunction(f) => {
+            STRING_PREDICATES.contains(&f.name()) && string_function_of_a_column(f, schema)
+        }
+        // DataFusion's simplifier writes some predicates as a `CASE` (`v NOT LIKE '%'`
+        // becomes `CASE v IS NOT NULL WHEN true THEN false END`).
+        Expr::Case(case) => {
+            let value = |e: &Expr| predicate(e, schema) || operand(e, schema);
+            case.expr.as_deref().is_none_or(value)
+                && case
+                    .when_then_expr
+                    .iter()
+                    .all(|(when, then)| value(when) && value(then))
+                && case.else_expr.as_deref().is_none_or(value)
+        }
         _ => false,
     }
+}
+
+/// String functions whose value of one column a pushed filter may compare: deterministic,
+/// and given that column and literals, they fail on no row that DataFusion's own filter
+/// would not fail on too.
+const STRING_FUNCTIONS: [&str; 13] = [
+    "substr",
+    "substring",
+    "left",
+    "right",
+    "lower",
+    "upper",
+    "btrim",
+    "ltrim",
+    "rtrim",
+    "length",
+    "char_length",
+    "character_length",
+    "octet_length",
+];
+
+/// String functions that are predicates themselves.
+const STRING_PREDICATES: [&str; 2] = ["starts_with", "ends_with"];
+
+/// Whether `f` reads one column of a supported type as its first argument, and
+/// literals as the rest; a substring's length, when given, is not negative (DataFusion
+/// fails on one that is, and the scan, which may skip a block without testing it, would
+/// not always fail alike).
+fn string_function_of_a_column(f: &ScalarFunction, schema: &Schema) -> bool {
+    let Some((first, rest)) = f.args.split_first() else {
+        return false;
+    };
+    let length_not_negative = match (f.name(), rest) {
+        ("substr" | "substring", [_, Expr::Literal(length, _)]) => {
+            length.is_null()
+                || length
+                    .clone()
+                    .cast_to(&DataType::Int64)
+                    .is_ok_and(|v| v >= ScalarValue::Int64(Some(0)))
+        }
+        _ => true,
+    };
+    operand(first, schema)
+        && reads_a_column(first)
+        && rest.iter().all(|a| literal(a).is_some())
+        && length_not_negative
 }
 
 /// A value a comparison reads: a column or a literal of a supported type, or a cast of
@@ -89,6 +153,9 @@ fn operand(expr: &Expr, schema: &Schema) -> bool {
         Expr::Literal(..) => literal(expr).is_some(),
         Expr::Cast(cast) => supported(cast.field.data_type()) && operand(&cast.expr, schema),
         Expr::TryCast(cast) => supported(cast.field.data_type()) && operand(&cast.expr, schema),
+        Expr::ScalarFunction(f) => {
+            STRING_FUNCTIONS.contains(&f.name()) && string_function_of_a_column(f, schema)
+        }
         _ => false,
     }
 }
@@ -109,6 +176,7 @@ fn reads_a_column(expr: &Expr) -> bool {
         Expr::Column(_) => true,
         Expr::Cast(cast) => reads_a_column(&cast.expr),
         Expr::TryCast(cast) => reads_a_column(&cast.expr),
+        Expr::ScalarFunction(f) => f.args.first().is_some_and(reads_a_column),
         _ => false,
     }
 }
@@ -156,7 +224,8 @@ fn supported(ty: &DataType) -> bool {
 mod tests {
     use super::*;
     use arrow::datatypes::Field;
-    use datafusion::logical_expr::{col, lit};
+    use datafusion::functions::expr_fn::{length, starts_with, substring, upper};
+    use datafusion::logical_expr::{col, lit, when};
 
     fn schema() -> Schema {
         Schema::new(vec![
@@ -183,6 +252,11 @@ mod tests {
             col("b"),
             col("b").is_not_true(),
             col("i").is_not_null().and(col("s").not_eq(lit("x"))),
+            substring(col("s"), lit(1i64), lit(2i64)).in_list(vec![lit("13"), lit("31")], false),
+            length(col("s")).gt(lit(3i32)),
+            starts_with(col("s"), lit("ab")),
+            upper(col("s")).eq(lit("A")),
+            when(col("s").is_not_null(), lit(false)).end().unwrap(),
         ];
         let no = [
             col("l").is_null(),
@@ -191,8 +265,14 @@ mod tests {
             col("s").like(col("s")),
             col("i").in_list(vec![col("i")], false),
             lit(1i64).eq(lit(1i64)),
-            datafusion::functions::expr_fn::upper(col("s")).eq(lit("A")),
             col("missing").eq(lit(1i64)),
+            // Arguments other than literals, functions not listed, no column read.
+            substring(col("s"), col("i"), lit(2i64)).eq(lit("ab")),
+            substring(col("s"), lit(1i64), lit(-1i64)).eq(lit("ab")),
+            datafusion::functions::expr_fn::md5(col("s")).eq(lit("A")),
+            upper(lit("a")).eq(lit("A")),
+            starts_with(lit("abc"), lit("ab")),
+            when(col("l").is_null(), lit(false)).end().unwrap(),
         ];
         for e in &yes {
             assert!(evaluable(e, &schema), "{e}");

@@ -393,10 +393,12 @@ async fn time_query(
         None => None,
     };
     let mut times = Vec::with_capacity(runs);
+    let mut planning = Vec::with_capacity(runs);
     let (mut scan, mut decompress) = (0.0, 0.0);
     for _ in 0..runs {
         let run = run_query(ctx, query).await?;
         times.push(run.elapsed);
+        planning.push(run.planning);
         scan += run.scan_seconds / runs as f64;
         decompress += run.decompress_seconds / runs as f64;
         if difference.is_none() {
@@ -407,6 +409,7 @@ async fn time_query(
         store,
         query,
         seconds: median_duration(&mut times).as_secs_f64(),
+        plan_seconds: median_duration(&mut planning).as_secs_f64(),
         rows: warm.rows(),
         equal: difference.is_none(),
         difference,

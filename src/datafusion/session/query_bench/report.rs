@@ -16,6 +16,9 @@ pub struct QueryRow {
     pub query: usize,
     /// Median of the timed runs, planning and execution, in seconds.
     pub seconds: f64,
+    /// Median of the timed runs' planning (parsing, logical and physical planning), in
+    /// seconds: the part of `seconds` before execution began.
+    pub plan_seconds: f64,
     /// Rows the query returned.
     pub rows: usize,
     /// Whether every run's result equals the reference store's ([`Report::reference`]).
