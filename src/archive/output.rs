@@ -462,7 +462,9 @@ impl<W: Write + Send> BatchSink for arrow::ipc::writer::FileWriter<W> {
 #[cfg(feature = "csv-json")]
 impl<W: Write + Send> BatchSink for arrow_csv::Writer<W> {
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        Ok(arrow_csv::Writer::write(self, batch)?)
+        // Arrow's CSV writer refuses nested columns: they are written as their text.
+        let batch = super::nested_text::nested_as_text(batch)?;
+        Ok(arrow_csv::Writer::write(self, &batch)?)
     }
 
     fn finish(self: Box<Self>, _: bool) -> Result<()> {

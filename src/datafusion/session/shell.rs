@@ -319,11 +319,14 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
                 let mut writer = csv::WriterBuilder::new()
                     .with_header(true)
                     .build(&mut bytes);
+                // Arrow's CSV writer refuses nested columns: they are written as their text.
                 if batches.is_empty() {
-                    writer.write(&RecordBatch::new_empty(schema.clone()))?;
+                    writer.write(&crate::archive::nested_as_text(&RecordBatch::new_empty(
+                        schema.clone(),
+                    ))?)?;
                 }
                 for batch in batches {
-                    writer.write(batch)?;
+                    writer.write(&crate::archive::nested_as_text(batch)?)?;
                 }
             }
             String::from_utf8(bytes)
