@@ -25,6 +25,7 @@ mod repl;
 mod statement_end;
 mod stream;
 mod table;
+mod yields;
 
 use std::fmt;
 use std::io::{BufRead, Write};
@@ -128,6 +129,7 @@ pub async fn execute_stream(
     let schema: SchemaRef = std::sync::Arc::new(frame.schema().as_arrow().clone());
     let task = std::sync::Arc::new(frame.task_ctx());
     let plan = frame.create_physical_plan().await.map_err(Error::from)?;
+    let plan = yields::above_joins(plan)?;
     let stream = datafusion::physical_plan::execute_stream(plan, task).map_err(Error::from)?;
     Ok((schema, stream))
 }
