@@ -528,6 +528,67 @@ fn results_stream_so_an_endless_ones_first_rows_come_at_once() {
     }
 }
 
+/// `COPY … TO` a file that exists replaces it, in every format, as DataFusion's COPY does
+/// (docs/SQL.md).
+#[test]
+fn copy_to_an_existing_file_replaces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (format, name) in [
+        ("PARQUET", "x.parquet"),
+        ("CSV", "x.csv"),
+        ("JSON", "x.json"),
+        ("COLZIP_PARQUET", "y.parquet"),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, b"old bytes").unwrap();
+        let target = path.to_str().unwrap();
+        ok(&[
+            "sql",
+            "-c",
+            &format!("COPY (SELECT 41 + 1 AS v) TO '{target}' STORED AS {format}"),
+        ]);
+        let back = ok(&[
+            "sql",
+            "--format",
+            "csv",
+            "-c",
+            &format!("SELECT v FROM '{target}'"),
+        ]);
+        assert_eq!(back, "v\n42\n", "{format}");
+    }
+}
+
+/// `colzip_decompress(blob, 'type')` casts a value of another type to the type given
+/// (it overrides the type the blob records), and a value that does not cast is an error
+/// naming the row and both types (docs/SQL.md).
+#[test]
+fn colzip_decompress_casts_to_the_type_given_or_fails() {
+    let out = ok(&[
+        "sql",
+        "--format",
+        "csv",
+        "-c",
+        "SELECT colzip_decompress(colzip_compress(CAST(-7 AS INT), 'lzss'), 'Utf8') AS t, \
+         arrow_typeof(colzip_decompress(colzip_compress(CAST(-7 AS INT), 'lzss'), 'Utf8')) AS ty, \
+         colzip_decompress(colzip_compress('12', 'bwt'), 'Int64') + 1 AS n",
+    ]);
+    assert_eq!(out, "t,ty,n\n-7,Utf8,13\n");
+    let stderr = fails(
+        &[
+            "sql",
+            "-c",
+            "SELECT colzip_decompress(colzip_compress('abc', 'lzss'), 'Int32')",
+        ],
+        "",
+    );
+    assert!(
+        stderr
+            .contains("colzip_decompress: row 0 holds a Utf8 value, which does not cast to Int32"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
 /// A table longer than the rows held to size it streams: one header, every row padded to
 /// the widths of the first rows (a later, wider cell cut with `…`), one closing border;
 /// with --maxrows the rest are counted, not printed.
