@@ -27,6 +27,7 @@ mod nested_text;
 mod output;
 mod parquet_options;
 mod partial;
+mod remove_tree;
 mod safe_file;
 
 use std::collections::BTreeMap;
