@@ -338,3 +338,94 @@ fn unknown_stores_and_bad_values_exit_2() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("named twice"), "{stderr}");
 }
+
+/// The temporary directories `colzip queries` made in `tmp`.
+fn temporary_dirs(tmp: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("colzip-queries")
+        })
+        .collect()
+}
+
+/// Ctrl-C, SIGTERM or SIGHUP while the Parquet reference's files are written or queried
+/// removes their temporary directory with everything in it, and the process still ends
+/// by the signal; a directory left by a killed run (its process gone) is removed by the
+/// next run, one of a live process is not.
+#[test]
+fn ctrl_c_sigterm_and_sighup_remove_the_temporary_parquet_files() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    let mut gone = gone;
+    gone.wait().unwrap();
+    let stale = tmp.path().join(format!("colzip-queries.{gone_pid}.Ab12Cd"));
+    std::fs::create_dir_all(stale.join("lineitem")).unwrap();
+    std::fs::write(stale.join("lineitem/part-000001.parquet"), b"x").unwrap();
+    let live = tmp
+        .path()
+        .join(format!("colzip-queries.{}.Ef34Gh", std::process::id()));
+    std::fs::create_dir(&live).unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut child = cli_run::command()
+            .args([
+                "queries",
+                "--sf",
+                SF,
+                "--stores",
+                "compressed",
+                "--reference",
+                "parquet",
+                "--queries",
+                "1",
+                "--runs",
+                "100000",
+                "--backend",
+                "cpu",
+            ])
+            .env("TMPDIR", tmp.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Until a Parquet file is in this run's directory.
+        let started = std::time::Instant::now();
+        let written = |dir: &std::path::Path| {
+            std::fs::read_dir(dir).is_ok_and(|tables| {
+                tables.flatten().any(|table| {
+                    std::fs::read_dir(table.path()).is_ok_and(|mut parts| parts.next().is_some())
+                })
+            })
+        };
+        while !temporary_dirs(tmp.path())
+            .iter()
+            .any(|d| d != &live && d != &stale && written(d))
+        {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "signal {signal}: ended"
+            );
+            assert!(
+                started.elapsed().as_secs() < 120,
+                "signal {signal}: no Parquet file was written"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // SAFETY: kill sends a signal to the child this test started.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        assert_eq!(
+            temporary_dirs(tmp.path()),
+            std::slice::from_ref(&live),
+            "signal {signal}: a temporary directory is left"
+        );
+    }
+    assert!(!stale.exists());
+}

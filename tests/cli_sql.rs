@@ -465,3 +465,151 @@ fn backend_gpu_fails_the_same_way_for_every_statement_without_a_gpu() {
         assert!(!target.exists(), "{sql}: wrote {}", target.display());
     }
 }
+
+/// A result is printed as it is computed, in every format: the first rows of one that
+/// would take hours (and more memory than the machine has) to collect whole come at
+/// once, and closing the pipe after them ends the run quietly, by SIGPIPE as `cat` ends.
+#[test]
+fn results_stream_so_an_endless_ones_first_rows_come_at_once() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let sql = "SELECT value AS v FROM generate_series(1, 1000000000000)";
+    // (format, the first bytes it prints)
+    for (format, first) in [
+        ("csv", "v\n1\n2\n"),
+        ("json", "[{\"v\":1},{\"v\":2}"),
+        ("table", "+-"),
+    ] {
+        let mut child = cli_run::command()
+            .args(["sql", "--format", format, "-c", sql])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (sender, received) = std::sync::mpsc::channel();
+        let want = first.len();
+        std::thread::spawn(move || {
+            let mut start = vec![0u8; want];
+            let read = stdout.read_exact(&mut start).map(|()| start);
+            // Dropping the pipe's only reader here: the next write fails.
+            drop(stdout);
+            let _ = sender.send(read);
+        });
+        let start = received.recv_timeout(Duration::from_secs(60));
+        let Ok(Ok(start)) = start else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("--format {format}: no first rows within 60 s: {start:?}");
+        };
+        assert_eq!(String::from_utf8_lossy(&start), first, "--format {format}");
+        let waited = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if waited.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("--format {format}: still running after its reader went");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGPIPE), "{format}: {stderr}");
+        assert!(stderr.is_empty(), "--format {format}: {stderr}");
+    }
+}
+
+/// `COPY … TO` a file that exists replaces it, in every format, as DataFusion's COPY does
+/// (docs/SQL.md).
+#[test]
+fn copy_to_an_existing_file_replaces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (format, name) in [
+        ("PARQUET", "x.parquet"),
+        ("CSV", "x.csv"),
+        ("JSON", "x.json"),
+        ("COLZIP_PARQUET", "y.parquet"),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, b"old bytes").unwrap();
+        let target = path.to_str().unwrap();
+        ok(&[
+            "sql",
+            "-c",
+            &format!("COPY (SELECT 41 + 1 AS v) TO '{target}' STORED AS {format}"),
+        ]);
+        let back = ok(&[
+            "sql",
+            "--format",
+            "csv",
+            "-c",
+            &format!("SELECT v FROM '{target}'"),
+        ]);
+        assert_eq!(back, "v\n42\n", "{format}");
+    }
+}
+
+/// `colzip_decompress(blob, 'type')` casts a value of another type to the type given
+/// (it overrides the type the blob records), and a value that does not cast is an error
+/// naming the row and both types (docs/SQL.md).
+#[test]
+fn colzip_decompress_casts_to_the_type_given_or_fails() {
+    let out = ok(&[
+        "sql",
+        "--format",
+        "csv",
+        "-c",
+        "SELECT colzip_decompress(colzip_compress(CAST(-7 AS INT), 'lzss'), 'Utf8') AS t, \
+         arrow_typeof(colzip_decompress(colzip_compress(CAST(-7 AS INT), 'lzss'), 'Utf8')) AS ty, \
+         colzip_decompress(colzip_compress('12', 'bwt'), 'Int64') + 1 AS n",
+    ]);
+    assert_eq!(out, "t,ty,n\n-7,Utf8,13\n");
+    let stderr = fails(
+        &[
+            "sql",
+            "-c",
+            "SELECT colzip_decompress(colzip_compress('abc', 'lzss'), 'Int32')",
+        ],
+        "",
+    );
+    assert!(
+        stderr
+            .contains("colzip_decompress: row 0 holds a Utf8 value, which does not cast to Int32"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+/// A table longer than the rows held to size it streams: one header, every row padded to
+/// the widths of the first rows (a later, wider cell cut with `…`), one closing border;
+/// with --maxrows the rest are counted, not printed.
+#[test]
+fn a_long_table_streams_with_the_widths_of_its_first_rows() {
+    let sql = "SELECT value AS v, CASE WHEN value = 1500 THEN 'wider than the rest' \
+               ELSE 'x' END AS s FROM generate_series(1, 1500)";
+    let out = ok(&["sql", "-c", sql]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1500 + 4, "{}", &out[..200]);
+    assert_eq!(lines[0], "+------+---+");
+    assert_eq!(lines[1], "| v    | s |");
+    assert_eq!(lines[2], lines[0]);
+    assert_eq!(lines[3], "| 1    | x |");
+    assert_eq!(lines[1502], "| 1500 | … |");
+    assert_eq!(lines[1503], lines[0]);
+    let out = ok(&["sql", "--maxrows", "1200", "-c", sql]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1200 + 4 + 1);
+    assert_eq!(
+        lines[1204],
+        "(1200 of 1500 rows shown; --maxrows sets how many)"
+    );
+}

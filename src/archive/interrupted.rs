@@ -15,20 +15,23 @@
 
 use std::ffi::{CString, c_char};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 
 /// Registered paths at once: a few outputs and spools per command are the most in use.
 const SLOTS: usize = 64;
 
-/// Each slot holds a leaked `CString` (null when free), and whether it names a directory.
+/// Each slot holds a leaked `CString` (null when free), and what it names.
 static PATHS: [AtomicPtr<c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
-static IS_DIR: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
+static KINDS: [AtomicU8; SLOTS] = [const { AtomicU8::new(0) }; SLOTS];
 
-/// What to remove: a file (`unlink`) or an empty directory (`rmdir`, after its files).
+/// What to remove: a file (`unlink`), an empty directory (`rmdir`, after the files), or
+/// a directory with whatever is in it (a tree other code fills, such as DataFusion's
+/// Parquet writers: removed after the files and before the empty directories).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    File,
-    Dir,
+    File = 0,
+    Dir = 1,
+    Tree = 2,
 }
 
 /// Unregisters its path when dropped (the owner removes it, or has renamed it into place).
@@ -69,7 +72,7 @@ pub fn register(path: &Path, kind: Kind) -> Registered {
             )
             .is_ok()
         {
-            IS_DIR[slot].store(kind == Kind::Dir, Ordering::SeqCst);
+            KINDS[slot].store(kind as u8, Ordering::SeqCst);
             return Registered { slot: Some(slot) };
         }
     }
@@ -79,21 +82,24 @@ pub fn register(path: &Path, kind: Kind) -> Registered {
 }
 
 extern "C" fn remove_and_reraise(signal: libc::c_int) {
-    // Files first, then the directories they were in.
-    for want_dir in [false, true] {
+    // Files first, then trees, then the directories they were in.
+    for want in [Kind::File, Kind::Tree, Kind::Dir] {
         for slot in 0..SLOTS {
             let path = PATHS[slot].load(Ordering::SeqCst);
-            let is_dir = IS_DIR[slot].load(Ordering::SeqCst);
-            if path.is_null() || is_dir != want_dir {
+            if path.is_null() || KINDS[slot].load(Ordering::SeqCst) != want as u8 {
                 continue;
             }
             // SAFETY: `path` is a NUL-terminated string that stays allocated while it is
-            // in the table; unlink and rmdir are async-signal-safe.
+            // in the table; unlink, rmdir and the tree's calls are async-signal-safe.
             unsafe {
-                if is_dir {
-                    libc::rmdir(path);
-                } else {
-                    libc::unlink(path);
+                match want {
+                    Kind::File => {
+                        libc::unlink(path);
+                    }
+                    Kind::Dir => {
+                        libc::rmdir(path);
+                    }
+                    Kind::Tree => super::remove_tree::remove_tree(path),
                 }
             }
         }

@@ -23,9 +23,11 @@
 mod format;
 mod input;
 pub mod interrupted;
+mod nested_text;
 mod output;
 mod parquet_options;
 mod partial;
+mod remove_tree;
 mod safe_file;
 
 use std::collections::BTreeMap;
@@ -41,6 +43,7 @@ use crate::trace::{self, Busy};
 use crate::{Error, Result};
 pub use format::{ArchiveReader, ArchiveWriter, Source, compress_batch, decompress_batch};
 pub use input::{CsvOptions, InputKind, RawType};
+pub use nested_text::nested_as_text;
 pub use output::{OutputKind, ParquetWrite};
 pub use parquet_options::{ParquetCodec, ParquetOptions};
 pub use partial::{on_stale_partial_removed, remove_stale_dirs};

@@ -185,7 +185,7 @@ pub fn file_sink(
     let fixed_width =
         schema.fields().len() == 1 && schema.field(0).data_type().primitive_width().is_some();
     if kind == OutputKind::Raw && fixed_width {
-        return Ok(Box::new(MappedRawSink { file, len: 0 }));
+        return Ok(Box::new(MappedRawSink::new(file)));
     }
     let seen = SeenIoError::default();
     let out = KeepsIoError {
@@ -270,13 +270,26 @@ impl BatchSink for IoErrorSink {
 /// Raw fixed-width values written through a shared mapping of the output file, each
 /// batch's bytes copied into it on all cores; the page cache writes them back as it
 /// would after write(). The file's blocks are allocated before the mapping is touched, so
-/// a full disk is an error here, not a SIGBUS in the copy.
+/// a full disk is an error here, not a SIGBUS in the copy. Where they cannot be allocated
+/// ahead (a file system without `fallocate`), a store into the mapping could still meet a
+/// full disk, as a SIGBUS that kills the process: the sink then writes with `pwrite`,
+/// which reports it as an error.
 struct MappedRawSink {
     file: std::fs::File,
     len: u64,
+    /// Whether the bytes still go through a mapping (until an allocation ahead fails).
+    mapped: bool,
 }
 
 impl MappedRawSink {
+    fn new(file: std::fs::File) -> MappedRawSink {
+        MappedRawSink {
+            file,
+            len: 0,
+            mapped: true,
+        }
+    }
+
     fn append(&mut self, bytes: &[u8]) -> Result<()> {
         if bytes.is_empty() {
             return Ok(());
@@ -284,7 +297,13 @@ impl MappedRawSink {
         const PAGE: u64 = 4096;
         let start = self.len;
         let end = start + bytes.len() as u64;
-        reserve(&self.file, start, end)?;
+        self.mapped = self.mapped && reserve(&self.file, start, end)?;
+        if !self.mapped {
+            use std::os::unix::fs::FileExt;
+            self.file.write_all_at(bytes, start)?;
+            self.len = end;
+            return Ok(());
+        }
         let from = start / PAGE * PAGE;
         // SAFETY: the file is this sink's own temporary output, which nothing else maps
         // or changes; the mapping covers [from, end), within the file's new length.
@@ -301,8 +320,11 @@ impl MappedRawSink {
 }
 
 /// Grows `file` from `start` to `end` bytes with its blocks allocated: a full disk is
-/// `ENOSPC` here. File systems that cannot allocate ahead get a plain `set_len`.
-fn reserve(file: &std::fs::File, start: u64, end: u64) -> Result<()> {
+/// `ENOSPC` here. Whether the blocks are allocated: `false` where the file system cannot
+/// allocate ahead, and the file is left as it was. The system call itself, not
+/// `posix_fallocate`: glibc's stands in for a missing `fallocate` by writing one byte per
+/// block, which reserves nothing on a copy-on-write or compressing file system.
+fn reserve(file: &std::fs::File, start: u64, end: u64) -> Result<bool> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
@@ -312,16 +334,24 @@ fn reserve(file: &std::fs::File, start: u64, end: u64) -> Result<()> {
         ) else {
             return Err(Error::format(format!("an output of {end} bytes")));
         };
-        // SAFETY: a plain system call on this sink's own open file descriptor.
-        let status = unsafe { libc::posix_fallocate(file.as_raw_fd(), offset, len) };
-        match status {
-            0 => return Ok(()),
-            libc::EOPNOTSUPP | libc::EINVAL => {}
-            errno => return Err(std::io::Error::from_raw_os_error(errno).into()),
+        loop {
+            // SAFETY: a plain system call on this sink's own open file descriptor.
+            if unsafe { libc::fallocate(file.as_raw_fd(), 0, offset, len) } == 0 {
+                return Ok(true);
+            }
+            let error = std::io::Error::last_os_error();
+            match error.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => return Ok(false),
+                _ => return Err(error.into()),
+            }
         }
     }
-    file.set_len(end)?;
-    Ok(())
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, start, end);
+        Ok(false)
+    }
 }
 
 impl BatchSink for MappedRawSink {
@@ -462,7 +492,9 @@ impl<W: Write + Send> BatchSink for arrow::ipc::writer::FileWriter<W> {
 #[cfg(feature = "csv-json")]
 impl<W: Write + Send> BatchSink for arrow_csv::Writer<W> {
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        Ok(arrow_csv::Writer::write(self, batch)?)
+        // Arrow's CSV writer refuses nested columns: they are written as their text.
+        let batch = super::nested_text::nested_as_text(batch)?;
+        Ok(arrow_csv::Writer::write(self, &batch)?)
     }
 
     fn finish(self: Box<Self>, _: bool) -> Result<()> {
@@ -571,7 +603,7 @@ mod tests {
     fn a_raw_output_has_its_blocks_allocated_before_it_is_mapped() {
         use std::os::unix::fs::MetadataExt;
         let file = tempfile::tempfile().unwrap();
-        reserve(&file, 0, 1 << 20).unwrap();
+        assert!(reserve(&file, 0, 1 << 20).unwrap());
         let metadata = file.metadata().unwrap();
         assert_eq!(metadata.len(), 1 << 20);
         // Allocated, not a hole that the mapping's first write would have to fill (and,
@@ -581,5 +613,37 @@ mod tests {
             "{} blocks",
             metadata.blocks()
         );
+    }
+
+    /// Where blocks cannot be allocated ahead, the raw sink writes with `pwrite`: the
+    /// bytes land where they belong, and a full disk is an ENOSPC error (through a
+    /// mapping it would be a SIGBUS).
+    #[test]
+    fn a_raw_output_that_cannot_be_allocated_ahead_is_written_plainly() {
+        use std::io::Read;
+        let mut sink = MappedRawSink::new(tempfile::tempfile().unwrap());
+        sink.mapped = false;
+        sink.append(b"abc").unwrap();
+        sink.append(&[7u8; 10_000]).unwrap();
+        let mut written = Vec::new();
+        let mut file = sink.file.try_clone().unwrap();
+        std::io::Seek::rewind(&mut file).unwrap();
+        file.read_to_end(&mut written).unwrap();
+        assert_eq!(&written[..3], b"abc");
+        assert_eq!(&written[3..], &[7u8; 10_000]);
+
+        #[cfg(target_os = "linux")]
+        {
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            let mut sink = MappedRawSink::new(full);
+            sink.mapped = false;
+            match sink.append(b"abc") {
+                Err(Error::Io(e)) => assert_eq!(e.raw_os_error(), Some(libc::ENOSPC)),
+                other => panic!("{:?}", other.map_err(|e| e.to_string())),
+            }
+        }
     }
 }

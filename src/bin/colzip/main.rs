@@ -202,7 +202,11 @@ fn run(cli: Cli) -> Result<()> {
         Command::Tpch(args) => experiments::tpch_command(args),
         Command::Bench(args) => experiments::bench_command(args),
         Command::Sql(args) => sql::sql(args),
-        Command::Queries(args) => sql::queries(args),
+        Command::Queries(args) => {
+            // Its temporary Parquet files are removed when a signal ends it.
+            colzip::archive::interrupted::install_handlers();
+            sql::queries(args)
+        }
         Command::Cluster(args) => cluster::cluster(args),
     }
 }

@@ -1,5 +1,7 @@
 //! The statement runner behind `colzip sql`: SQL text with one or more statements run in
-//! order, each result printed as a table, JSON or CSV; and a line-reading interactive loop.
+//! order, each result printed as a table, JSON or CSV as its batches arrive (in memory
+//! that does not grow with the result: see `stream` and `table`); and a line-reading
+//! interactive loop.
 //! `CREATE TABLE` makes compressed tables in a session set to compressed mode (see
 //! [`set_table_kind`](super::set_table_kind)); the rest is DataFusion's.
 //!
@@ -21,6 +23,9 @@ mod cells;
 mod completion;
 mod repl;
 mod statement_end;
+mod stream;
+mod table;
+mod yields;
 
 use std::fmt;
 use std::io::{BufRead, Write};
@@ -28,7 +33,8 @@ use std::str::FromStr;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use datafusion::arrow::{csv, json};
+use datafusion::arrow::json;
+use datafusion::physical_plan::SendableRecordBatchStream;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
@@ -92,14 +98,27 @@ pub fn parse(ctx: &SessionContext, sql: &str) -> Result<Vec<Statement>> {
     Ok(statements.into_iter().collect())
 }
 
-/// Runs one parsed statement and returns its result; `CREATE TABLE` holds its table as
-/// the session's [`table_kind`](super::table_kind) says. A statement larger than the
-/// session's [`SqlLimits`](super::sql_limits::SqlLimits) is refused before planning
-/// (checked here, not at parsing, so that a `SET` before it in the same text applies).
+/// Runs one parsed statement and returns its result, collected; [`execute_stream`] gives
+/// it a batch at a time.
 pub async fn execute(
     ctx: &SessionContext,
     statement: Statement,
 ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    use futures::TryStreamExt;
+    let (schema, stream) = execute_stream(ctx, statement).await?;
+    let batches = stream.try_collect().await.map_err(Error::from)?;
+    Ok((schema, batches))
+}
+
+/// Plans one parsed statement and starts it; its result comes as the stream's batches
+/// are polled, and dropping the stream stops the work. `CREATE TABLE` holds its table as
+/// the session's [`table_kind`](super::table_kind) says. A statement larger than the
+/// session's [`SqlLimits`](super::sql_limits::SqlLimits) is refused before planning
+/// (checked here, not at parsing, so that a `SET` before it in the same text applies).
+pub async fn execute_stream(
+    ctx: &SessionContext,
+    statement: Statement,
+) -> Result<(SchemaRef, SendableRecordBatchStream)> {
     super::sql_limits::check(&statement, &super::sql_limits::of(ctx))?;
     let plan = ctx
         .state()
@@ -108,8 +127,11 @@ pub async fn execute(
         .map_err(|e| name_missing_file(ctx, e))?;
     let frame = super::execute_logical_plan(ctx, plan).await?;
     let schema: SchemaRef = std::sync::Arc::new(frame.schema().as_arrow().clone());
-    let batches = frame.collect().await.map_err(Error::from)?;
-    Ok((schema, batches))
+    let task = std::sync::Arc::new(frame.task_ctx());
+    let plan = frame.create_physical_plan().await.map_err(Error::from)?;
+    let plan = yields::above_joins(plan)?;
+    let stream = datafusion::physical_plan::execute_stream(plan, task).map_err(Error::from)?;
+    Ok((schema, stream))
 }
 
 /// DataFusion's error for a table it did not find, when the name has the extension of a
@@ -219,49 +241,25 @@ async fn run_sql_unguarded(
     let mut printed_before = false;
     for statement in statements {
         let started = std::time::Instant::now();
-        let (schema, batches) = execute(ctx, statement).await?;
-        let count: usize = batches.iter().map(RecordBatch::num_rows).sum();
-        let statement_rows = (!schema.fields().is_empty()).then_some(count);
+        let (schema, batches) = execute_stream(ctx, statement).await?;
+        let statement_rows = if schema.fields().is_empty() {
+            // DDL prints nothing, and is no result for CSV to separate.
+            stream::drain(batches).await?;
+            None
+        } else {
+            if format == OutputFormat::Csv && printed_before {
+                writeln!(out)?;
+            }
+            printed_before = true;
+            Some(stream::print(&schema, batches, format, max_rows, out).await?)
+        };
         rows.push(statement_rows);
         if let Some(timings) = timings.as_deref_mut() {
             let line = timing_line(statement_rows, started.elapsed().as_secs_f64());
             writeln!(timings, "{line}")?;
         }
-        let text = match (format, max_rows) {
-            (OutputFormat::Table, Some(max)) if count > max => {
-                let shown = first_rows(&batches, max);
-                let table = render(&schema, &shown, format)?;
-                format!("{table}({max} of {count} rows shown; --maxrows sets how many)\n")
-            }
-            _ => render(&schema, &batches, format)?,
-        };
-        if text.is_empty() {
-            // DDL prints nothing, and is no result for CSV to separate.
-            continue;
-        }
-        if format == OutputFormat::Csv && printed_before {
-            writeln!(out)?;
-        }
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-        printed_before = true;
     }
     Ok(rows)
-}
-
-/// The first `max` rows of `batches`.
-fn first_rows(batches: &[RecordBatch], max: usize) -> Vec<RecordBatch> {
-    let mut left = max;
-    let mut shown = Vec::new();
-    for batch in batches {
-        if left == 0 {
-            break;
-        }
-        let take = batch.num_rows().min(left);
-        shown.push(batch.slice(0, take));
-        left -= take;
-    }
-    shown
 }
 
 /// Formats a result. Statements without columns (DDL such as `CREATE TABLE`) print
@@ -315,16 +313,11 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
                 return Ok(String::new());
             }
             let mut bytes = Vec::new();
-            {
-                let mut writer = csv::WriterBuilder::new()
-                    .with_header(true)
-                    .build(&mut bytes);
-                if batches.is_empty() {
-                    writer.write(&RecordBatch::new_empty(schema.clone()))?;
-                }
-                for batch in batches {
-                    writer.write(batch)?;
-                }
+            if batches.is_empty() {
+                bytes = stream::csv_bytes(&RecordBatch::new_empty(schema.clone()), true)?;
+            }
+            for (i, batch) in batches.iter().enumerate() {
+                bytes.extend(stream::csv_bytes(batch, i == 0)?);
             }
             String::from_utf8(bytes)
                 .map_err(|e| Error::format(format!("CSV output is not UTF-8: {e}")))

@@ -13,6 +13,7 @@ use rayon::prelude::*;
 
 use super::super::{TableKind, register_generated, run_query, same_result};
 use super::{Config, Event, QueryRow, Store, StoreRow};
+use crate::archive::interrupted;
 use crate::codec::Placement;
 use crate::datafusion::table::CompressedTable;
 use crate::gpu::Backend;
@@ -26,22 +27,34 @@ const RSS_INTERVAL: Duration = Duration::from_millis(10);
 
 /// Where the `parquet` store's files go.
 pub(super) enum ParquetDir {
-    Temporary(tempfile::TempDir),
+    /// Removed when dropped, and by the CLI's handler when a signal ends the process
+    /// (while `_registered` lives).
+    Temporary {
+        dir: tempfile::TempDir,
+        _registered: interrupted::Registered,
+    },
     Given(PathBuf),
 }
+
+/// The start of a temporary directory's name: `colzip-queries.PID.XXXXXX`, so that a
+/// later run removes those of a run that was killed (SIGKILL runs no handler).
+const TEMPORARY_PREFIX: &str = "colzip-queries.";
 
 impl ParquetDir {
     /// `dir` (made if missing; none of the stores' files may exist), or a temporary one.
     pub(super) fn new(dir: Option<&Path>) -> Result<ParquetDir> {
         let Some(dir) = dir else {
+            let parent = std::env::temp_dir();
+            crate::archive::remove_stale_dirs(&parent, TEMPORARY_PREFIX);
             let temp = tempfile::Builder::new()
-                .prefix("colzip-queries")
+                .prefix(&format!("{TEMPORARY_PREFIX}{}.", std::process::id()))
                 .tempdir()
-                .map_err(Error::file(
-                    "create a temporary directory in",
-                    &std::env::temp_dir(),
-                ))?;
-            return Ok(ParquetDir::Temporary(temp));
+                .map_err(Error::file("create a temporary directory in", &parent))?;
+            let _registered = interrupted::register(temp.path(), interrupted::Kind::Tree);
+            return Ok(ParquetDir::Temporary {
+                dir: temp,
+                _registered,
+            });
         };
         std::fs::create_dir_all(dir).map_err(Error::file("create", dir))?;
         // DataFusion takes paths as URLs: an absolute one names the same files wherever
@@ -68,7 +81,7 @@ impl ParquetDir {
 
     pub(super) fn path(&self) -> &Path {
         match self {
-            ParquetDir::Temporary(temp) => temp.path(),
+            ParquetDir::Temporary { dir, .. } => dir.path(),
             ParquetDir::Given(dir) => dir,
         }
     }
