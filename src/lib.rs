@@ -61,6 +61,8 @@ pub mod panics;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod plot;
+#[doc(hidden)]
+pub mod report;
 pub mod tpch;
 pub mod trace;
 

@@ -27,7 +27,7 @@
 //! use colzip::bench::{Config, gpulz_grid, run};
 //! let config = Config { grid: gpulz_grid(), ..Config::default() };
 //! let rows = run(&config, &mut |_| {})?;
-//! println!("{}", colzip::tpch::render(&rows, colzip::tpch::Format::Table)?);
+//! println!("{}", colzip::report::render(&rows, colzip::report::Format::Table)?);
 //! # Ok::<(), colzip::Error>(())
 //! ```
 
@@ -44,7 +44,8 @@ use crate::archive::RawType;
 use crate::codec::lzss::{self, LzssParams};
 use crate::codec::{CodecSpec, Suited, bwt, gmatch, registry};
 use crate::gpu::Gpu;
-use crate::tpch::{ReportRow, Row, Table, generate, peer_form};
+use crate::report::ReportRow;
+use crate::tpch::{Row, Table, generate, peer_form};
 use crate::{Error, Result};
 pub use measure::Figures;
 

@@ -2,11 +2,12 @@
 //! compressed with colzip's codecs and with CPU baselines, round trips verified.
 //!
 //! ```no_run
-//! use colzip::tpch::{self, Config, Format, Table};
+//! use colzip::report::{Format, render};
+//! use colzip::tpch::{self, Config, Table};
 //!
 //! let config = Config { sf: 0.01, tables: vec![Table::Nation], ..Config::default() };
 //! let rows = tpch::run(&config, &mut |_| {})?;
-//! print!("{}", tpch::render(&rows, Format::Table)?);
+//! print!("{}", render(&rows, Format::Table)?);
 //! # Ok::<(), colzip::Error>(())
 //! ```
 
@@ -24,4 +25,4 @@ pub use generate::{
     Table, TableData, check_fits_memory, check_generable, check_scale_factor, estimated_bytes,
     generate, generate_parts, part_count,
 };
-pub use report::{CodecSummary, Format, ReportRow, render, summarize};
+pub use report::{CodecSummary, summarize};

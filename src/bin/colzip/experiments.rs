@@ -8,7 +8,8 @@ use colzip::archive::RawType;
 use colzip::bench;
 use colzip::codec::lzss::LzssParams;
 use colzip::gpu::Gpu;
-use colzip::tpch::{self, Config, Contender, Event, Format, Table};
+use colzip::report::{Format, render};
+use colzip::tpch::{self, Config, Contender, Event, Table};
 use colzip::{Error, Result};
 
 use crate::BackendArg;
@@ -280,15 +281,15 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
         eprintln!("colzip tpch: wrote the plot to {}", path.display());
     }
     let text = match (summary, format) {
-        (true, _) => tpch::render(&totals, format)?,
+        (true, _) => render(&totals, format)?,
         (false, Format::Table) => format!(
             "{}\nper codec, over all {} measured columns:\n{}",
-            tpch::render(&rows, format)?,
+            render(&rows, format)?,
             rows.len() / totals.len().max(1),
-            tpch::render(&totals, format)?
+            render(&totals, format)?
         ),
         // Machine-readable output stays one document of rows (--summary for the totals).
-        (false, _) => tpch::render(&rows, format)?,
+        (false, _) => render(&rows, format)?,
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
@@ -422,7 +423,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
     }
     std::io::stdout()
         .lock()
-        .write_all(tpch::render(&rows, format)?.as_bytes())?;
+        .write_all(render(&rows, format)?.as_bytes())?;
     Ok(())
 }
 

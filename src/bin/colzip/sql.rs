@@ -15,7 +15,8 @@ use colzip::datafusion::session::{self, TableKind, TpchEvent, shell};
 #[cfg(feature = "datafusion")]
 use colzip::datafusion::table::{CompressOptions, Residence};
 #[cfg(feature = "datafusion")]
-use colzip::tpch::{Format, Table};
+use colzip::report::Format;
+use colzip::tpch::Table;
 use colzip::{Error, Result};
 
 use crate::BackendArg;

@@ -40,7 +40,8 @@ use super::args::{
     check_arity, check_compressible, codec_forms, literal_of, placement, string_literal,
 };
 use crate::gpu::Backend;
-use crate::tpch::{self, Contender, ReportRow};
+use crate::report::ReportRow;
+use crate::tpch::{self, Contender};
 
 const NAME: &str = "colzip_stats";
 const USAGE: &str = "colzip_stats('table' [, 'codec,codec,…'])";
