@@ -6,7 +6,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::tpch::CodecSummary;
+use crate::harness::columns::CodecSummary;
 use crate::{Error, Result};
 
 /// An error unless `path` names an SVG file in a directory that exists (what a command
@@ -40,7 +40,7 @@ pub fn check_plot_path(path: &Path) -> Result<()> {
 ///
 /// ```
 /// use colzip::plot::plot_codecs;
-/// use colzip::tpch::CodecSummary;
+/// use colzip::harness::columns::CodecSummary;
 /// let totals = vec![
 ///     CodecSummary { codec: "gmatch".into(), columns: 16, raw_bytes: 9_000, compressed_bytes: 3_000,
 ///                    ratio: 3.0, compress_gbps: 2.5, decompress_gbps: 9.0 },

@@ -5,11 +5,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 use colzip::archive::RawType;
-use colzip::bench;
 use colzip::codec::lzss::LzssParams;
 use colzip::gpu::Gpu;
+use colzip::harness::bench;
+use colzip::harness::columns::{self, Config, Contender, Event};
 use colzip::report::{Format, render};
-use colzip::tpch::{self, Config, Contender, Event, Table};
+use colzip::tpch::{self, Table};
 use colzip::{Error, Result};
 
 use crate::BackendArg;
@@ -250,7 +251,7 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
     bar.set_length(steps as u64);
     let mut lines = bar.is_hidden().then(|| ProgressLines::new("tpch"));
     let mut measured = 0;
-    let rows = tpch::run(&config, &mut |event| {
+    let rows = columns::run(&config, &mut |event| {
         let message = match event {
             Event::Generating(table) => format!("generating {table} at SF {sf}"),
             Event::Generated(data) => format!("{}: {} rows", data.table, data.rows()),
@@ -271,7 +272,7 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
         bar.set_message(message);
     })?;
     bar.finish_and_clear();
-    let totals = tpch::summarize(&rows);
+    let totals = columns::summarize(&rows);
     if let Some(path) = &plot {
         let title = format!(
             "colzip tpch --sf {sf}: {} columns",
@@ -404,14 +405,14 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
     }
     if let Some(path) = &plot {
         // One point per codec and backend: the totals over the measured columns.
-        let labelled: Vec<tpch::Row> = rows
+        let labelled: Vec<columns::Row> = rows
             .iter()
-            .map(|r| tpch::Row {
+            .map(|r| columns::Row {
                 codec: format!("{} ({})", r.row.codec, r.row.backend),
                 ..r.row.clone()
             })
             .collect();
-        let totals = tpch::summarize(&labelled);
+        let totals = columns::summarize(&labelled);
         let columns = rows
             .iter()
             .map(|r| (&r.row.table, &r.row.column))

@@ -56,7 +56,7 @@ pub struct CodecSummary {
 /// The per-codec totals of `rows`, in the order the codecs first appear.
 ///
 /// ```
-/// use colzip::tpch::{Row, summarize};
+/// use colzip::harness::columns::{Row, summarize};
 /// let row = |codec: &str, raw: u64, compressed: u64, gbps: f64| Row {
 ///     table: "t".into(), column: "c".into(), arrow_type: "Int32".into(), rows: 1,
 ///     raw_bytes: raw, codec: codec.into(), backend: "cpu".into(), compressed_bytes: compressed,
