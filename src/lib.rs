@@ -16,7 +16,7 @@
 //! Layers, from the bottom (each uses only those below it; `docs/ARCHITECTURE.md` has
 //! the details):
 //!
-//! - [`memory`], [`limits`], [`measure`], [`trace`], and the CLI's `report` (output
+//! - [`memory`], [`limits`], [`measure`], [`trace`], and the CLI's `reporting` (output
 //!   formats, one table/JSON/CSV renderer) and `panics`: helpers every layer may use;
 //! - [`tpch`]: TPC-H tables generated in-process, and the 22 queries;
 //! - [`gpu`]: the device runtime (devices, lanes, pinned staging and the pinned pool GPU
@@ -33,7 +33,7 @@
 //! - `datafusion`: SQL functions, compressed tables and the `COLZIP_PARQUET` format;
 //!   `cluster`: the same on Ballista.
 //!
-//! `report`, `panics` and `harness` serve the CLI, `colzip_stats`, the tests and the
+//! `reporting`, `panics` and `harness` serve the CLI, `colzip_stats`, the tests and the
 //! benches; they are public for them but hidden from these docs and not part of the
 //! library's interface.
 //!
@@ -70,7 +70,7 @@ pub mod panics;
 pub mod parquet;
 pub mod plot;
 #[doc(hidden)]
-pub mod report;
+pub mod reporting;
 pub mod tpch;
 pub mod trace;
 

@@ -14,7 +14,7 @@ use arrow::datatypes::{DataType, Schema};
 use colzip::column::{self, CodecChoice, CompressedColumn};
 use colzip::datafusion::functions::blob_type;
 use colzip::harness::columns::{self, arrow_bytes};
-use colzip::report::ReportRow;
+use colzip::reporting::ReportRow;
 use colzip::tpch::{self, Table};
 use datafusion::common::DataFusionError;
 use datafusion::datasource::MemTable;

@@ -9,7 +9,7 @@ use colzip::codec::lzss::LzssParams;
 use colzip::gpu::Gpu;
 use colzip::harness::bench;
 use colzip::harness::columns::{self, Config, Contender, Event};
-use colzip::report::{Format, render};
+use colzip::reporting::{Format, render};
 use colzip::tpch::{self, Table};
 use colzip::{Error, Result};
 

@@ -15,7 +15,7 @@ use colzip::datafusion::session::{self, TableKind, TpchEvent, shell};
 #[cfg(feature = "datafusion")]
 use colzip::datafusion::table::{CompressOptions, Residence};
 #[cfg(feature = "datafusion")]
-use colzip::report::Format;
+use colzip::reporting::Format;
 use colzip::tpch::Table;
 use colzip::{Error, Result};
 

@@ -41,7 +41,7 @@ use super::args::{
 };
 use crate::gpu::Backend;
 use crate::harness::columns::{self, Contender};
-use crate::report::ReportRow;
+use crate::reporting::ReportRow;
 
 const NAME: &str = "colzip_stats";
 const USAGE: &str = "colzip_stats('table' [, 'codec,codec,…'])";

@@ -27,7 +27,7 @@
 //! use colzip::harness::bench::{Config, gpulz_grid, run};
 //! let config = Config { grid: gpulz_grid(), ..Config::default() };
 //! let rows = run(&config, &mut |_| {})?;
-//! println!("{}", colzip::report::render(&rows, colzip::report::Format::Table)?);
+//! println!("{}", colzip::reporting::render(&rows, colzip::reporting::Format::Table)?);
 //! # Ok::<(), colzip::Error>(())
 //! ```
 
@@ -45,7 +45,7 @@ use crate::codec::lzss::{self, LzssParams};
 use crate::codec::{CodecSpec, Suited, bwt, gmatch, registry};
 use crate::gpu::Gpu;
 use crate::harness::columns::{Row, peer_form};
-use crate::report::ReportRow;
+use crate::reporting::ReportRow;
 use crate::tpch::{Table, generate};
 use crate::{Error, Result};
 pub use measure::Figures;

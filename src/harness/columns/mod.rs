@@ -5,7 +5,7 @@
 //!
 //! ```no_run
 //! use colzip::harness::columns::{self, Config};
-//! use colzip::report::{Format, render};
+//! use colzip::reporting::{Format, render};
 //! use colzip::tpch::Table;
 //!
 //! let config = Config { sf: 0.01, tables: vec![Table::Nation], ..Config::default() };

@@ -1,7 +1,7 @@
 //! The per-codec totals of a run and the report rows of its measurements.
 
 use super::experiment::Row;
-use crate::report::ReportRow;
+use crate::reporting::ReportRow;
 
 impl ReportRow for Row {
     const HEADER: &'static [&'static str] = &[

@@ -174,7 +174,7 @@ impl Report {
 
     /// The report as one JSON document.
     pub fn to_json(&self) -> Result<String> {
-        crate::report::json(self)
+        crate::reporting::json(self)
     }
 
     /// The report as text: a row per query with a column of seconds per store and

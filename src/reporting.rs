@@ -3,7 +3,7 @@
 //! commands' own output. Names only the crate's `Error`, so every layer may use it.
 //!
 //! ```
-//! use colzip::report::{Format, ReportRow, render};
+//! use colzip::reporting::{Format, ReportRow, render};
 //!
 //! #[derive(serde::Serialize)]
 //! struct Size { name: String, bytes: u64 }
