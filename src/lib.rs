@@ -68,7 +68,6 @@ pub mod memory;
 pub mod panics;
 #[cfg(feature = "parquet")]
 pub mod parquet;
-pub mod plot;
 #[doc(hidden)]
 pub mod reporting;
 pub mod tpch;

@@ -8,12 +8,13 @@ use colzip::archive::RawType;
 use colzip::codec::lzss::LzssParams;
 use colzip::gpu::Gpu;
 use colzip::harness::bench;
-use colzip::harness::columns::{self, Config, Contender, Event};
+use colzip::harness::columns::{self, CodecSummary, Config, Contender, Event};
 use colzip::reporting::{Format, render};
 use colzip::tpch::{self, Table};
 use colzip::{Error, Result};
 
 use crate::BackendArg;
+use crate::plot;
 use crate::progress::{ProgressLines, progress_bar};
 
 /// `colzip gpu`'s arguments.
@@ -210,7 +211,7 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
     } = args;
     if let Some(path) = &plot {
         // Before the run, not after minutes of it.
-        colzip::plot::check_plot_path(path)?;
+        plot::check_plot_path(path)?;
     }
     if let Some(threads) = threads {
         rayon::ThreadPoolBuilder::new()
@@ -278,7 +279,7 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
             "colzip tpch --sf {sf}: {} columns",
             rows.len() / totals.len().max(1)
         );
-        colzip::plot::plot_codecs(&totals, path, &title)?;
+        plot::plot_codecs(&codec_points(&totals), path, &title)?;
         eprintln!("colzip tpch: wrote the plot to {}", path.display());
     }
     let text = match (summary, format) {
@@ -316,7 +317,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
     } = args;
     if let Some(path) = &plot {
         // Before the run, not after minutes of it.
-        colzip::plot::check_plot_path(path)?;
+        plot::check_plot_path(path)?;
     }
     let mut grid = Vec::new();
     for &s in &s {
@@ -419,7 +420,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
             .collect::<std::collections::BTreeSet<_>>()
             .len();
         let title = format!("colzip bench: {columns} columns, kernel GB/s on the GPU");
-        colzip::plot::plot_codecs(&totals, path, &title)?;
+        plot::plot_codecs(&codec_points(&totals), path, &title)?;
         eprintln!("colzip bench: wrote the plot to {}", path.display());
     }
     std::io::stdout()
@@ -446,4 +447,17 @@ fn suites_help() -> String {
         "Suites to run: {} (`none` with --write-columns: only write the files)",
         bench::Suite::names().join(", ")
     )
+}
+
+/// The points `--plot` draws: one per codec of `totals`.
+fn codec_points(totals: &[CodecSummary]) -> Vec<plot::CodecPoint> {
+    totals
+        .iter()
+        .map(|t| plot::CodecPoint {
+            name: t.codec.clone(),
+            ratio: t.ratio,
+            compress_gbps: t.compress_gbps,
+            decompress_gbps: t.decompress_gbps,
+        })
+        .collect()
 }
