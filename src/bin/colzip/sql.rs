@@ -16,6 +16,7 @@ use colzip::datafusion::session::{self, TableKind, TpchEvent, shell};
 use colzip::datafusion::table::{CompressOptions, Residence};
 #[cfg(feature = "datafusion")]
 use colzip::reporting::Format;
+#[cfg(feature = "datafusion")]
 use colzip::tpch::Table;
 use colzip::{Error, Result};
 
