@@ -9,12 +9,13 @@ use std::hint::black_box;
 
 use arrow::array::{Array, ArrayRef};
 use colzip::codec::{CodecSpec, bwt, gmatch, lzss};
-use colzip::tpch::{self, Baseline, Table};
+use colzip::harness::columns::{Baseline, peer_form};
+use colzip::tpch::{self, Table};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 fn column(data: &tpch::TableData, name: &str) -> ArrayRef {
     let index = data.schema.index_of(name).expect("column exists");
-    tpch::peer_form(&data.columns[index]).expect("peer form")
+    peer_form(&data.columns[index]).expect("peer form")
 }
 
 fn plain_bytes(array: &ArrayRef) -> Vec<u8> {

@@ -20,8 +20,8 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use colzip::bench::{PlainColumn, plain_columns};
 use colzip::codec::gmatch;
+use colzip::harness::bench::{PlainColumn, plain_columns};
 use colzip::tpch::Table;
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

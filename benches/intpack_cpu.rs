@@ -21,9 +21,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use colzip::bench::{Suite, tpch_plan};
 use colzip::codec::CodecSpec;
 use colzip::codec::intpack::{self, BLOCK_VALUES, IntpackParams, SCHEMES};
+use colzip::harness::bench::{Suite, tpch_plan};
 use colzip::measure::upper_median;
 use rayon::prelude::*;
 

@@ -16,8 +16,9 @@
 //! Layers, from the bottom (each uses only those below it; `docs/ARCHITECTURE.md` has
 //! the details):
 //!
-//! - [`memory`], [`limits`], [`measure`], [`trace`], [`panics`]: helpers every layer
-//!   may use;
+//! - [`memory`], [`limits`], [`measure`], [`trace`], and the CLI's `reporting` (output
+//!   formats, one table/JSON/CSV renderer) and `panics`: helpers every layer may use;
+//! - [`tpch`]: TPC-H tables generated in-process, and the 22 queries;
 //! - [`gpu`]: the device runtime (devices, lanes, pinned staging and the pinned pool GPU
 //!   decodes are handed out on, the step pipeline, the kernel cache) the GPU codecs are
 //!   built on;
@@ -27,9 +28,14 @@
 //! - [`column`](mod@column): Arrow arrays to compressed columns (containers) and back;
 //! - [`archive`]: files of many columns, and conversions from and to raw, Arrow IPC,
 //!   Parquet, CSV and JSON-lines files; `parquet`: Parquet files with gmatch-made SNAPPY pages;
+//! - `harness`: the measurements of `colzip tpch`, `colzip bench` and `colzip_stats`
+//!   (a column against codecs and baselines; the GPU benchmark);
 //! - `datafusion`: SQL functions, compressed tables and the `COLZIP_PARQUET` format;
-//!   `cluster`: the same on Ballista;
-//! - [`tpch`], [`bench`](mod@bench), [`plot`]: the experiments the CLI runs.
+//!   `cluster`: the same on Ballista.
+//!
+//! `reporting`, `panics` and `harness` serve the CLI, `colzip_stats`, the tests and the
+//! benches; they are public for them but hidden from these docs and not part of the
+//! library's interface.
 //!
 //! The `colzip` binary is a thin CLI over them.
 //!
@@ -45,7 +51,6 @@
 //! ```
 
 pub mod archive;
-pub mod bench;
 #[cfg(feature = "ballista")]
 pub mod cluster;
 pub mod codec;
@@ -54,13 +59,17 @@ pub mod column;
 pub mod datafusion;
 mod error;
 pub mod gpu;
+#[doc(hidden)]
+pub mod harness;
 pub mod limits;
 pub mod measure;
 pub mod memory;
+#[doc(hidden)]
 pub mod panics;
 #[cfg(feature = "parquet")]
 pub mod parquet;
-pub mod plot;
+#[doc(hidden)]
+pub mod reporting;
 pub mod tpch;
 pub mod trace;
 

@@ -12,7 +12,8 @@ use colzip::codec::Direction::{Compress, Decompress};
 use colzip::codec::{CodecId, GPU_MIN_BYTES, Placement};
 use colzip::column::{self, CodecChoice, CompressedColumn};
 use colzip::gpu::Backend;
-use colzip::tpch::{self, Config, Contender, Table};
+use colzip::harness::columns::{self, Config, Contender};
+use colzip::tpch::Table;
 use common::gpu_or_skip;
 
 #[test]
@@ -124,7 +125,7 @@ fn tpch_rows_name_the_gpu_when_it_ran() {
         backend: Backend::Gpu,
         ..Config::default()
     };
-    let rows = tpch::run(&config, &mut |_| {}).unwrap();
+    let rows = columns::run(&config, &mut |_| {}).unwrap();
     for row in &rows {
         let expected = if row.codec == "snap" { "cpu" } else { "gpu" };
         assert_eq!(row.backend, expected, "{row:?}");
@@ -135,6 +136,6 @@ fn tpch_rows_name_the_gpu_when_it_ran() {
         backend: Backend::Auto,
         ..config
     };
-    let rows = tpch::run(&auto, &mut |_| {}).unwrap();
+    let rows = columns::run(&auto, &mut |_| {}).unwrap();
     assert!(rows.iter().all(|r| r.backend == "cpu"));
 }

@@ -13,7 +13,9 @@ use arrow::compute::filter;
 use arrow::datatypes::{DataType, Schema};
 use colzip::column::{self, CodecChoice, CompressedColumn};
 use colzip::datafusion::functions::blob_type;
-use colzip::tpch::{self, ReportRow, Table};
+use colzip::harness::columns::{self, arrow_bytes};
+use colzip::reporting::ReportRow;
+use colzip::tpch::{self, Table};
 use datafusion::common::DataFusionError;
 use datafusion::datasource::MemTable;
 use datafusion::execution::FunctionRegistry;
@@ -479,7 +481,7 @@ async fn stats_measure_every_column_with_every_codec() {
     let out = query(&ctx, "SELECT * FROM colzip_stats('t')").await;
     let schema = out.schema();
     let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    assert_eq!(header, <tpch::Row as ReportRow>::HEADER);
+    assert_eq!(header, <columns::Row as ReportRow>::HEADER);
     let codecs = ["lzss", "gmatch", "bwt"];
     assert_eq!(out.num_rows(), batch.num_columns() * codecs.len());
     let text = |i: usize| out.column(i).as_string::<i32>();
@@ -490,7 +492,7 @@ async fn stats_measure_every_column_with_every_codec() {
         assert_eq!(codec, codecs[row % 3], "codecs in order per column");
         assert_eq!(text(2).value(row), values.data_type().to_string());
         assert_eq!(u64s(&out, 3).value(row), ROWS as u64);
-        let raw = tpch::arrow_bytes(values).unwrap();
+        let raw = arrow_bytes(values).unwrap();
         assert_eq!(u64s(&out, 4).value(row), raw, "{name}");
         assert_eq!(text(6).value(row), "cpu");
         let expected = compressed(values, codec).compressed_bytes() as u64;

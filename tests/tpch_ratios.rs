@@ -2,7 +2,8 @@
 //! gmatch within 0.5% of snap, bwt at least bzip2 -9 on l_comment, lzss never below 0.99
 //! on any column, and every codec round-trips every column.
 
-use colzip::tpch::{self, Config, Contender, Row, Table};
+use colzip::harness::columns::{self, Config, Contender, Row};
+use colzip::tpch::Table;
 
 fn rows_for(tables: Vec<Table>, codecs: &str, peer_forms: bool) -> Vec<Row> {
     let config = Config {
@@ -13,7 +14,7 @@ fn rows_for(tables: Vec<Table>, codecs: &str, peer_forms: bool) -> Vec<Row> {
         peer_forms,
         ..Config::default()
     };
-    tpch::run(&config, &mut |_| {}).unwrap()
+    columns::run(&config, &mut |_| {}).unwrap()
 }
 
 fn find<'a>(rows: &'a [Row], table: &str, column: &str, codec: &str) -> &'a Row {

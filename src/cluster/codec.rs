@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::datafusion::format::{ColzipParquetFactory, ColzipParquetSink, FormatOptions};
 use crate::datafusion::functions::{self, StatsExec, StatsScanParts, StatsTableParts};
 use crate::gpu::Backend;
-use crate::tpch::Contender;
+use crate::harness::columns::Contender;
 
 /// The first bytes of every payload of colzip's codecs.
 pub const MAGIC: &[u8] = b"COLZIP\x01";

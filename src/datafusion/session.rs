@@ -4,7 +4,8 @@
 //! ([`TpchSession`]), `CREATE TABLE` making compressed tables in a session put in
 //! compressed mode ([`set_table_kind`], [`sql`]), the statement runner behind
 //! `colzip sql` ([`shell`]), and the TPC-H query benchmark over several stores behind
-//! `colzip queries` ([`query_bench`], comparing results with [`same_result`]).
+//! `colzip queries` (`query_bench`, a harness hidden from these docs, comparing results
+//! with [`same_result`]).
 //!
 //! ```
 //! use colzip::datafusion::session::{TableKind, TpchSession};
@@ -21,6 +22,7 @@
 
 mod create_table;
 mod guards;
+#[doc(hidden)]
 pub mod query_bench;
 pub mod same_result;
 pub mod shell;

@@ -1,27 +1,21 @@
-//! The TPC-H column experiment: tables generated in-process with `tpchgen`, every column
-//! compressed with colzip's codecs and with CPU baselines, round trips verified.
+//! TPC-H tables generated in-process with `tpchgen` (whole, or in parts that can be
+//! streamed), the checks of a scale factor against what this machine can hold, and the 22
+//! queries' text. The DataFusion TPC-H tables, `colzip tpch`, `colzip bench` and
+//! `colzip queries` take their data from here.
 //!
-//! ```no_run
-//! use colzip::tpch::{self, Config, Format, Table};
+//! ```
+//! use colzip::tpch::{self, Table};
 //!
-//! let config = Config { sf: 0.01, tables: vec![Table::Nation], ..Config::default() };
-//! let rows = tpch::run(&config, &mut |_| {})?;
-//! print!("{}", tpch::render(&rows, Format::Table)?);
+//! let nation = tpch::generate(Table::Nation, 0.01)?;
+//! assert_eq!(nation.rows(), 25);
+//! assert!(tpch::queries::query(1).is_some());
 //! # Ok::<(), colzip::Error>(())
 //! ```
 
-mod baselines;
-mod experiment;
 mod generate;
 pub mod queries;
-mod report;
 
-pub use baselines::Baseline;
-pub use experiment::{
-    Config, Contender, Event, Row, arrow_bytes, measure, measure_column, peer_form, run,
-};
 pub use generate::{
     Table, TableData, check_fits_memory, check_generable, check_scale_factor, estimated_bytes,
     generate, generate_parts, part_count,
 };
-pub use report::{CodecSummary, Format, ReportRow, render, summarize};

@@ -87,7 +87,8 @@ impl Rng {
 /// Every plain lineitem column at `sf` (ints, cents, days, text bytes), named.
 #[allow(dead_code)]
 pub fn tpch_lineitem_columns(sf: f64) -> Vec<(String, Vec<u8>)> {
-    let columns = colzip::bench::plain_columns(colzip::tpch::Table::Lineitem, sf, None).unwrap();
+    let columns =
+        colzip::harness::bench::plain_columns(colzip::tpch::Table::Lineitem, sf, None).unwrap();
     assert!(
         columns.len() >= 10,
         "lineitem has at least 10 plain columns"

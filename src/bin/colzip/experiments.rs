@@ -5,13 +5,16 @@ use std::path::PathBuf;
 
 use clap::Args;
 use colzip::archive::RawType;
-use colzip::bench;
 use colzip::codec::lzss::LzssParams;
 use colzip::gpu::Gpu;
-use colzip::tpch::{self, Config, Contender, Event, Format, Table};
+use colzip::harness::bench;
+use colzip::harness::columns::{self, CodecSummary, Config, Contender, Event};
+use colzip::reporting::{Format, render};
+use colzip::tpch::{self, Table};
 use colzip::{Error, Result};
 
 use crate::BackendArg;
+use crate::plot;
 use crate::progress::{ProgressLines, progress_bar};
 
 /// `colzip gpu`'s arguments.
@@ -208,7 +211,7 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
     } = args;
     if let Some(path) = &plot {
         // Before the run, not after minutes of it.
-        colzip::plot::check_plot_path(path)?;
+        plot::check_plot_path(path)?;
     }
     if let Some(threads) = threads {
         rayon::ThreadPoolBuilder::new()
@@ -249,7 +252,7 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
     bar.set_length(steps as u64);
     let mut lines = bar.is_hidden().then(|| ProgressLines::new("tpch"));
     let mut measured = 0;
-    let rows = tpch::run(&config, &mut |event| {
+    let rows = columns::run(&config, &mut |event| {
         let message = match event {
             Event::Generating(table) => format!("generating {table} at SF {sf}"),
             Event::Generated(data) => format!("{}: {} rows", data.table, data.rows()),
@@ -270,25 +273,25 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
         bar.set_message(message);
     })?;
     bar.finish_and_clear();
-    let totals = tpch::summarize(&rows);
+    let totals = columns::summarize(&rows);
     if let Some(path) = &plot {
         let title = format!(
             "colzip tpch --sf {sf}: {} columns",
             rows.len() / totals.len().max(1)
         );
-        colzip::plot::plot_codecs(&totals, path, &title)?;
+        plot::plot_codecs(&codec_points(&totals), path, &title)?;
         eprintln!("colzip tpch: wrote the plot to {}", path.display());
     }
     let text = match (summary, format) {
-        (true, _) => tpch::render(&totals, format)?,
+        (true, _) => render(&totals, format)?,
         (false, Format::Table) => format!(
             "{}\nper codec, over all {} measured columns:\n{}",
-            tpch::render(&rows, format)?,
+            render(&rows, format)?,
             rows.len() / totals.len().max(1),
-            tpch::render(&totals, format)?
+            render(&totals, format)?
         ),
         // Machine-readable output stays one document of rows (--summary for the totals).
-        (false, _) => tpch::render(&rows, format)?,
+        (false, _) => render(&rows, format)?,
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
@@ -314,7 +317,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
     } = args;
     if let Some(path) = &plot {
         // Before the run, not after minutes of it.
-        colzip::plot::check_plot_path(path)?;
+        plot::check_plot_path(path)?;
     }
     let mut grid = Vec::new();
     for &s in &s {
@@ -403,26 +406,26 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
     }
     if let Some(path) = &plot {
         // One point per codec and backend: the totals over the measured columns.
-        let labelled: Vec<tpch::Row> = rows
+        let labelled: Vec<columns::Row> = rows
             .iter()
-            .map(|r| tpch::Row {
+            .map(|r| columns::Row {
                 codec: format!("{} ({})", r.row.codec, r.row.backend),
                 ..r.row.clone()
             })
             .collect();
-        let totals = tpch::summarize(&labelled);
+        let totals = columns::summarize(&labelled);
         let columns = rows
             .iter()
             .map(|r| (&r.row.table, &r.row.column))
             .collect::<std::collections::BTreeSet<_>>()
             .len();
         let title = format!("colzip bench: {columns} columns, kernel GB/s on the GPU");
-        colzip::plot::plot_codecs(&totals, path, &title)?;
+        plot::plot_codecs(&codec_points(&totals), path, &title)?;
         eprintln!("colzip bench: wrote the plot to {}", path.display());
     }
     std::io::stdout()
         .lock()
-        .write_all(tpch::render(&rows, format)?.as_bytes())?;
+        .write_all(render(&rows, format)?.as_bytes())?;
     Ok(())
 }
 
@@ -444,4 +447,17 @@ fn suites_help() -> String {
         "Suites to run: {} (`none` with --write-columns: only write the files)",
         bench::Suite::names().join(", ")
     )
+}
+
+/// The points `--plot` draws: one per codec of `totals`.
+fn codec_points(totals: &[CodecSummary]) -> Vec<plot::CodecPoint> {
+    totals
+        .iter()
+        .map(|t| plot::CodecPoint {
+            name: t.codec.clone(),
+            ratio: t.ratio,
+            compress_gbps: t.compress_gbps,
+            decompress_gbps: t.decompress_gbps,
+        })
+        .collect()
 }

@@ -8,7 +8,7 @@ use clap::Args;
 use colzip::archive::{self, InputKind, OutputKind, ParquetCodec, RawType, interrupted};
 use colzip::codec::{Codec, Placement, SnappyFormat, gmatch};
 use colzip::column::CodecChoice;
-use colzip::tpch::Format;
+use colzip::reporting::Format;
 use colzip::{Error, Result};
 
 use crate::progress::bytes_bar;

@@ -4,6 +4,7 @@
 mod cluster;
 mod experiments;
 mod files;
+mod plot;
 mod progress;
 mod ratios;
 mod sql;

@@ -15,7 +15,9 @@ use colzip::datafusion::session::{self, TableKind, TpchEvent, shell};
 #[cfg(feature = "datafusion")]
 use colzip::datafusion::table::{CompressOptions, Residence};
 #[cfg(feature = "datafusion")]
-use colzip::tpch::{Format, Table};
+use colzip::reporting::Format;
+#[cfg(feature = "datafusion")]
+use colzip::tpch::Table;
 use colzip::{Error, Result};
 
 use crate::BackendArg;
@@ -108,7 +110,7 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
     let format: Format = args.format.parse()?;
     if let Some(path) = &args.plot {
         // Before the run, not after minutes of it.
-        colzip::plot::check_plot_path(path)?;
+        crate::plot::check_plot_path(path)?;
     }
     let mb = |bytes: u64| bytes as f64 / 1e6;
     // A bar on a terminal; otherwise one line per event (a log of the run).
@@ -163,10 +165,10 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
     bar.finish_and_clear();
     if let Some(path) = &args.plot {
         let groups: Vec<String> = config.queries.iter().map(|q| format!("Q{q}")).collect();
-        let series: Vec<colzip::plot::Series> = report
+        let series: Vec<crate::plot::Series> = report
             .stores
             .iter()
-            .map(|store| colzip::plot::Series {
+            .map(|store| crate::plot::Series {
                 name: store.store.to_string(),
                 values: config
                     .queries
@@ -185,7 +187,7 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
             "colzip queries --sf {}: median seconds of {} runs",
             config.sf, config.runs
         );
-        colzip::plot::plot_bars(&groups, &series, "seconds", path, &title)?;
+        crate::plot::plot_bars(&groups, &series, "seconds", path, &title)?;
         eprintln!("colzip queries: wrote the plot to {}", path.display());
     }
     let text = match format {

@@ -1,7 +1,7 @@
 //! The table function `colzip_stats('table' [, 'codec,codec,…'])`: every column of a
 //! session's table compressed with each codec, one row per column and codec with the
-//! fields of `colzip tpch --format json` ([`tpch::Row`]), measured by the same code
-//! ([`tpch::measure_column`], round trip verified).
+//! fields of `colzip tpch --format json` ([`columns::Row`]), measured by the same code
+//! ([`columns::measure_column`], round trip verified).
 //!
 //! A table function sees only its arguments and the session while the query is planned,
 //! and looking a table up is asynchronous. So the call checks its arguments and that the
@@ -40,14 +40,15 @@ use super::args::{
     check_arity, check_compressible, codec_forms, literal_of, placement, string_literal,
 };
 use crate::gpu::Backend;
-use crate::tpch::{self, Contender, ReportRow};
+use crate::harness::columns::{self, Contender};
+use crate::reporting::ReportRow;
 
 const NAME: &str = "colzip_stats";
 const USAGE: &str = "colzip_stats('table' [, 'codec,codec,…'])";
 
-/// The output schema: `tpch::Row`'s fields, in its report order.
+/// The output schema: `columns::Row`'s fields, in its report order.
 static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
-    let fields = <tpch::Row as ReportRow>::HEADER.iter().map(|&name| {
+    let fields = <columns::Row as ReportRow>::HEADER.iter().map(|&name| {
         let data_type = match name {
             "rows" | "raw_bytes" | "compressed_bytes" => DataType::UInt64,
             "ratio" | "compress_gbps" | "decompress_gbps" => DataType::Float64,
@@ -384,21 +385,21 @@ fn measure_column(
     let placement = placement(backend)?;
     let rows = contenders
         .iter()
-        .map(|contender| tpch::measure_column(table, column, &array, contender, 1, placement))
+        .map(|contender| columns::measure_column(table, column, &array, contender, 1, placement))
         .collect::<crate::Result<Vec<_>>>()
         .map_err(DataFusionError::from)?;
     rows_batch(&rows)
 }
 
 /// `rows` as a batch of [`SCHEMA`].
-fn rows_batch(rows: &[tpch::Row]) -> Result<RecordBatch> {
-    let text = |f: fn(&tpch::Row) -> &str| -> ArrayRef {
+fn rows_batch(rows: &[columns::Row]) -> Result<RecordBatch> {
+    let text = |f: fn(&columns::Row) -> &str| -> ArrayRef {
         Arc::new(StringArray::from_iter_values(rows.iter().map(f)))
     };
-    let count = |f: fn(&tpch::Row) -> u64| -> ArrayRef {
+    let count = |f: fn(&columns::Row) -> u64| -> ArrayRef {
         Arc::new(UInt64Array::from_iter_values(rows.iter().map(f)))
     };
-    let real = |f: fn(&tpch::Row) -> f64| -> ArrayRef {
+    let real = |f: fn(&columns::Row) -> f64| -> ArrayRef {
         Arc::new(Float64Array::from_iter_values(rows.iter().map(f)))
     };
     let columns = vec![

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::Store;
+use crate::Result;
 use crate::tpch::Table;
-use crate::{Error, Result};
 
 /// One query on one store.
 #[derive(Clone, Debug, Serialize)]
@@ -179,7 +179,7 @@ impl Report {
 
     /// The report as one JSON document.
     pub fn to_json(&self) -> Result<String> {
-        serde_json::to_string_pretty(self).map_err(|e| Error::format(e.to_string()))
+        crate::reporting::json(self)
     }
 
     /// The report as text: a row per query with a column of seconds per store and

@@ -1,13 +1,13 @@
 //! The pictures `--plot FILE.svg` draws, as SVG by the `plotters` crate: codecs as
 //! compression ratio against speed ([`plot_codecs`]: `colzip tpch` and `colzip bench`),
 //! and grouped bars ([`plot_bars`]: seconds per query and store in `colzip queries`).
+//! It knows points and series only, not the measurements they come from.
 
 use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::tpch::CodecSummary;
-use crate::{Error, Result};
+use colzip::{Error, Result};
 
 /// An error unless `path` names an SVG file in a directory that exists (what a command
 /// checks before it runs, not after minutes of it).
@@ -35,25 +35,18 @@ pub fn check_plot_path(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// One codec's point in [`plot_codecs`]: its label, compression ratio and speeds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CodecPoint {
+    pub name: String,
+    pub ratio: f64,
+    pub compress_gbps: f64,
+    pub decompress_gbps: f64,
+}
+
 /// Draws `totals` into the SVG file `path`, under `title`: one point per codec, ratio
 /// against compression GB/s on the left and decompression GB/s on the right (log axes).
-///
-/// ```
-/// use colzip::plot::plot_codecs;
-/// use colzip::tpch::CodecSummary;
-/// let totals = vec![
-///     CodecSummary { codec: "gmatch".into(), columns: 16, raw_bytes: 9_000, compressed_bytes: 3_000,
-///                    ratio: 3.0, compress_gbps: 2.5, decompress_gbps: 9.0 },
-///     CodecSummary { codec: "bwt".into(), columns: 16, raw_bytes: 9_000, compressed_bytes: 1_500,
-///                    ratio: 6.0, compress_gbps: 0.1, decompress_gbps: 0.3 },
-/// ];
-/// let dir = tempfile::tempdir()?;
-/// let path = dir.path().join("codecs.svg");
-/// plot_codecs(&totals, &path, "TPC-H SF 0.01")?;
-/// assert!(std::fs::read_to_string(&path)?.contains("<svg"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn plot_codecs(totals: &[CodecSummary], path: &Path, title: &str) -> Result<()> {
+pub fn plot_codecs(totals: &[CodecPoint], path: &Path, title: &str) -> Result<()> {
     check_plot_path(path)?;
     if totals.is_empty() {
         return Err(Error::format(
@@ -82,9 +75,9 @@ pub fn plot_codecs(totals: &[CodecSummary], path: &Path, title: &str) -> Result<
     for (panel, (name, speed)) in panels.iter().zip([
         (
             "compression",
-            (|t: &CodecSummary| t.compress_gbps) as fn(&CodecSummary) -> f64,
+            (|t: &CodecPoint| t.compress_gbps) as fn(&CodecPoint) -> f64,
         ),
-        ("decompression", |t: &CodecSummary| t.decompress_gbps),
+        ("decompression", |t: &CodecPoint| t.decompress_gbps),
     ]) {
         let mut chart = ChartBuilder::on(panel)
             .caption(name, ("sans-serif", 18))
@@ -107,7 +100,7 @@ pub fn plot_codecs(totals: &[CodecSummary], path: &Path, title: &str) -> Result<
                 .map_err(|e| fail(&e))?;
             chart
                 .draw_series([Text::new(
-                    total.codec.clone(),
+                    total.name.clone(),
                     at,
                     ("sans-serif", 14).into_font().color(&BLACK),
                 )])
@@ -118,6 +111,7 @@ pub fn plot_codecs(totals: &[CodecSummary], path: &Path, title: &str) -> Result<
     Ok(())
 }
 
+#[cfg(feature = "datafusion")]
 /// One series of a bar chart: a name (the legend's) and a value per group.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
@@ -125,23 +119,10 @@ pub struct Series {
     pub values: Vec<f64>,
 }
 
+#[cfg(feature = "datafusion")]
 /// Draws grouped bars into the SVG file `path`: one group per label of `groups`, one bar
 /// per series in each, coloured by series (the legend names them); `y_desc` names the
 /// values. `colzip queries --plot` draws seconds per query and store this way.
-///
-/// ```
-/// use colzip::plot::{Series, plot_bars};
-/// let groups = vec!["Q1".to_string(), "Q6".to_string()];
-/// let series = vec![
-///     Series { name: "memory".into(), values: vec![0.40, 0.05] },
-///     Series { name: "compressed".into(), values: vec![0.55, 0.09] },
-/// ];
-/// let dir = tempfile::tempdir()?;
-/// let path = dir.path().join("queries.svg");
-/// plot_bars(&groups, &series, "seconds", &path, "TPC-H SF 0.01")?;
-/// assert!(std::fs::read_to_string(&path)?.contains("<svg"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 pub fn plot_bars(
     groups: &[String],
     series: &[Series],
@@ -220,4 +201,46 @@ pub fn plot_bars(
         .map_err(|e| fail(&e))?;
     root.present().map_err(|e| fail(&e))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codecs_are_drawn_as_svg() {
+        let point = |name: &str, ratio, compress_gbps, decompress_gbps| CodecPoint {
+            name: name.into(),
+            ratio,
+            compress_gbps,
+            decompress_gbps,
+        };
+        let totals = vec![point("gmatch", 3.0, 2.5, 9.0), point("bwt", 6.0, 0.1, 0.3)];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("codecs.svg");
+        plot_codecs(&totals, &path, "TPC-H SF 0.01").unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().contains("<svg"));
+        assert!(plot_codecs(&[], &path, "none").is_err());
+        assert!(check_plot_path(&dir.path().join("codecs.png")).is_err());
+    }
+
+    #[cfg(feature = "datafusion")]
+    #[test]
+    fn bars_are_drawn_as_svg() {
+        let groups = vec!["Q1".to_string(), "Q6".to_string()];
+        let series = vec![
+            Series {
+                name: "memory".into(),
+                values: vec![0.40, 0.05],
+            },
+            Series {
+                name: "compressed".into(),
+                values: vec![0.55, 0.09],
+            },
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("queries.svg");
+        plot_bars(&groups, &series, "seconds", &path, "TPC-H SF 0.01").unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().contains("<svg"));
+    }
 }

@@ -8,7 +8,7 @@ use crate::codec::bwt::BwtParams;
 use crate::codec::lzss::LzssParams;
 use crate::codec::{Codec, CodecId, CodecSpec, Direction, Placement, SnappyFormat};
 use crate::gpu::Gpu;
-use crate::tpch::{Baseline, Row};
+use crate::harness::columns::{Baseline, Row};
 use crate::{Error, Result};
 
 /// Bytes per page of the batched Snappy rows (the unit nvCOMP's Snappy batches use).

@@ -11,10 +11,10 @@ use arrow::datatypes::DataType;
 use serde::Serialize;
 
 use super::baselines::Baseline;
-use super::generate::{self, Table, TableData};
 use crate::codec::{CodecSpec, Placement, Suited, registry};
 use crate::column::{self, CodecChoice, CompressedColumn, plain};
 use crate::gpu::Backend;
+use crate::tpch::{self, Table, TableData};
 use crate::{Error, Result};
 
 /// One compressor in the experiment: a colzip codec or a baseline.
@@ -158,7 +158,7 @@ pub fn run(config: &Config, on_event: &mut dyn FnMut(Event<'_>)) -> Result<Vec<R
     let mut rows = Vec::new();
     for &table in &config.tables {
         on_event(Event::Generating(table));
-        let mut data = generate::generate(table, config.sf)?;
+        let mut data = tpch::generate(table, config.sf)?;
         if config.peer_forms {
             data.columns = data.columns.iter().map(peer_form).collect::<Result<_>>()?;
         }

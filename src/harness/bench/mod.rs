@@ -1,6 +1,6 @@
 //! `colzip bench`: every codec through the batched interface, on the GPU and the CPU in
 //! the same run. The data is TPC-H lineitem generated in-process, each column in the
-//! plain form GPU papers measure ([`crate::tpch::peer_form`]: ints, cents, days,
+//! plain form GPU papers measure ([`peer_form`]: ints, cents, days,
 //! concatenated text), or a user's own file (`--file PATH --type T`).
 //!
 //! Suites: `lzss` (every (S, W, C) of the grid, the column as one buffer), `gmatch`
@@ -24,10 +24,10 @@
 //! [`BWT_COLUMNS`], codecs for integers [`INTPACK_COLUMNS`], unless columns are named (of any table: their prefix says which).
 //!
 //! ```no_run
-//! use colzip::bench::{Config, gpulz_grid, run};
+//! use colzip::harness::bench::{Config, gpulz_grid, run};
 //! let config = Config { grid: gpulz_grid(), ..Config::default() };
 //! let rows = run(&config, &mut |_| {})?;
-//! println!("{}", colzip::tpch::render(&rows, colzip::tpch::Format::Table)?);
+//! println!("{}", colzip::reporting::render(&rows, colzip::reporting::Format::Table)?);
 //! # Ok::<(), colzip::Error>(())
 //! ```
 
@@ -44,7 +44,9 @@ use crate::archive::RawType;
 use crate::codec::lzss::{self, LzssParams};
 use crate::codec::{CodecSpec, Suited, bwt, gmatch, registry};
 use crate::gpu::Gpu;
-use crate::tpch::{ReportRow, Row, Table, generate, peer_form};
+use crate::harness::columns::{Row, peer_form};
+use crate::reporting::ReportRow;
+use crate::tpch::{Table, generate};
 use crate::{Error, Result};
 pub use measure::Figures;
 

@@ -1,44 +1,7 @@
-//! Printing experiment rows as a table, JSON or CSV.
-
-use std::fmt::Write as _;
-use std::str::FromStr;
+//! The per-codec totals of a run and the report rows of its measurements.
 
 use super::experiment::Row;
-use crate::{Error, Result};
-
-/// Output format of reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Format {
-    #[default]
-    Table,
-    Json,
-    Csv,
-}
-
-impl FromStr for Format {
-    type Err = Error;
-
-    fn from_str(text: &str) -> Result<Self> {
-        match text.to_ascii_lowercase().as_str() {
-            "table" => Ok(Format::Table),
-            "json" => Ok(Format::Json),
-            "csv" => Ok(Format::Csv),
-            other => Err(Error::format(format!(
-                "unknown format '{other}' (expected table, json or csv)"
-            ))),
-        }
-    }
-}
-
-/// A row that can be printed as a table, JSON or CSV.
-pub trait ReportRow: serde::Serialize {
-    /// Column names, also the JSON field names.
-    const HEADER: &'static [&'static str];
-    /// The row's cells, in `HEADER` order.
-    fn cells(&self) -> Vec<String>;
-    /// Whether column `i` is right-aligned in tables.
-    fn numeric(i: usize) -> bool;
-}
+use crate::reporting::ReportRow;
 
 impl ReportRow for Row {
     const HEADER: &'static [&'static str] = &[
@@ -93,7 +56,7 @@ pub struct CodecSummary {
 /// The per-codec totals of `rows`, in the order the codecs first appear.
 ///
 /// ```
-/// use colzip::tpch::{Row, summarize};
+/// use colzip::harness::columns::{Row, summarize};
 /// let row = |codec: &str, raw: u64, compressed: u64, gbps: f64| Row {
 ///     table: "t".into(), column: "c".into(), arrow_type: "Int32".into(), rows: 1,
 ///     raw_bytes: raw, codec: codec.into(), backend: "cpu".into(), compressed_bytes: compressed,
@@ -162,62 +125,4 @@ impl ReportRow for CodecSummary {
     fn numeric(i: usize) -> bool {
         i >= 1
     }
-}
-
-/// Renders `rows` in `format` (JSON: one array of row objects).
-pub fn render<R: ReportRow>(rows: &[R], format: Format) -> Result<String> {
-    Ok(match format {
-        Format::Json => {
-            serde_json::to_string_pretty(rows).map_err(|e| Error::format(e.to_string()))? + "\n"
-        }
-        Format::Csv => {
-            let mut out = R::HEADER.join(",") + "\n";
-            for row in rows {
-                let line: Vec<String> = row.cells().iter().map(|c| csv_cell(c)).collect();
-                out += &(line.join(",") + "\n");
-            }
-            out
-        }
-        Format::Table => table(rows),
-    })
-}
-
-fn csv_cell(cell: &str) -> String {
-    if cell.contains([',', '"', '\n']) {
-        format!("\"{}\"", cell.replace('"', "\"\""))
-    } else {
-        cell.to_string()
-    }
-}
-
-fn table<R: ReportRow>(rows: &[R]) -> String {
-    let header = R::HEADER;
-    let all: Vec<Vec<String>> = rows.iter().map(ReportRow::cells).collect();
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            all.iter()
-                .map(|r| r[i].len())
-                .chain([header[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    let mut line = |cells: &[String]| {
-        let mut text = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            if R::numeric(i) {
-                let _ = write!(text, "{:>w$}  ", cell, w = widths[i]);
-            } else {
-                let _ = write!(text, "{:<w$}  ", cell, w = widths[i]);
-            }
-        }
-        out += text.trim_end();
-        out += "\n";
-    };
-    line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
-    for row in &all {
-        line(row);
-    }
-    out
 }
