@@ -40,6 +40,8 @@ pub(super) struct RoutedCase {
     routing: Arc<dyn PhysicalExpr>,
     /// Each branch's routing value and its test.
     branches: Vec<(u64, Arc<dyn PhysicalExpr>)>,
+    /// Which branch takes each routing value.
+    routes: Routes,
     /// The test of rows no branch takes (`None`: NULL, which drops them).
     otherwise: Option<Arc<dyn PhysicalExpr>>,
 }
@@ -66,6 +68,7 @@ impl RoutedCase {
             None => None,
         };
         Some(RoutedCase {
+            routes: Routes::new(&branches),
             case: filter.clone(),
             routing: narrowed(&routing)?,
             columns,
@@ -91,7 +94,7 @@ impl RoutedCase {
         // Negative values become NULL, which no branch's value equals.
         let routed = cast(&routed, &DataType::UInt64)?;
         let routed = routed.as_primitive::<arrow::datatypes::UInt64Type>();
-        let routes = Routes::new(&self.branches);
+        let routes = &self.routes;
         let unrouted = self.branches.len();
         // The rows ordered by branch (a counting sort), the rows no branch takes (NULL
         // included) last: one gather of the columns, and each branch tests a slice.
@@ -161,6 +164,7 @@ fn evaluate(test: &Arc<dyn PhysicalExpr>, batch: &RecordBatch) -> Result<Boolean
 }
 
 /// Which branch takes a routing value: the first with that value, as in a `CASE`.
+#[derive(Debug)]
 enum Routes {
     /// By value, for values up to [`Routes::MOST_DIRECT`] (a hash partition's number).
     Direct(Vec<Option<usize>>),
