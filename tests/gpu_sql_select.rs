@@ -484,3 +484,62 @@ async fn tpch_shaped_filters_select_on_the_gpu() {
         assert!(selected > 0, "{sql}: no block selected on the GPU");
     }
 }
+
+/// Joins whose build side the compressed scan's GPU selection is filtered by (the
+/// join's dynamic filter, tested on the selected key column before the other columns are
+/// built): the answers equal a `MemTable`'s, and the scan both selected on the GPU and
+/// dropped rows by the join's filter.
+#[tokio::test(flavor = "multi_thread")]
+async fn join_filters_test_the_gpus_selection_before_the_other_columns_are_built() {
+    let Some(gpu) =
+        gpu_or_skip("join_filters_test_the_gpus_selection_before_the_other_columns_are_built")
+    else {
+        return;
+    };
+    // `auto`: `name` and `v` held as dictionaries, their keys selected on the GPU.
+    let (compressed, plain) = contexts(gpu, "auto", 6_000, 23, Residence::Auto);
+    let keys: Vec<i64> = (-1000..=1000).step_by(7).collect();
+    let dim = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int32, false),
+            Field::new("tag", DataType::Int64, false),
+        ])),
+        vec![
+            Arc::new(Int32Array::from_iter_values(keys.iter().map(|&k| k as i32))),
+            Arc::new(Int64Array::from_iter_values(
+                keys.iter().map(|k| k.rem_euclid(5)),
+            )),
+        ],
+    )
+    .unwrap();
+    for ctx in [&compressed, &plain] {
+        ctx.register_batch("d", dim.clone()).unwrap();
+    }
+    for sql in [
+        // Every row selected, then tested on `n` before the decimals are widened and the
+        // strings made.
+        "SELECT t.id, t.p, t.q, t.name, t.v, d.tag FROM t JOIN d ON t.n = d.k \
+         WHERE d.tag = 0 ORDER BY t.id",
+        // The rows the GPU's tests keep, then the join's test on those.
+        "SELECT t.id, t.p, t.name, d.tag FROM t JOIN d ON t.n = d.k \
+         WHERE d.tag = 1 AND t.a < 20 ORDER BY t.id",
+        "SELECT count(*), sum(t.p), sum(t.q) FROM t WHERE t.n IN (SELECT k FROM d WHERE tag = 2)",
+        // A dictionary key column: the join's test on strings made from the keys.
+        "SELECT t.id, t.name, t.p FROM t JOIN (VALUES ('n3'), ('é')) AS l(x) ON t.name = l.x \
+         ORDER BY t.id",
+    ] {
+        let (want, _) = try_run(&plain, sql).await.expect(sql);
+        let (got, plan) = try_run(&compressed, sql).await.expect(sql);
+        assert_eq!(got, want, "{sql}");
+        let metrics = find_scan(&plan).and_then(|scan| scan.metrics()).expect(sql);
+        let sum = |name: &str| metrics.sum_by_name(name).map_or(0, |v| v.as_usize());
+        assert!(
+            sum("device_selected_blocks") > 0,
+            "{sql}: no block selected on the GPU"
+        );
+        assert!(
+            sum("dynamic_filter_dropped_rows") > 0,
+            "{sql}: the join's filter dropped no row in the scan"
+        );
+    }
+}

@@ -43,7 +43,7 @@ use super::dictionary;
 use super::plain_test;
 use super::plain_test::PlainTest;
 use super::row_filter::RowFilter;
-use crate::column::{self, select};
+use crate::column::{self, PlainNode, select};
 use crate::gpu::Gpu;
 
 /// A filter's tests as the GPU evaluates them, by table column.
@@ -217,9 +217,13 @@ fn value_test(test: &PlainTest) -> select::ValueTest {
 pub(super) struct Selected {
     /// The passing rows of each block.
     pub masks: Vec<BooleanBuffer>,
-    /// Each block's passing rows of the projected columns selected on the GPU, in the
-    /// projection's order (empty for a block without passing rows).
-    pub arrays: Vec<Vec<ArrayRef>>,
+    /// Each block's passing rows of the columns selected on the GPU ([`Self::outputs`]),
+    /// at their stored widths: built into arrays by [`Selected::array`].
+    nodes: Vec<Vec<PlainNode>>,
+    /// The projected table columns the GPU selected, in the order of each block's nodes.
+    outputs: Vec<usize>,
+    /// The dictionaries of those stored as dictionaries.
+    dictionaries: Dictionaries,
     /// The projected table columns the GPU does not select from (strings,
     /// dictionaries, columns with nulls): the caller decodes them on the host for the
     /// blocks with passing rows and keeps those rows.
@@ -420,52 +424,72 @@ pub(super) fn select_window(
             .filter(|(_, resident)| resident.is_none())
             .map(|(c, _)| c.compressed_bytes())
             .sum::<usize>();
-    // Each block's arrays, built in parallel: widening decimals and making strings from
-    // dictionary keys write every passing row again.
-    let built = selected
-        .into_par_iter()
-        .enumerate()
-        .map(|(b, block)| {
-            let mut bytes = block.passing.inner().len();
-            if block.passing.count_set_bits() == 0 {
-                return Ok((block.passing, Vec::new(), bytes));
-            }
-            let arrays = block
-                .nodes
-                .into_iter()
-                .zip(&device_outputs)
-                .map(|(node, &c)| {
-                    bytes += node.plain_bytes();
-                    let ty = window.table.field(c).data_type();
-                    match lists[b][at(c)].data_type() {
-                        DataType::Dictionary(key_type, _) => {
-                            let keys = column::plain::decode(key_type, node)
-                                .map_err(DataFusionError::from)?;
-                            keyed_values(&keys, &dictionaries.of(c)?[b])
-                        }
-                        _ => {
-                            let array =
-                                column::plain::decode(ty, node).map_err(DataFusionError::from)?;
-                            dictionary::in_table_type(array, ty).map_err(DataFusionError::from)
-                        }
-                    }
-                })
-                .collect::<Result<Vec<ArrayRef>>>()?;
-            Ok((block.passing, arrays, bytes))
+    let bytes_from_device = selected
+        .iter()
+        .map(|block| {
+            block.passing.inner().len() + block.nodes.iter().map(|n| n.plain_bytes()).sum::<usize>()
         })
-        .collect::<Result<Vec<_>>>()?;
-    let bytes_from_device = built.iter().map(|(_, _, bytes)| bytes).sum();
-    let (masks, arrays) = built
+        .sum();
+    let (masks, nodes) = selected
         .into_iter()
-        .map(|(mask, arrays, _)| (mask, arrays))
+        .map(|block| (block.passing, block.nodes))
         .unzip();
     Ok(Some(Selected {
         masks,
-        arrays,
+        nodes,
+        outputs: device_outputs,
+        dictionaries,
         host_columns,
         bytes_to_device,
         bytes_from_device,
     }))
+}
+
+impl Selected {
+    /// Whether table column `c` is one the GPU selected (the others are
+    /// [`Self::host_columns`]).
+    pub fn on_device(&self, c: usize) -> bool {
+        self.outputs.contains(&c)
+    }
+
+    /// The rows of table column `c` (one the GPU selected) of the window's block `b` (of
+    /// `block`), in the table's type `ty`: its passing rows, or of those the ones `keep`
+    /// marks (a bit for each passing row). Only the rows returned are widened, and only
+    /// their strings made from a dictionary's keys.
+    pub fn array(
+        &self,
+        block: &Block,
+        b: usize,
+        c: usize,
+        ty: &DataType,
+        keep: Option<&BooleanBuffer>,
+    ) -> Result<ArrayRef> {
+        let at = self.outputs.iter().position(|&o| o == c).ok_or_else(|| {
+            DataFusionError::Internal(format!("column {c} was not selected on the GPU"))
+        })?;
+        let node = self
+            .nodes
+            .get(b)
+            .and_then(|nodes| nodes.get(at))
+            .ok_or_else(|| {
+                DataFusionError::Internal(format!("block {b} has no selected column {c}"))
+            })?
+            .clone();
+        let decode = |ty: &DataType| match keep {
+            Some(keep) => column::decode_rows(ty, node.clone(), keep),
+            None => column::plain::decode(ty, node.clone()),
+        };
+        match block.columns[c].data_type() {
+            DataType::Dictionary(key_type, _) => {
+                let keys = decode(key_type).map_err(DataFusionError::from)?;
+                keyed_values(&keys, &self.dictionaries.of(c)?[b])
+            }
+            _ => {
+                let array = decode(ty).map_err(DataFusionError::from)?;
+                dictionary::in_table_type(array, ty).map_err(DataFusionError::from)
+            }
+        }
+    }
 }
 
 /// Each of `keys` (a dictionary's keys, without nulls) replaced by its value of `values`.

@@ -1,8 +1,9 @@
 //! Filters a join hands the scan of its probe side once its build side is known
 //! (DataFusion's `DynamicFilterPhysicalExpr`: the build keys' bounds and a membership
-//! test). The scan drops the rows they reject on its decoding threads, so the
-//! repartition and the join above never see them; the plain memory table ignores these
-//! filters. Testing a row costs about what the join's probe of it costs, so a filter
+//! test). The scan tests them on its decoding threads, on the key columns alone, before
+//! the other projected columns are built ([`Snapshot`]), so neither that work nor the
+//! repartition and the join above see the rows they reject; the plain memory table
+//! ignores these filters. Testing a row costs about what the join's probe of it costs, so a filter
 //! pays only where it drops many rows: the scan tries each on its first rows and stops
 //! testing those that drop fewer than a quarter (docs/PERFORMANCE.md has the figures). A
 //! partitioned join's filter, a `CASE` over each row's partition, is tested last and by
@@ -14,14 +15,19 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use arrow::array::{AsArray, BooleanArray, RecordBatch};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, NullArray, RecordBatch,
+    RecordBatchOptions,
+};
+use arrow::buffer::BooleanBuffer;
 use arrow::compute::filter_record_batch;
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::{CaseExpr, DynamicFilterPhysicalExpr, Literal};
+use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr_common::physical_expr::{
     snapshot_generation, snapshot_physical_expr,
 };
@@ -88,6 +94,16 @@ impl Test {
     }
 }
 
+impl Test {
+    /// The columns of the scan's schema the test reads.
+    fn columns(&self) -> Vec<usize> {
+        match self {
+            Test::Expr(filter) => collect_columns(filter).iter().map(|c| c.index()).collect(),
+            Test::Routed(routed) => routed.columns().to_vec(),
+        }
+    }
+}
+
 impl DynamicFilters {
     /// Whether `filter` is one the scan takes: a dynamic filter at its root. Other pushed
     /// filters reach the scan through the table provider, where it says which it applies.
@@ -144,64 +160,166 @@ impl DynamicFilters {
         Ok(!live.is_empty() && generation != applied)
     }
 
+    /// The filters as they stand now, to test a window's rows with before its other
+    /// columns are built; `None` while they let every row through.
+    pub(super) fn snapshot(&self) -> Result<Option<Snapshot>> {
+        let (tests, generation) = self.current()?;
+        if tests.is_empty() {
+            return Ok(None);
+        }
+        let mut columns: Vec<usize> = tests.iter().flat_map(|(_, t)| t.columns()).collect();
+        columns.sort_unstable();
+        columns.dedup();
+        Ok(Some(Snapshot {
+            tests,
+            generation,
+            columns,
+        }))
+    }
+
+    /// Which rows of `keys` the filters of `snapshot` keep: `keys` has the scan's schema,
+    /// with at least the columns the filters read ([`Snapshot::columns`]; the others may
+    /// be [`Snapshot::stand_ins`]). Each filter is tested only on the rows the ones before
+    /// it kept, and not at all once it has shown it drops too few to pay.
+    pub(super) fn keep(&self, snapshot: &Snapshot, keys: &RecordBatch) -> Result<BooleanBuffer> {
+        let rows = keys.num_rows();
+        let mut keep = BooleanBuffer::new_set(rows);
+        let mut remaining = keys.clone();
+        for (i, test) in &snapshot.tests {
+            let tally = &self.tally[*i];
+            if tally.not_worth_it() {
+                continue;
+            }
+            let before = remaining.num_rows();
+            let truths = truths(test, &remaining)?;
+            let kept = truths.count_set_bits();
+            tally.add(before, before - kept);
+            if kept == before {
+                continue;
+            }
+            keep = narrow(&keep, &truths);
+            if kept == 0 {
+                break;
+            }
+            remaining = filter_record_batch(&remaining, &BooleanArray::new(truths, None))?;
+        }
+        Ok(keep)
+    }
+
     /// `batches` without the rows the filters reject now, and the generation applied (0
     /// when the filters still let every row through). Returns the rows dropped too.
     pub(super) fn apply(
         &self,
         batches: Vec<RecordBatch>,
     ) -> Result<(Vec<RecordBatch>, Generation, usize)> {
-        let (filters, generation) = self.current()?;
-        if filters.is_empty() {
+        let Some(snapshot) = self.snapshot()? else {
             return Ok((batches, 0, 0));
-        }
+        };
         let mut dropped = 0;
         let mut out = Vec::with_capacity(batches.len());
         for batch in batches {
             let rows = batch.num_rows();
-            let mut kept = batch;
-            for (i, test) in &filters {
-                let tally = &self.tally[*i];
-                if tally.not_worth_it() {
-                    continue;
-                }
-                let before = kept.num_rows();
-                kept = filter_by(test, kept)?;
-                tally.add(before, before - kept.num_rows());
-                if kept.num_rows() == 0 {
-                    break;
-                }
-            }
-            dropped += rows - kept.num_rows();
-            if kept.num_rows() > 0 {
-                out.push(kept);
+            let keep = self.keep(&snapshot, &batch)?;
+            let kept = keep.count_set_bits();
+            dropped += rows - kept;
+            if kept == rows {
+                out.push(batch);
+            } else if kept > 0 {
+                out.push(filter_record_batch(&batch, &BooleanArray::new(keep, None))?);
             }
         }
-        Ok((out, generation, dropped))
+        Ok((out, snapshot.generation, dropped))
     }
 }
 
-/// The rows of `batch` for which `test` is true (NULL counts as false, as in a WHERE
-/// clause).
-fn filter_by(test: &Test, batch: RecordBatch) -> Result<RecordBatch> {
+/// The dynamic filters as they stood when a window was tested.
+pub(super) struct Snapshot {
+    tests: Vec<Indexed>,
+    generation: Generation,
+    /// The columns of the scan's schema the filters read, ascending.
+    columns: Vec<usize>,
+}
+
+impl Snapshot {
+    /// The columns of the scan's schema the filters read, ascending.
+    pub(super) fn columns(&self) -> &[usize] {
+        &self.columns
+    }
+
+    /// The generation of the filters tested.
+    pub(super) fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// A batch of `rows` rows in the shape of `schema` (the scan's) holding `keys` (the
+    /// arrays of [`Self::columns`], in that order) and, in the place of every other
+    /// column, a typeless column of NULLs that costs nothing to make: what
+    /// [`DynamicFilters::keep`] tests, since the filters read no other column.
+    pub(super) fn stand_ins(
+        &self,
+        schema: &SchemaRef,
+        keys: Vec<ArrayRef>,
+        rows: usize,
+    ) -> Result<RecordBatch> {
+        let mut keys = keys.into_iter();
+        let mut fields = Vec::with_capacity(schema.fields().len());
+        let mut arrays = Vec::with_capacity(schema.fields().len());
+        for (i, field) in schema.fields().iter().enumerate() {
+            if self.columns.binary_search(&i).is_ok() {
+                let array = keys.next().ok_or_else(|| {
+                    DataFusionError::Internal("fewer key arrays than the filters read".into())
+                })?;
+                fields.push(field.clone());
+                arrays.push(array);
+            } else {
+                fields.push(Arc::new(Field::new(field.name(), DataType::Null, true)));
+                arrays.push(Arc::new(NullArray::new(rows)) as ArrayRef);
+            }
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            Arc::new(Schema::new(fields)),
+            arrays,
+            &options,
+        )?)
+    }
+}
+
+/// The rows of `outer`'s set bits that `inner` keeps: `inner` has a bit for each set bit
+/// of `outer`, in order.
+pub(super) fn narrow(outer: &BooleanBuffer, inner: &BooleanBuffer) -> BooleanBuffer {
+    if inner.len() == outer.len() {
+        return outer & inner;
+    }
+    let mut out = BooleanBufferBuilder::new(outer.len());
+    out.append_n(outer.len(), false);
+    for (row, kept) in outer.set_indices().zip(inner.iter()) {
+        if kept {
+            out.set_bit(row, true);
+        }
+    }
+    out.finish()
+}
+
+/// Where `test` is TRUE on `batch` (NULL counts as false, as in a WHERE clause).
+fn truths(test: &Test, batch: &RecordBatch) -> Result<BooleanBuffer> {
     let rows = batch.num_rows();
-    let keep = match test {
+    match test {
         Test::Expr(filter) => {
-            let keep = filter.evaluate(&batch)?.into_array(rows)?;
-            if keep.data_type() != &DataType::Boolean {
-                return Err(DataFusionError::Internal(format!(
+            let keep = filter.evaluate(batch)?.into_array(rows)?;
+            let keep = keep.as_boolean_opt().ok_or_else(|| {
+                DataFusionError::Internal(format!(
                     "a dynamic filter gave {} values, not booleans",
                     keep.data_type()
-                )));
-            }
-            keep.as_boolean().clone()
+                ))
+            })?;
+            Ok(match keep.nulls() {
+                Some(nulls) if nulls.null_count() > 0 => keep.values() & nulls.inner(),
+                _ => keep.values().clone(),
+            })
         }
-        Test::Routed(routed) => BooleanArray::new(routed.truths(&batch)?, None),
-    };
-    // `true_count` counts neither false nor NULL.
-    if keep.true_count() == rows {
-        return Ok(batch);
+        Test::Routed(routed) => routed.truths(batch),
     }
-    Ok(filter_record_batch(&batch, &keep)?)
 }
 
 /// Whether `filter` picks its test by a `CASE` over the rows (a partitioned join's).

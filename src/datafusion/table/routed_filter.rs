@@ -77,6 +77,11 @@ impl RoutedCase {
         })
     }
 
+    /// The columns of the scan's batches the `CASE` reads, ascending.
+    pub(super) fn columns(&self) -> &[usize] {
+        &self.columns
+    }
+
     /// Where the `CASE` is TRUE on `batch` (NULL counts as false, as in a `WHERE` clause).
     pub(super) fn truths(&self, batch: &RecordBatch) -> Result<BooleanBuffer> {
         let rows = batch.num_rows();

@@ -111,9 +111,7 @@ impl Windows {
         let queued = std::time::Instant::now();
         Some(tokio::task::spawn_blocking(move || {
             let started = std::time::Instant::now();
-            let result = job
-                .run(&window)
-                .and_then(|batches| job.apply_dynamic(batches));
+            let result = job.run(&window);
             crate::trace::line(|| {
                 format!(
                     "scan window: {} blocks, {} of {} columns, queued {:.2} ms, ran {:.2} ms, {} batches",

@@ -14,7 +14,7 @@ use super::Block;
 use super::decoded::DecodedBlock;
 use super::device_filter::{self, DeviceTests};
 use super::dictionary;
-use super::dynamic_filter::{DynamicFilters, Generation};
+use super::dynamic_filter::{DynamicFilters, Generation, Snapshot, narrow};
 use super::options::Residence;
 use super::row_filter::RowFilter;
 use crate::codec::Placement;
@@ -47,6 +47,12 @@ pub(super) struct Job {
 /// A window's batches, and the generation of the dynamic filters applied to them.
 pub(super) type Filtered = (Vec<RecordBatch>, Generation);
 
+/// The dynamic filters as a window tests them before building its other columns.
+struct Late<'a> {
+    dynamic: &'a DynamicFilters,
+    snapshot: &'a Snapshot,
+}
+
 impl Job {
     /// `batches` without the rows the dynamic filters reject as they stand now.
     pub(super) fn apply_dynamic(&self, batches: Vec<RecordBatch>) -> Result<Filtered> {
@@ -60,18 +66,62 @@ impl Job {
         Ok((batches, generation))
     }
 
-    /// Decodes `window`'s projected columns (batched calls): the rows the row filter
-    /// keeps, in batches of at most the session's batch size.
-    pub(super) fn run(&self, window: &Window) -> Result<Vec<RecordBatch>> {
+    /// Decodes `window`'s projected columns (batched calls): the rows the row filter and
+    /// the dynamic filters as they stand keep, in batches of at most the session's batch
+    /// size, with the generation of the dynamic filters applied.
+    ///
+    /// Late materialisation by the dynamic filters too: their key columns are decoded and
+    /// tested with the row filter's, and the other columns built only for the rows that
+    /// pass (a join that keeps a twentieth of lineitem's rows builds a twentieth of its
+    /// other columns).
+    pub(super) fn run(&self, window: &Window) -> Result<Filtered> {
         let blocks: Vec<&Block> = window.blocks.iter().map(|b| b.as_ref()).collect();
-        match &self.filter {
-            Some(filter) => self.run_filtered(&blocks, filter),
+        let snapshot = match &self.dynamic {
+            Some(dynamic) if !self.projection.is_empty() => dynamic.snapshot()?,
+            _ => None,
+        };
+        let late = match (&self.dynamic, &snapshot) {
+            (Some(dynamic), Some(snapshot)) => Some(Late { dynamic, snapshot }),
+            _ => None,
+        };
+        let late = late.as_ref();
+        let batches = match &self.filter {
+            Some(filter) => self.run_filtered(&blocks, Some(filter), late)?,
             // Every row, from the streams resident on the GPU where it has them.
-            None => match self.select_on_device(&blocks)? {
-                Some(batches) => Ok(batches),
-                None => self.run_unfiltered(&blocks, window.rows),
+            None => match self.select_on_device(&blocks, late)? {
+                Some(batches) => batches,
+                None if late.is_some() => self.run_filtered(&blocks, None, late)?,
+                None => self.run_unfiltered(&blocks, window.rows)?,
             },
+        };
+        Ok((batches, snapshot.map_or(0, |s| s.generation())))
+    }
+
+    /// The rows of `passing` (a block's rows that the row filter keeps) that the dynamic
+    /// filters keep too, as a bit for each passing row, `None` when they keep them all.
+    /// `key` gives table column `c`'s passing rows.
+    fn dynamic_keep(
+        &self,
+        late: &Late<'_>,
+        passing: usize,
+        key: impl Fn(usize) -> Result<ArrayRef>,
+    ) -> Result<Option<BooleanBuffer>> {
+        if passing == 0 {
+            return Ok(None);
         }
+        let timer = self.metrics.dynamic_filter_time.timer();
+        let keys = late
+            .snapshot
+            .columns()
+            .iter()
+            .map(|&p| key(self.projection[p]))
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        let batch = late.snapshot.stand_ins(&self.schema, keys, passing)?;
+        let keep = late.dynamic.keep(late.snapshot, &batch)?;
+        timer.done();
+        let kept = keep.count_set_bits();
+        self.metrics.dynamic_filter_dropped.add(passing - kept);
+        Ok((kept < passing).then_some(keep))
     }
 
     /// Every row of the window up to `rows`.
@@ -104,11 +154,23 @@ impl Job {
     /// call per window, which buys nothing while every block has a passing row (most
     /// filters of TPC-H over unsorted columns): after such a window the partition decodes
     /// every column in one call, until a block without a passing row turns up again.
-    fn run_filtered(&self, blocks: &[&Block], filter: &RowFilter) -> Result<Vec<RecordBatch>> {
-        if let Some(batches) = self.select_on_device(blocks)? {
+    fn run_filtered(
+        &self,
+        blocks: &[&Block],
+        filter: Option<&RowFilter>,
+        late: Option<&Late<'_>>,
+    ) -> Result<Vec<RecordBatch>> {
+        if filter.is_some()
+            && let Some(batches) = self.select_on_device(blocks, late)?
+        {
             return Ok(batches);
         }
-        let read = filter.columns();
+        let mut read: Vec<usize> = filter.map_or_else(Vec::new, |f| f.columns().to_vec());
+        if let Some(late) = late {
+            read.extend(late.snapshot.columns().iter().map(|&p| self.projection[p]));
+            read.sort_unstable();
+            read.dedup();
+        }
         let others: Vec<usize> = self
             .projection
             .iter()
@@ -131,14 +193,37 @@ impl Job {
         let timer = self.metrics.filter_time.timer();
         let masks = decoded
             .par_iter()
-            .map(|block| filter.evaluate(block))
+            .map(|block| {
+                let mask = match filter {
+                    Some(filter) => filter.evaluate(block)?,
+                    None => BooleanBuffer::new_set(block.rows()),
+                };
+                let Some(late) = late else {
+                    return Ok(mask);
+                };
+                let passing = mask.count_set_bits();
+                let all = passing == block.rows();
+                let key = |c| {
+                    if all {
+                        block.array(c)
+                    } else {
+                        block.kept_rows(c, &mask)
+                    }
+                };
+                Ok(match self.dynamic_keep(late, passing, key)? {
+                    Some(keep) => narrow(&mask, &keep),
+                    None => mask,
+                })
+            })
             .collect::<Result<Vec<BooleanBuffer>>>()?;
         timer.done();
         let passing: Vec<usize> = masks.iter().map(BooleanBuffer::count_set_bits).collect();
         let without = passing.iter().filter(|&&n| n == 0).count();
-        self.metrics
-            .filter_rows_in
-            .add(blocks.iter().map(|b| b.rows).sum());
+        if filter.is_some() {
+            self.metrics
+                .filter_rows_in
+                .add(blocks.iter().map(|b| b.rows).sum());
+        }
         self.metrics.blocks_without_survivors.add(without);
         self.decode_in_one_call
             .store(without == 0, Ordering::Relaxed);
@@ -165,8 +250,13 @@ impl Job {
     /// The window's passing rows selected on the GPU (`device_filter`), when the
     /// placement gives the window a GPU and its filter has the form the GPU evaluates
     /// (without a filter, every row: the GPU decodes the fixed-width columns from their
-    /// resident streams); `None` otherwise.
-    fn select_on_device(&self, blocks: &[&Block]) -> Result<Option<Vec<RecordBatch>>> {
+    /// resident streams); `None` otherwise. The dynamic filters of `late` are tested on
+    /// the passing rows' key columns before the others are built.
+    fn select_on_device(
+        &self,
+        blocks: &[&Block],
+        late: Option<&Late<'_>>,
+    ) -> Result<Option<Vec<RecordBatch>>> {
         let Some(tests) = &self.device_tests else {
             return Ok(None);
         };
@@ -227,32 +317,40 @@ impl Job {
         let timer = self.metrics.arrays_time.timer();
         let batches = decoded
             .par_iter()
+            .enumerate()
             .zip(selected.masks.par_iter())
-            .zip(selected.arrays.into_par_iter())
             .zip(passing.par_iter())
-            .map(|(((block, keep), device), &n)| {
+            .map(|(((b, block), passing_mask), &n)| {
                 if n == 0 {
                     return Ok(Vec::new());
                 }
-                let mut device = device.into_iter();
+                let all = n == block.rows();
+                // Table column `c`'s passing rows, or those of them `keep` marks.
+                let rows_of = |c: usize, keep: Option<&BooleanBuffer>| {
+                    let ty = self.table.field(c).data_type();
+                    if selected.on_device(c) {
+                        return selected.array(blocks[b], b, c, ty, keep);
+                    }
+                    match keep {
+                        None if all => block.array(c),
+                        None => block.kept_rows(c, passing_mask),
+                        Some(keep) => block.kept_rows(c, &narrow(passing_mask, keep)),
+                    }
+                };
+                let keep = match late {
+                    Some(late) => self.dynamic_keep(late, n, |c| rows_of(c, None))?,
+                    None => None,
+                };
+                let kept = keep.as_ref().map_or(n, BooleanBuffer::count_set_bits);
+                if kept == 0 {
+                    return Ok(Vec::new());
+                }
                 let columns = self
                     .projection
                     .iter()
-                    .map(|&c| {
-                        if host.binary_search(&c).is_err() {
-                            device.next().ok_or_else(|| {
-                                DataFusionError::Internal(
-                                    "a column missing from the GPU's selection".into(),
-                                )
-                            })
-                        } else if n == block.rows() {
-                            block.array(c)
-                        } else {
-                            block.kept_rows(c, keep)
-                        }
-                    })
+                    .map(|&c| rows_of(c, keep.as_ref()))
                     .collect::<Result<Vec<ArrayRef>>>()?;
-                self.batches(columns, n)
+                self.batches(columns, kept)
             })
             .collect::<Result<Vec<Vec<RecordBatch>>>>()?;
         timer.done();
