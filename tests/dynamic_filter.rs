@@ -269,8 +269,9 @@ fn assert_most_rows_dropped(dropped: usize) {
 }
 
 #[tokio::test]
-async fn a_selective_partitioned_join_drops_most_probe_rows_in_the_scan_when_asked() {
-    let (compressed, plain) = partitioned_contexts(0x00d1_ce5e_ed00_0004, true);
+async fn a_selective_partitioned_join_drops_most_probe_rows_in_the_scan_by_default() {
+    let routed = CompressOptions::default().partitioned_join_filters;
+    let (compressed, plain) = partitioned_contexts(0x00d1_ce5e_ed00_0004, routed);
     let sql = SELECTIVE;
     let plan = compressed
         .sql(&format!("EXPLAIN {sql}"))
@@ -292,7 +293,7 @@ async fn a_selective_partitioned_join_drops_most_probe_rows_in_the_scan_when_ask
 }
 
 #[tokio::test]
-async fn partitioned_joins_filters_are_left_to_the_join_by_default() {
+async fn partitioned_joins_filters_are_left_to_the_join_when_turned_off() {
     let (compressed, plain) = partitioned_contexts(0x00d1_ce5e_ed00_0005, false);
     let sql = SELECTIVE;
     let (dropped, held) = same_answer(&compressed, &plain, sql).await;

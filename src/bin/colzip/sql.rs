@@ -66,11 +66,11 @@ pub struct QueriesArgs {
     /// their zones), to measure what evaluating them in the scan gives
     #[arg(long)]
     no_scan_filters: bool,
-    /// Also apply, in the compressed store's scans, the filters of joins that repartition
-    /// both sides (each row tested against its own partition's build side): faster where
-    /// the scan feeds an aggregate, slower where it feeds the join directly
+    /// Leave the filters of joins that repartition both sides to the joins: by default the
+    /// compressed store's scans test each row against its own partition's build side,
+    /// where they read columns besides the join keys
     #[arg(long)]
-    partitioned_join_filters: bool,
+    no_partitioned_join_filters: bool,
     /// Where the compressed store keeps its blocks: auto (on the GPU while it has room,
     /// uploaded at load; the host without a GPU), gpu (as auto, an error without a GPU) or
     /// host (scans on the GPU upload what they decode)
@@ -103,7 +103,7 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
         backend: args.backend.backend,
         dir: args.dir,
         scan_filters: !args.no_scan_filters,
-        partitioned_join_filters: args.partitioned_join_filters,
+        partitioned_join_filters: !args.no_partitioned_join_filters,
         residence: args.residence.parse()?,
         reference: args.reference.parse()?,
     };
@@ -249,11 +249,11 @@ pub struct SqlArgs {
     /// their zones) instead of evaluating it in the scan
     #[arg(long, requires = "compressed")]
     no_scan_filters: bool,
-    /// Also apply, in the compressed tables' scans, the filters of joins that repartition
-    /// both sides (each row tested against its own partition's build side): faster where
-    /// the scan feeds an aggregate, slower where it feeds the join directly
+    /// Leave the filters of joins that repartition both sides to the joins: by default the
+    /// compressed tables' scans test each row against its own partition's build side,
+    /// where they read columns besides the join keys
     #[arg(long, requires = "compressed")]
-    partitioned_join_filters: bool,
+    no_partitioned_join_filters: bool,
     /// Where the compressed tables keep their blocks: auto (on the GPU while it has room,
     /// uploaded when a table is loaded or inserted into; the host without a GPU), gpu (as
     /// auto, an error without a GPU) or host (scans on the GPU upload what they decode)
@@ -292,7 +292,7 @@ pub fn sql(args: SqlArgs) -> Result<()> {
             codec: args.codec,
             placement: Placement::new(args.backend.backend)?,
             scan_filters: !args.no_scan_filters,
-            partitioned_join_filters: args.partitioned_join_filters,
+            partitioned_join_filters: !args.no_partitioned_join_filters,
             residence: args.residence.parse::<Residence>()?,
             ..CompressOptions::default()
         })

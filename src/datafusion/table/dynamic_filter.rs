@@ -40,6 +40,8 @@ pub(super) struct DynamicFilters {
     filters: Vec<Arc<dyn PhysicalExpr>>,
     /// Whether partitioned joins' filters are tested (by routing each row once).
     routed: bool,
+    /// The columns of the scan's output.
+    width: usize,
     /// Rows each filter has seen and dropped, over every partition of the scan.
     tally: Arc<Vec<Tally>>,
 }
@@ -83,11 +85,21 @@ enum Test {
 }
 
 impl Test {
-    /// How `filter` is tested; `None` when it is left to the join: a partitioned join's
-    /// unless `routed`, and a `CASE` deeper inside an expression, which DataFusion would
-    /// evaluate branch by branch, at a cost above the join's probe of the rows it saves.
-    fn of(filter: Arc<dyn PhysicalExpr>, routed: bool) -> Option<Test> {
-        if routed && let Some(case) = RoutedCase::of(&filter) {
+    /// How `filter` is tested in a scan of `width` columns; `None` when it is left to
+    /// the join:
+    /// - a partitioned join's, unless `routed` and the scan has columns besides the
+    ///   filter's keys. Routing a row and testing it costs more than the join's probe of
+    ///   it, so it pays only where the rows it drops save other work: the columns they
+    ///   would not be built for, the operators before the join. A scan of the keys alone
+    ///   feeds the join directly (TPC-H Q4 and Q22 at SF 10 took 1.31 times as long
+    ///   routed, docs/PERFORMANCE.md);
+    /// - a `CASE` deeper inside an expression, which DataFusion would evaluate branch by
+    ///   branch, at a cost above the join's probe of the rows it saves.
+    fn of(filter: Arc<dyn PhysicalExpr>, routed: bool, width: usize) -> Option<Test> {
+        if routed
+            && let Some(case) = RoutedCase::of(&filter)
+            && case.columns().len() < width
+        {
             return Some(Test::Routed(case));
         }
         (!hashes_rows(&filter)).then_some(Test::Expr(filter))
@@ -111,13 +123,19 @@ impl DynamicFilters {
         filter.downcast_ref::<DynamicFilterPhysicalExpr>().is_some()
     }
 
-    /// The scan's dynamic `filters`; with `routed`, partitioned joins' filters are
-    /// tested too, else they are left to the join.
-    pub(super) fn new(filters: Vec<Arc<dyn PhysicalExpr>>, routed: bool) -> Option<Self> {
+    /// The dynamic `filters` of a scan of `width` columns; with `routed`, partitioned
+    /// joins' filters are tested too (where the scan has other columns than their keys),
+    /// else they are left to the join.
+    pub(super) fn new(
+        filters: Vec<Arc<dyn PhysicalExpr>>,
+        routed: bool,
+        width: usize,
+    ) -> Option<Self> {
         let tally = Arc::new(filters.iter().map(|_| Tally::default()).collect());
         (!filters.is_empty()).then_some(DynamicFilters {
             filters,
             routed,
+            width,
             tally,
         })
     }
@@ -138,7 +156,7 @@ impl DynamicFilters {
             if is_true(&now) {
                 continue;
             }
-            if let Some(test) = Test::of(now, self.routed) {
+            if let Some(test) = Test::of(now, self.routed, self.width) {
                 live.push((i, test));
             }
         }
@@ -161,9 +179,11 @@ impl DynamicFilters {
     }
 
     /// The filters as they stand now, to test a window's rows with before its other
-    /// columns are built; `None` while they let every row through.
+    /// columns are built; `None` while they let every row through, and once every one
+    /// has shown it drops too few rows to pay (its tally no longer grows then).
     pub(super) fn snapshot(&self) -> Result<Option<Snapshot>> {
-        let (tests, generation) = self.current()?;
+        let (mut tests, generation) = self.current()?;
+        tests.retain(|(i, _)| !self.tally[*i].not_worth_it());
         if tests.is_empty() {
             return Ok(None);
         }
@@ -372,17 +392,23 @@ mod tests {
     }
 
     fn dynamic() -> (Arc<DynamicFilterPhysicalExpr>, DynamicFilters) {
-        dynamic_routed(true)
+        dynamic_routed(true, 2)
     }
 
-    fn dynamic_routed(routed: bool) -> (Arc<DynamicFilterPhysicalExpr>, DynamicFilters) {
+    /// A filter over column `a` of a scan of `width` columns (the batches tested hold
+    /// `a` alone: the filters read nothing else).
+    fn dynamic_routed(
+        routed: bool,
+        width: usize,
+    ) -> (Arc<DynamicFilterPhysicalExpr>, DynamicFilters) {
         let schema = batch(0..1).schema();
         let filter = Arc::new(DynamicFilterPhysicalExpr::new(
             vec![col("a", &schema).unwrap()],
             lit(true),
         ));
         let filters =
-            DynamicFilters::new(vec![filter.clone() as Arc<dyn PhysicalExpr>], routed).unwrap();
+            DynamicFilters::new(vec![filter.clone() as Arc<dyn PhysicalExpr>], routed, width)
+                .unwrap();
         (filter, filters)
     }
 
@@ -462,11 +488,14 @@ mod tests {
         assert_eq!(dropped, 100 - expected.len());
         assert_ne!(generation, 0);
 
-        // Without routing, the same filter is left to the join.
-        let (unrouted, unrouted_filters) = dynamic_routed(false);
-        unrouted.update(by_case.clone()).unwrap();
-        let (out, generation, dropped) = unrouted_filters.apply(vec![batch(0..100)]).unwrap();
-        assert_eq!((out[0].num_rows(), generation, dropped), (100, 0, 0));
+        // Without routing, the same filter is left to the join; and so it is in a scan
+        // of its key alone, which feeds the join directly.
+        for (routed, width) in [(false, 2), (true, 1)] {
+            let (unrouted, unrouted_filters) = dynamic_routed(routed, width);
+            unrouted.update(by_case.clone()).unwrap();
+            let (out, generation, dropped) = unrouted_filters.apply(vec![batch(0..100)]).unwrap();
+            assert_eq!((out[0].num_rows(), generation, dropped), (100, 0, 0));
+        }
 
         let deeper = binary(compare(Operator::GtEq, 0), Operator::And, by_case, &schema).unwrap();
         filter.update(deeper).unwrap();

@@ -308,7 +308,11 @@ impl ExecutionPlan for CompressedScanExec {
             .map_or_else(Vec::new, |d| d.exprs().to_vec());
         filters.extend(taken);
         let scan = CompressedScanExec {
-            dynamic: DynamicFilters::new(filters, self.partitioned_join_filters),
+            dynamic: DynamicFilters::new(
+                filters,
+                self.partitioned_join_filters,
+                self.schema().fields().len(),
+            ),
             ..self.clone_plan()
         };
         Ok(propagation.with_updated_node(Arc::new(scan)))

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
@@ -46,6 +46,9 @@ pub(super) struct Job {
 
 /// A window's batches, and the generation of the dynamic filters applied to them.
 pub(super) type Filtered = (Vec<RecordBatch>, Generation);
+
+/// Key columns built for the dynamic filters' test, by table column.
+type Keys = Vec<(usize, ArrayRef)>;
 
 /// The dynamic filters as a window tests them before building its other columns.
 struct Late<'a> {
@@ -98,30 +101,32 @@ impl Job {
     }
 
     /// The rows of `passing` (a block's rows that the row filter keeps) that the dynamic
-    /// filters keep too, as a bit for each passing row, `None` when they keep them all.
-    /// `key` gives table column `c`'s passing rows.
+    /// filters keep too, as a bit for each passing row, `None` when they keep them all;
+    /// and the key columns tested, by table column, for the caller to build from. `key`
+    /// gives table column `c`'s passing rows.
     fn dynamic_keep(
         &self,
         late: &Late<'_>,
         passing: usize,
         key: impl Fn(usize) -> Result<ArrayRef>,
-    ) -> Result<Option<BooleanBuffer>> {
+    ) -> Result<(Option<BooleanBuffer>, Keys)> {
         if passing == 0 {
-            return Ok(None);
+            return Ok((None, Vec::new()));
         }
         let timer = self.metrics.dynamic_filter_time.timer();
         let keys = late
             .snapshot
             .columns()
             .iter()
-            .map(|&p| key(self.projection[p]))
-            .collect::<Result<Vec<ArrayRef>>>()?;
-        let batch = late.snapshot.stand_ins(&self.schema, keys, passing)?;
+            .map(|&p| Ok((self.projection[p], key(self.projection[p])?)))
+            .collect::<Result<Keys>>()?;
+        let arrays = keys.iter().map(|(_, a)| a.clone()).collect();
+        let batch = late.snapshot.stand_ins(&self.schema, arrays, passing)?;
         let keep = late.dynamic.keep(late.snapshot, &batch)?;
         timer.done();
         let kept = keep.count_set_bits();
         self.metrics.dynamic_filter_dropped.add(passing - kept);
-        Ok((kept < passing).then_some(keep))
+        Ok(((kept < passing).then_some(keep), keys))
     }
 
     /// Every row of the window up to `rows`.
@@ -210,7 +215,7 @@ impl Job {
                         block.kept_rows(c, &mask)
                     }
                 };
-                Ok(match self.dynamic_keep(late, passing, key)? {
+                Ok(match self.dynamic_keep(late, passing, key)?.0 {
                     Some(keep) => narrow(&mask, &keep),
                     None => mask,
                 })
@@ -337,9 +342,9 @@ impl Job {
                         Some(keep) => block.kept_rows(c, &narrow(passing_mask, keep)),
                     }
                 };
-                let keep = match late {
+                let (keep, keys) = match late {
                     Some(late) => self.dynamic_keep(late, n, |c| rows_of(c, None))?,
-                    None => None,
+                    None => (None, Vec::new()),
                 };
                 let kept = keep.as_ref().map_or(n, BooleanBuffer::count_set_bits);
                 if kept == 0 {
@@ -348,7 +353,15 @@ impl Job {
                 let columns = self
                     .projection
                     .iter()
-                    .map(|&c| rows_of(c, keep.as_ref()))
+                    .map(|&c| match (keys.iter().find(|(k, _)| *k == c), &keep) {
+                        // A key column is built once, for the test.
+                        (Some((_, array)), None) => Ok(array.clone()),
+                        (Some((_, array)), Some(keep)) => Ok(arrow::compute::filter(
+                            array,
+                            &BooleanArray::new(keep.clone(), None),
+                        )?),
+                        (None, keep) => rows_of(c, keep.as_ref()),
+                    })
                     .collect::<Result<Vec<ArrayRef>>>()?;
                 self.batches(columns, kept)
             })

@@ -150,7 +150,7 @@ impl Default for Config {
             backend: Backend::Cpu,
             dir: None,
             scan_filters: true,
-            partitioned_join_filters: false,
+            partitioned_join_filters: true,
             residence: Residence::Auto,
             reference: Store::Memory,
         }
