@@ -14,10 +14,23 @@ use super::device::Gpu;
 use super::error::{GpuError, GpuResult};
 use super::pinned::PinnedBuffer;
 
-/// Most lanes kept at once; a caller beyond that waits for a lane to come back, which
-/// bounds the device and pinned memory the pool holds. Callers that must not wait (see
-/// [`Gpu::lane`]) get lanes beyond it, freed when they come back.
+/// Most lanes kept at once by default; a caller beyond that waits for a lane to come
+/// back, which bounds the device and pinned memory the pool holds. Callers that must not
+/// wait (see [`Gpu::lane`]) get lanes beyond it, freed when they come back.
+/// `COLZIP_GPU_LANES` overrides it (for measuring): [`lane_bound`].
 pub const MAX_LANES: usize = 8;
+
+/// The lanes a GPU keeps at once: [`MAX_LANES`], or `COLZIP_GPU_LANES` (1 to 64).
+pub fn lane_bound() -> usize {
+    static BOUND: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BOUND.get_or_init(|| {
+        std::env::var("COLZIP_GPU_LANES")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|n| (1..=64).contains(n))
+            .unwrap_or(MAX_LANES)
+    })
+}
 
 thread_local! {
     /// Lanes the current thread holds.
@@ -253,7 +266,7 @@ impl Drop for LaneGuard<'_> {
                 .created
                 .lock()
                 .map(|mut created| {
-                    let beyond = *created > MAX_LANES;
+                    let beyond = *created > lane_bound();
                     if beyond {
                         *created -= 1;
                     }
@@ -279,7 +292,7 @@ impl Gpu {
         }
         drop(idle);
         let mut created = pool.created.lock().map_err(poisoned)?;
-        if *created >= MAX_LANES {
+        if *created >= lane_bound() {
             return Ok(None);
         }
         *created += 1;
@@ -293,7 +306,7 @@ impl Gpu {
         }
     }
 
-    /// A lane for this caller: an idle one, a new one while fewer than [`MAX_LANES`]
+    /// A lane for this caller: an idle one, a new one while fewer than [`lane_bound`]
     /// exist, or the next one given back.
     ///
     /// Two kinds of callers never wait, and get a new lane beyond the bound instead: a
@@ -310,7 +323,7 @@ impl Gpu {
             }
             {
                 let mut created = pool.created.lock().map_err(poisoned)?;
-                if *created < MAX_LANES || must_not_wait {
+                if *created < lane_bound() || must_not_wait {
                     *created += 1;
                     drop(created);
                     drop(idle);

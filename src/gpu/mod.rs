@@ -46,7 +46,7 @@ pub use error::{GpuError, GpuResult};
 pub use gather::{GATHER, Piece, gather};
 pub use host::on_host;
 pub use kernel_cache::KERNEL_CACHE_ENV;
-pub use lane::{Lane, LaneGuard, MAX_LANES};
+pub use lane::{Lane, LaneGuard, MAX_LANES, lane_bound};
 pub(crate) use launch::{SharedOptIn, allow_shared};
 pub use launch::{check_device_len, grid_blocks, launch_error, launch_for};
 pub use pinned::PinnedBuffer;
