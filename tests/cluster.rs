@@ -412,15 +412,17 @@ async fn tpch_queries() {
     );
 }
 
-/// A `colzip` process of the test, killed when dropped.
+/// A `colzip` process of the test, stopped when dropped.
 struct Process {
     child: std::process::Child,
 }
 
 impl Process {
-    fn start(args: &[&str]) -> Process {
+    /// `colzip args`, its temporary files under `tmp`.
+    fn start(args: &[&str], tmp: &Path) -> Process {
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_colzip"))
             .args(args)
+            .env("TMPDIR", tmp)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .spawn()
@@ -433,11 +435,32 @@ impl Process {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Asks the process to stop (SIGTERM, as a service manager does) and waits for it;
+    /// kills it after 30 s. Whether it exited by itself.
+    fn stop(&mut self) -> bool {
+        if self.child.try_wait().ok().flatten().is_some() {
+            return true;
+        }
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: a plain system call on the child's pid, which is not reaped yet.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.kill();
+        false
+    }
 }
 
 impl Drop for Process {
     fn drop(&mut self) {
-        self.kill();
+        self.stop();
     }
 }
 
@@ -476,36 +499,45 @@ async fn listening(address: std::net::SocketAddr, process: &mut Process) {
 }
 
 /// A scheduler and two executors as `colzip cluster` processes; the scheduler counts an
-/// executor lost after `executor_timeout` seconds of silence.
+/// executor lost after `executor_timeout` seconds of silence. Their temporary files go
+/// under `tmp` (removed after the processes stop: fields drop in order).
 struct Cluster {
     scheduler: std::net::SocketAddr,
     processes: Vec<Process>,
+    tmp: tempfile::TempDir,
 }
 
 impl Cluster {
     async fn start(executor_timeout: u64, concurrency: u32) -> Cluster {
         let scheduler = free_address();
-        let mut processes = vec![Process::start(&[
-            "cluster",
-            "scheduler",
-            "--bind",
-            &scheduler.to_string(),
-            "--executor-timeout",
-            &executor_timeout.to_string(),
-        ])];
+        let tmp = tempfile::tempdir().unwrap();
+        let mut processes = vec![Process::start(
+            &[
+                "cluster",
+                "scheduler",
+                "--bind",
+                &scheduler.to_string(),
+                "--executor-timeout",
+                &executor_timeout.to_string(),
+            ],
+            tmp.path(),
+        )];
         listening(scheduler, &mut processes[0]).await;
         for _ in 0..2 {
             let bind = free_address();
-            let mut executor = Process::start(&[
-                "cluster",
-                "executor",
-                "--scheduler",
-                &scheduler.to_string(),
-                "--bind",
-                &bind.to_string(),
-                "--concurrency",
-                &concurrency.to_string(),
-            ]);
+            let mut executor = Process::start(
+                &[
+                    "cluster",
+                    "executor",
+                    "--scheduler",
+                    &scheduler.to_string(),
+                    "--bind",
+                    &bind.to_string(),
+                    "--concurrency",
+                    &concurrency.to_string(),
+                ],
+                tmp.path(),
+            );
             // The executor serves its output once it has reached the scheduler.
             listening(bind, &mut executor).await;
             processes.push(executor);
@@ -513,6 +545,7 @@ impl Cluster {
         Cluster {
             scheduler,
             processes,
+            tmp,
         }
     }
 
@@ -600,9 +633,16 @@ async fn cluster_processes() {
     assert!(on_cluster.lines().count() > 20, "{on_cluster}");
     assert_eq!(on_cluster, on_local);
 
-    for process in &mut cluster.processes {
-        process.kill();
+    // Stopped as a service manager stops them (SIGTERM), executors first: each exits by
+    // itself and removes its temporary shuffle directory.
+    for process in cluster.processes.iter_mut().rev() {
+        assert!(process.stop(), "a cluster process did not stop on SIGTERM");
     }
+    let left: Vec<_> = std::fs::read_dir(cluster.tmp.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left in the temporary directory: {left:?}");
     // Stopped: the scheduler no longer answers.
     assert!(
         tokio::net::TcpStream::connect(cluster.scheduler)
