@@ -528,6 +528,57 @@ fn results_stream_so_an_endless_ones_first_rows_come_at_once() {
     }
 }
 
+/// Statements piped in without end (`yes 'SELECT 1;' | colzip sql | head -1`): once the
+/// output's reader has gone, the run ends quietly by SIGPIPE instead of reading and
+/// failing statements for as long as the input comes.
+#[test]
+fn piped_statements_stop_when_the_output_is_closed() {
+    use std::io::{Read, Write};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let mut child = cli_run::command()
+        .args(["sql", "--format", "csv"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The statements keep coming, as from `yes`, until the process stops reading them.
+    let writer =
+        std::thread::spawn(move || while stdin.write_all(b"SELECT 1 AS one;\n").is_ok() {});
+    let mut stderr = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 6];
+    stdout.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"one\n1\n");
+    // The only reader of the output goes.
+    drop(stdout);
+    let waited = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if waited.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("colzip sql still reads its input 30 s after its output closed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Its input closed with it: the writer's next write failed.
+    writer.join().unwrap();
+    let stderr = errors.join().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
 /// `COPY … TO` a file that exists replaces it, in every format, as DataFusion's COPY does
 /// (docs/SQL.md).
 #[test]

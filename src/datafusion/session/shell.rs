@@ -327,8 +327,8 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
 
 /// Reads statements from `input` until EOF or `\q`, running each as soon as a line ends
 /// it with a `;` (see [`StatementEnd`]: one inside a string, quoted identifier or comment
-/// does not count); results go to `out`, errors to `errors` (the loop goes on after them).
-/// With `prompt`, a prompt is written to `out` before each line. Returns the number of
+/// does not count); results go to `out`, errors to `errors` (the loop goes on after them;
+/// a broken pipe on `out`, whose reader has gone, ends it and is returned). With `prompt`, a prompt is written to `out` before each line. Returns the number of
 /// statements that failed.
 pub async fn interactive(
     ctx: &SessionContext,
@@ -380,6 +380,11 @@ pub async fn interactive(
                 let timings = timing.then_some(&mut *errors as &mut dyn Write);
                 let sql = statement.take();
                 if let Err(error) = run_sql_timed(ctx, &sql, format, None, out, timings).await {
+                    // The reader of the output has gone (`… | head`): the statements
+                    // still to come have nowhere to go.
+                    if broken_pipe(&error) {
+                        return Err(error);
+                    }
                     writeln!(errors, "error: {}", error.report())?;
                     failed += 1;
                 }
@@ -395,6 +400,20 @@ pub async fn interactive(
         failed += 1;
     }
     Ok(failed)
+}
+
+/// Whether `error` is a broken pipe anywhere in its chain of sources.
+fn broken_pipe(error: &Error) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = current {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        current = e.source();
+    }
+    false
 }
 
 /// Rows of a table result the terminal shell prints unless told otherwise.
