@@ -466,6 +466,27 @@ fn backend_gpu_fails_the_same_way_for_every_statement_without_a_gpu() {
     }
 }
 
+/// `child`'s exit status once it exits; killed, and the test failed with `stuck`, when it
+/// has not within `limit`.
+fn exit_within(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+    stuck: &str,
+) -> std::process::ExitStatus {
+    let waited = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if waited.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{stuck}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// A result is printed as it is computed, in every format: the first rows of one that
 /// would take hours (and more memory than the machine has) to collect whole come at
 /// once, and closing the pipe after them ends the run quietly, by SIGPIPE as `cat` ends.
@@ -474,7 +495,7 @@ fn results_stream_so_an_endless_ones_first_rows_come_at_once() {
     use std::io::Read;
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let sql = "SELECT value AS v FROM generate_series(1, 1000000000000)";
     // (format, the first bytes it prints)
     for (format, first) in [
@@ -505,17 +526,11 @@ fn results_stream_so_an_endless_ones_first_rows_come_at_once() {
             panic!("--format {format}: no first rows within 60 s: {start:?}");
         };
         assert_eq!(String::from_utf8_lossy(&start), first, "--format {format}");
-        let waited = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if waited.elapsed() > Duration::from_secs(60) {
-                let _ = child.kill();
-                panic!("--format {format}: still running after its reader went");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = exit_within(
+            &mut child,
+            Duration::from_secs(60),
+            &format!("--format {format}: still running after its reader went"),
+        );
         let mut stderr = String::new();
         child
             .stderr
@@ -536,7 +551,7 @@ fn piped_statements_stop_when_the_output_is_closed() {
     use std::io::{Read, Write};
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let mut child = cli_run::command()
         .args(["sql", "--format", "csv"])
         .stdin(Stdio::piped())
@@ -560,18 +575,11 @@ fn piped_statements_stop_when_the_output_is_closed() {
     assert_eq!(&first, b"one\n1\n");
     // The only reader of the output goes.
     drop(stdout);
-    let waited = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if waited.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("colzip sql still reads its input 30 s after its output closed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit_within(
+        &mut child,
+        Duration::from_secs(30),
+        "colzip sql still reads its input 30 s after its output closed",
+    );
     // Its input closed with it: the writer's next write failed.
     writer.join().unwrap();
     let stderr = errors.join().unwrap();
