@@ -328,8 +328,9 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
 /// Reads statements from `input` until EOF or `\q`, running each as soon as a line ends
 /// it with a `;` (see [`StatementEnd`]: one inside a string, quoted identifier or comment
 /// does not count); results go to `out`, errors to `errors` (the loop goes on after them;
-/// a broken pipe on `out`, whose reader has gone, ends it and is returned). With `prompt`, a prompt is written to `out` before each line. Returns the number of
-/// statements that failed.
+/// a broken pipe on `out`, whose reader has gone, ends it and is returned). With `prompt`,
+/// a prompt is written to `out` before each line. Returns the number of statements that
+/// failed.
 pub async fn interactive(
     ctx: &SessionContext,
     format: OutputFormat,
