@@ -436,15 +436,20 @@ impl Process {
         let _ = self.child.wait();
     }
 
-    /// Asks the process to stop (SIGTERM, as a service manager does) and waits for it;
-    /// kills it after 30 s. Whether it exited by itself.
+    /// Asks the process to stop with SIGTERM, as a service manager does: [`Self::stop_by`].
     fn stop(&mut self) -> bool {
+        self.stop_by(libc::SIGTERM)
+    }
+
+    /// Sends the process `signal` and waits for it; kills it after 30 s. Whether it
+    /// exited by itself.
+    fn stop_by(&mut self, signal: libc::c_int) -> bool {
         if self.child.try_wait().ok().flatten().is_some() {
             return true;
         }
         if let Ok(pid) = i32::try_from(self.child.id()) {
             // SAFETY: a plain system call on the child's pid, which is not reaped yet.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
+            unsafe { libc::kill(pid, signal) };
         }
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while std::time::Instant::now() < deadline {
@@ -633,10 +638,18 @@ async fn cluster_processes() {
     assert!(on_cluster.lines().count() > 20, "{on_cluster}");
     assert_eq!(on_cluster, on_local);
 
-    // Stopped as a service manager stops them (SIGTERM), executors first: each exits by
-    // itself and removes its temporary shuffle directory.
-    for process in cluster.processes.iter_mut().rev() {
-        assert!(process.stop(), "a cluster process did not stop on SIGTERM");
+    // Stopped as a service manager stops them (SIGTERM), executors first, one of them by
+    // a hang-up (SIGHUP, a closed terminal): each exits by itself and removes its
+    // temporary shuffle directory.
+    for (i, process) in cluster.processes.iter_mut().enumerate().rev() {
+        let (signal, name) = match i {
+            2 => (libc::SIGHUP, "SIGHUP"),
+            _ => (libc::SIGTERM, "SIGTERM"),
+        };
+        assert!(
+            process.stop_by(signal),
+            "cluster process {i} did not stop on {name}"
+        );
     }
     let left: Vec<_> = std::fs::read_dir(cluster.tmp.path())
         .unwrap()

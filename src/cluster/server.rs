@@ -104,6 +104,20 @@ pub struct ExecutorOptions {
 /// for the scheduler to answer.
 pub async fn run_executor(options: ExecutorOptions) -> Result<()> {
     let state = super::session_state(base_config())?;
+    // Ballista stops gracefully on SIGINT and SIGTERM, and its directory below is removed
+    // then; a hang-up (the terminal closing) would end the process where it stands and
+    // leave the directory. It becomes a SIGTERM.
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangup = signal(SignalKind::hangup())?;
+        tokio::spawn(async move {
+            if hangup.recv().await.is_some() {
+                // SAFETY: raising a signal in this process, whose SIGTERM Ballista handles.
+                unsafe { libc::raise(libc::SIGTERM) };
+            }
+        });
+    }
     let temporary;
     let work_dir = match &options.work_dir {
         Some(dir) => dir.clone(),
