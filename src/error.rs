@@ -103,6 +103,21 @@ impl Error {
         report(&self.to_string())
     }
 
+    /// Whether this is a broken pipe anywhere in its chain of sources: a write whose
+    /// reader has gone.
+    pub fn is_broken_pipe(&self) -> bool {
+        let mut current: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = current {
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return true;
+            }
+            current = e.source();
+        }
+        false
+    }
+
     /// For `map_err`: an I/O error while doing `action` ("open", "write", …) on `path`.
     pub fn file(
         action: &'static str,

@@ -18,15 +18,7 @@ pub fn line(text: impl std::fmt::Display) -> Result<()> {
 /// is nothing to report. A broken pipe elsewhere, with standard output still read, is a
 /// real error.
 pub fn closed_under(error: &Error) -> bool {
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    let mut broken_pipe = false;
-    while let Some(e) = current {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            broken_pipe |= io.kind() == std::io::ErrorKind::BrokenPipe;
-        }
-        current = e.source();
-    }
-    broken_pipe && reader_gone()
+    error.is_broken_pipe() && reader_gone()
 }
 
 /// Whether standard output's reader has closed its end: `poll` reports an error (a pipe

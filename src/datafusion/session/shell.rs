@@ -383,7 +383,7 @@ pub async fn interactive(
                 if let Err(error) = run_sql_timed(ctx, &sql, format, None, out, timings).await {
                     // The reader of the output has gone (`… | head`): the statements
                     // still to come have nowhere to go.
-                    if broken_pipe(&error) {
+                    if error.is_broken_pipe() {
                         return Err(error);
                     }
                     writeln!(errors, "error: {}", error.report())?;
@@ -401,20 +401,6 @@ pub async fn interactive(
         failed += 1;
     }
     Ok(failed)
-}
-
-/// Whether `error` is a broken pipe anywhere in its chain of sources.
-fn broken_pipe(error: &Error) -> bool {
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = current {
-        if e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-        {
-            return true;
-        }
-        current = e.source();
-    }
-    false
 }
 
 /// Rows of a table result the terminal shell prints unless told otherwise.

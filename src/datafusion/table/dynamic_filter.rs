@@ -33,6 +33,7 @@ use datafusion::physical_expr_common::physical_expr::{
 };
 
 use super::routed_filter::RoutedCase;
+use super::row_filter::true_rows;
 
 /// The dynamic filters pushed into one scan, in the scan's output schema.
 #[derive(Clone, Debug)]
@@ -333,10 +334,7 @@ fn truths(test: &Test, batch: &RecordBatch) -> Result<BooleanBuffer> {
                     keep.data_type()
                 ))
             })?;
-            Ok(match keep.nulls() {
-                Some(nulls) if nulls.null_count() > 0 => keep.values() & nulls.inner(),
-                _ => keep.values().clone(),
-            })
+            Ok(true_rows(keep))
         }
         Test::Routed(routed) => routed.truths(batch),
     }

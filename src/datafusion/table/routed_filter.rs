@@ -28,6 +28,8 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::{CaseExpr, Column, Literal};
 use datafusion::physical_expr::utils::collect_columns;
 
+use super::row_filter::true_rows;
+
 /// A `CASE <routing> WHEN <integer literal> THEN <test> … [ELSE <test>] END` whose answers
 /// are computed by routing each row once (see the module's documentation).
 #[derive(Debug)]
@@ -90,11 +92,7 @@ impl RoutedCase {
         let routed = self.routing.evaluate(&batch)?.into_array(rows)?;
         if !routed.data_type().is_integer() {
             // Casting other values to integers could match branches they do not equal.
-            let answers = evaluate(&self.case, whole)?;
-            return Ok(match answers.nulls() {
-                Some(nulls) => answers.values() & nulls.inner(),
-                None => answers.values().clone(),
-            });
+            return Ok(true_rows(&evaluate(&self.case, whole)?));
         }
         // Negative values become NULL, which no branch's value equals.
         let routed = cast(&routed, &DataType::UInt64)?;

@@ -18,7 +18,9 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, RecordBatchOptions, new_null_array};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, new_null_array,
+};
 use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::catalog::Session;
@@ -251,10 +253,15 @@ impl Conjunct {
                 value.data_type()
             ))
         })?;
-        Ok(match mask.nulls() {
-            Some(nulls) if nulls.null_count() > 0 => mask.values() & nulls.inner(),
-            _ => mask.values().clone(),
-        })
+        Ok(true_rows(mask))
+    }
+}
+
+/// The rows where `answers` is TRUE: NULL counts as false, as in a `WHERE` clause.
+pub(super) fn true_rows(answers: &BooleanArray) -> BooleanBuffer {
+    match answers.nulls() {
+        Some(nulls) if nulls.null_count() > 0 => answers.values() & nulls.inner(),
+        _ => answers.values().clone(),
     }
 }
 
