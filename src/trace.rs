@@ -60,6 +60,47 @@ impl Busy {
     }
 }
 
+/// The stages of one call, timed one after the other: each [`lap`](Self::lap) names the
+/// time since the one before, and [`finish`](Self::finish) prints them on one line. Off
+/// (and free) unless tracing.
+pub struct Laps {
+    last: Option<Instant>,
+    laps: Vec<(&'static str, Duration)>,
+}
+
+impl Laps {
+    pub fn start() -> Laps {
+        Laps {
+            last: enabled().then(Instant::now),
+            laps: Vec::new(),
+        }
+    }
+
+    /// Ends the stage `name`.
+    pub fn lap(&mut self, name: &'static str) {
+        if let Some(last) = &mut self.last {
+            let now = Instant::now();
+            self.laps.push((name, now - *last));
+            *last = now;
+        }
+    }
+
+    /// Prints `what` with the stages' times in milliseconds.
+    pub fn finish(self, what: impl FnOnce() -> String) {
+        if self.last.is_none() {
+            return;
+        }
+        line(|| {
+            let laps: Vec<String> = self
+                .laps
+                .iter()
+                .map(|(name, d)| format!("{name} {:.3}", d.as_secs_f64() * 1e3))
+                .collect();
+            format!("{} (ms): {}", what(), laps.join(", "))
+        });
+    }
+}
+
 /// Process-wide totals of the host work around the GPU, for the pipeline's trace line.
 #[derive(Clone, Copy, Debug)]
 pub enum Counter {

@@ -136,6 +136,7 @@ pub(crate) fn device_decompress<C: BlockCodec>(
     read: impl Fn(&[u8], usize) -> Result<C::Layout>,
 ) -> Result<DeviceDecompress<C>> {
     let words = &C::WORDS;
+    let mut laps = crate::trace::Laps::start();
     if resident.is_some_and(|r| r.len() != streams.len()) {
         return Err(CodecError::invalid(
             words.codec,
@@ -186,9 +187,11 @@ pub(crate) fn device_decompress<C: BlockCodec>(
         return Err(CodecError::invalid(words.codec, "no stream to decode"));
     };
     let blocks = block_out.len();
+    laps.lap("layouts");
     let mut meta = ArrayPack::new();
     let spans = [meta.push_u64(&block_out), meta.push_u16(&block_lens)].map(|id| meta.span(id));
     let mut input = lane.take_device("resident.in", (tables_len + payload_len).max(1))?;
+    laps.lap("input buffer");
     match resident {
         None => {
             tables.extend_from_slice(&payloads);
@@ -225,7 +228,9 @@ pub(crate) fn device_decompress<C: BlockCodec>(
             gather(gpu, lane, &gathered)?;
         }
     }
+    laps.lap("input");
     let meta = meta.upload(gpu, lane, "resident.meta", "resident.meta")?;
+    laps.lap("meta");
     let job = DeviceDecompress {
         kernels: codec.decoder(gpu)?,
         blocks,
@@ -239,7 +244,15 @@ pub(crate) fn device_decompress<C: BlockCodec>(
         out_len: at,
         ranges,
     };
+    laps.lap("buffers");
     lane.synchronize()?;
+    laps.lap("synchronized");
+    laps.finish(|| {
+        format!(
+            "device decode job: {} streams, {blocks} blocks",
+            streams.len()
+        )
+    });
     Ok(job)
 }
 

@@ -171,8 +171,11 @@ fn run_and_place(
     offsets: &[usize],
     values: &mut CudaSlice<u8>,
 ) -> Result<()> {
+    let mut laps = crate::trace::Laps::start();
     job.enqueue(gpu, lane)?;
+    laps.lap("enqueued");
     job.output_bytes(gpu, lane)?;
+    laps.lap("checked");
     let (out, ranges) = job
         .stream_outputs()
         .ok_or_else(|| Error::Unsupported("a decoder without outputs on the device".into()))?;
@@ -202,6 +205,8 @@ fn run_and_place(
     // The job's buffers go back to the lane after this without a wait: whatever reuses
     // or frees them next is queued on the lane's stream, after these copies.
     gather(gpu, lane, &pieces)?;
+    laps.lap("placed");
+    laps.finish(|| format!("select parts run: {} parts", members.len()));
     Ok(())
 }
 
