@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
@@ -84,6 +84,8 @@ pub enum KernelOrigin {
 }
 
 type ModuleKey = (&'static str, Vec<Define>);
+/// A module's key and the function's name.
+type FunctionKey = (&'static str, Vec<Define>, String);
 
 /// The device memory colzip holds on a GPU ([`Gpu::memory_use`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -105,6 +107,9 @@ pub struct Gpu {
     toolchain: String,
     cache: KernelCache,
     modules: Mutex<HashMap<ModuleKey, (Arc<CudaModule>, KernelOrigin)>>,
+    /// Functions already looked up: a launch then costs no module lock and no driver call
+    /// before the launch itself.
+    functions: RwLock<HashMap<FunctionKey, CudaFunction>>,
     lanes: Arc<LanePool>,
 }
 
@@ -166,6 +171,17 @@ impl Gpu {
             use cudarc::driver::sys::CUdevice_attribute as Attribute;
             let ctx = CudaContext::new(ordinal)
                 .map_err(|e| format!("cannot open CUDA device {ordinal}: {e}"))?;
+            // cudarc's event tracking makes every use of a device buffer two driver calls
+            // (wait for its last write, record this read or write): several hundred per
+            // selection call, which concurrent lanes then queue for on the driver's lock.
+            // SAFETY: colzip orders its streams itself. A lane's device buffers are used
+            // and freed on the lane's one stream only. The buffers several streams share
+            // are synchronised explicitly: resident columns are uploaded and synchronised
+            // before any lane reads them, are never written again, and are freed only when
+            // no scan holds them (a selection synchronises before it returns); the bwt
+            // steps' shared input is ordered by events of their own. Host copies use
+            // plain slices, ordered by the callers' synchronisation as before.
+            unsafe { ctx.disable_event_tracking() };
             // The memory query reads the calling thread's current context.
             ctx.bind_to_thread().map_err(|e| e.to_string())?;
             let (major, minor) = ctx.compute_capability().map_err(|e| e.to_string())?;
@@ -192,6 +208,7 @@ impl Gpu {
                 toolchain: toolchain_versions(),
                 cache: KernelCache::from_env(),
                 modules: Mutex::new(HashMap::new()),
+                functions: RwLock::new(HashMap::new()),
                 lanes: Arc::new(LanePool::new(memory_limit)),
             })
         })
@@ -312,9 +329,20 @@ impl Gpu {
         defines: &[Define],
         function: &str,
     ) -> GpuResult<CudaFunction> {
-        self.module(kernel, defines)?
+        let key: FunctionKey = (kernel.name, defines.to_vec(), function.to_string());
+        if let Ok(functions) = self.functions.read()
+            && let Some(found) = functions.get(&key)
+        {
+            return Ok(found.clone());
+        }
+        let found = self
+            .module(kernel, defines)?
             .load_function(function)
-            .map_err(|e| GpuError::driver(format!("no kernel {function} in {}", kernel.name), e))
+            .map_err(|e| GpuError::driver(format!("no kernel {function} in {}", kernel.name), e))?;
+        if let Ok(mut functions) = self.functions.write() {
+            functions.insert(key, found.clone());
+        }
+        Ok(found)
     }
 
     /// Runs the self-test kernel over `len` bytes and checks the result on the host.
