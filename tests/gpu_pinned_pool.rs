@@ -70,6 +70,28 @@ fn the_limit_is_never_exceeded_and_idle_buffers_make_room() {
 }
 
 #[test]
+fn at_the_limit_a_larger_idle_buffer_is_lent_rather_than_pinning_anew() {
+    let Some(gpu) = gpu_or_skip("at_the_limit_a_larger_idle_buffer_is_lent") else {
+        return;
+    };
+    let pool = PinnedPool::new(8 * MIB);
+    drop(pool.take(gpu, 7 * MIB).unwrap());
+    assert_eq!((pool.held(), pool.idle()), (7 * MIB, 7 * MIB));
+    // 1.5 MiB more would pass the limit: the idle 7 MiB buffer serves the request, where
+    // freeing it and pinning 1.5 MiB would stall the driver twice.
+    let small = pool.take(gpu, 3 * MIB / 2).unwrap();
+    assert_eq!(small.len(), 7 * MIB);
+    assert_eq!((pool.held(), pool.idle()), (7 * MIB, 0));
+    drop(small);
+    // Below the limit a much larger idle buffer is not lent: a new one is pinned.
+    let pool = PinnedPool::new(64 * MIB);
+    drop(pool.take(gpu, 32 * MIB).unwrap());
+    let small = pool.take(gpu, MIB).unwrap();
+    assert_eq!(small.len(), MIB);
+    assert_eq!((pool.held(), pool.idle()), (33 * MIB, 32 * MIB));
+}
+
+#[test]
 fn a_pool_without_room_gives_the_same_bytes_in_ordinary_memory() {
     let Some(gpu) = gpu_or_skip("a_pool_without_room") else {
         return;

@@ -15,7 +15,8 @@
 //! without it, an eighth of physical memory, at most 12 GiB. TPC-H SF 10 on a 128 GB
 //! host with 16 partitions ran seven queries about 10% faster with 12 GiB than with 4, at
 //! the same peak RSS (docs/PERFORMANCE.md): near its limit the pool frees idle buffers to
-//! pin new ones of other sizes, and pinning costs milliseconds.
+//! pin new ones of other sizes, and pinning costs milliseconds. So at its limit the pool
+//! first lends an idle buffer larger than asked for, and frees only when none is.
 //!
 //! ```no_run
 //! use colzip::gpu::{Gpu, PinnedPool};
@@ -103,18 +104,25 @@ impl PinnedPool {
     }
 
     /// A buffer of at least `len` bytes (contents unspecified): an idle one of about that
-    /// size, or a new one while the limit allows (idle buffers of other sizes are freed to
-    /// make room). `None` when the limit or the driver refuses: the caller then uses
-    /// ordinary memory.
+    /// size, or a new one while the limit allows. At the limit, a larger idle buffer is
+    /// lent before idle buffers are freed to pin a new one: pinning and unpinning take the
+    /// driver's lock for milliseconds, stalling every other thread's GPU calls, where a
+    /// roomier buffer only holds more memory while it is out. `None` when the limit or the
+    /// driver refuses: the caller then uses ordinary memory.
     pub fn take(self: &Arc<Self>, gpu: &Gpu, len: usize) -> Option<PooledPinned> {
         let size = size_class(len)?;
         let mut state = self.state.lock().ok()?;
-        // An idle buffer of this size, or one at most twice as large.
-        let reusable = state
-            .idle
-            .range(size..=size.saturating_mul(2))
-            .find(|(_, buffers)| !buffers.is_empty())
-            .map(|(&have, _)| have);
+        let at_limit = state.held + size > self.limit;
+        let idle_from = |state: &State, most: usize| {
+            state
+                .idle
+                .range(size..=most)
+                .find(|(_, buffers)| !buffers.is_empty())
+                .map(|(&have, _)| have)
+        };
+        // An idle buffer of this size or up to four times larger; at the limit, any larger.
+        let reusable = idle_from(&state, size.saturating_mul(4))
+            .or_else(|| at_limit.then(|| idle_from(&state, usize::MAX)).flatten());
         if let Some(have) = reusable {
             let buffer = state.idle.get_mut(&have).and_then(Vec::pop)?;
             state.idle_bytes -= buffer.len();
@@ -124,7 +132,9 @@ impl PinnedPool {
             state.refused += 1;
             return None;
         }
-        // Room for a new one: idle buffers go, largest first, until it fits.
+        // Room for a new one: idle buffers go, largest first, until it fits. They are
+        // freed after the pool's lock is released.
+        let mut freed = Vec::new();
         while state.held + size > self.limit {
             let Some(largest) = state
                 .idle
@@ -139,11 +149,23 @@ impl PinnedPool {
             if let Some(buffer) = state.idle.get_mut(&largest).and_then(Vec::pop) {
                 state.held -= buffer.len();
                 state.idle_bytes -= buffer.len();
+                freed.push(buffer);
             }
         }
         state.held += size;
+        let held = state.held;
         drop(state);
-        match PinnedBuffer::new(gpu, size) {
+        let started = std::time::Instant::now();
+        let freed_bytes: usize = freed.iter().map(PinnedBuffer::len).sum();
+        drop(freed);
+        let pinned = PinnedBuffer::new(gpu, size);
+        crate::trace::line(|| {
+            format!(
+                "pinned pool: {size} bytes pinned, {freed_bytes} idle bytes freed, in {:.2} ms ({held} bytes held)",
+                started.elapsed().as_secs_f64() * 1e3
+            )
+        });
+        match pinned {
             Ok(buffer) => Some(self.lend(buffer)),
             Err(_) => {
                 let mut state = self.state.lock().ok()?;
