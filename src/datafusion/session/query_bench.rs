@@ -215,6 +215,7 @@ mod tests {
             rss_before_bytes: None,
             load_seconds: 0.5,
             gpu_resident_bytes: (store == Store::Compressed).then_some(1_500_000),
+            pinned_pool_bytes: (store == Store::Compressed).then_some(64 << 20),
             scan_seconds: store.is_parquet().then_some(4.0),
             decompress_seconds: (store == Store::ColzipParquet).then_some(1.0),
         };
@@ -335,6 +336,8 @@ mod tests {
         );
         let json: serde_json::Value = serde_json::from_str(&report.to_json().unwrap()).unwrap();
         assert_eq!(json["stores"][3]["gpu_resident_bytes"], 1_500_000);
+        assert_eq!(json["stores"][3]["pinned_pool_bytes"], 64 << 20);
+        assert_eq!(json["stores"][0].get("pinned_pool_bytes"), None);
     }
 
     fn text_has(text: &str, line_start: &str) -> bool {

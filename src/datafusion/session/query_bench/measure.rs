@@ -207,6 +207,7 @@ pub(super) async fn measure(
         let mut row = store_row(&store, peak, rss_before, &rows);
         if store.store == Store::Compressed {
             row.gpu_resident_bytes = Some(gpu_resident_bytes(&store.ctx).await);
+            row.pinned_pool_bytes = Some(crate::gpu::PinnedPool::global().held() as u64);
         }
         progress(Event::Done(&row));
         stores.push(row);
@@ -248,6 +249,7 @@ fn store_row(
         rss_before_bytes: rss_before,
         load_seconds: store.load_seconds,
         gpu_resident_bytes: None,
+        pinned_pool_bytes: None,
         scan_seconds: total(own().map(|r| r.scan_seconds).collect()),
         decompress_seconds: total(own().map(|r| r.decompress_seconds).collect()),
     }

@@ -59,6 +59,10 @@ pub struct StoreRow {
     /// its queries (the blocks whose rows were selected there); the rest is host memory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_resident_bytes: Option<u64>,
+    /// For the compressed store: the pinned host memory the GPU's buffer pool held after
+    /// its queries (idle buffers included), part of the resident memory above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pinned_pool_bytes: Option<u64>,
     /// For the Parquet stores: the time the file scans of its queries took, summed over
     /// the scans' partitions, per run (the timed runs' mean), in seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -305,6 +309,14 @@ impl Report {
                     row.store.name(),
                     mb(Some(gpu)),
                     mb(Some(row.bytes_held))
+                );
+            }
+            if let Some(pinned) = row.pinned_pool_bytes {
+                let _ = writeln!(
+                    out,
+                    "{}: the pinned buffer pool held {} MB of host memory after its queries",
+                    row.store.name(),
+                    mb(Some(pinned))
                 );
             }
         }
