@@ -32,10 +32,7 @@ mod steps;
 
 pub use backend::{BACKEND_ENV, Backend};
 pub use budget::GPU_MEMORY_ENV;
-pub use copy::{
-    copy_to_device, copy_to_host, extend_parallel, parallel_concat, parallel_copy,
-    parallel_copy_pairs, try_zeroed, zeroed,
-};
+pub use copy::{copy_to_device, copy_to_host};
 #[cfg(test)]
 pub(crate) use device::assert_kernels_compile;
 pub use device::{
