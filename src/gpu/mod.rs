@@ -45,7 +45,7 @@ pub use host::on_host;
 pub use kernel_cache::KERNEL_CACHE_ENV;
 pub use lane::{Lane, LaneGuard, MAX_LANES, lane_bound};
 pub(crate) use launch::{SharedOptIn, allow_shared};
-pub use launch::{check_device_len, grid_blocks, launch_error, launch_for};
+pub use launch::{check_device_len, grid_blocks, launch_blocks, launch_error, launch_for};
 pub use pinned::PinnedBuffer;
 pub use pinned_pool::{PINNED_MEMORY_ENV, PinnedPool, PooledPinned};
 pub use pipeline::{PIPELINE_LANES, Stages, run_pipeline};
