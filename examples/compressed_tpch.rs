@@ -8,12 +8,15 @@
 
 use std::time::Duration;
 
-use colzip::datafusion::session::{QueryRun, TableKind, TpchSession, shell};
+use colzip::datafusion::session::{
+    QueryRun, TableKind, TpchSession,
+    statements::{self, Format},
+};
 use colzip::datafusion::table::CompressOptions;
 
 fn printed(run: &QueryRun) -> colzip::Result<String> {
     match run.batches.first() {
-        Some(batch) => shell::render(&batch.schema(), &run.batches, shell::OutputFormat::Csv),
+        Some(batch) => statements::render(&batch.schema(), &run.batches, Format::Csv),
         None => Ok(String::new()),
     }
 }

@@ -10,7 +10,10 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use colzip::codec::Placement;
-use colzip::datafusion::session::{TableKind, TpchSession, shell};
+use colzip::datafusion::session::{
+    TableKind, TpchSession,
+    statements::{self, Format},
+};
 use colzip::gpu::Backend;
 use colzip::measure::median;
 use colzip::parquet::write::{WriteOptions, write_batches};
@@ -128,7 +131,7 @@ async fn main() -> colzip::Result<()> {
     .await?;
     let check = "SELECT count(*) AS n, sum(l_quantity) AS q, max(l_comment) AS c FROM";
     let shown = |batches: Vec<arrow::array::RecordBatch>| match batches.first() {
-        Some(b) => shell::render(&b.schema(), &batches, shell::OutputFormat::Csv),
+        Some(b) => statements::render(&b.schema(), &batches, Format::Csv),
         None => Ok(String::new()),
     };
     let read = shown(sql(ctx, &format!("{check} li")).await?)?;

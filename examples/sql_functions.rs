@@ -4,7 +4,10 @@
 //! Ratios per codec and per group, the fields of `colzip tpch` for every column of a
 //! table, and per-value compression that round-trips.
 
-use colzip::datafusion::session::{TableKind, TpchSession, shell};
+use colzip::datafusion::session::{
+    TableKind, TpchSession,
+    statements::{self, Format},
+};
 
 #[tokio::main]
 async fn main() -> colzip::Result<()> {
@@ -42,10 +45,7 @@ async fn main() -> colzip::Result<()> {
             .first()
             .map(|b| b.schema())
             .ok_or_else(|| colzip::Error::format("no result"))?;
-        println!(
-            "{}",
-            shell::render(&schema, &batches, shell::OutputFormat::Table)?
-        );
+        println!("{}", statements::render(&schema, &batches, Format::Table)?);
     }
     Ok(())
 }

@@ -26,12 +26,15 @@ use std::str::FromStr;
 
 use crate::{Error, Result};
 
-/// Output format of reports.
+/// Output format of reports and of SQL results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Format {
+    /// Aligned text columns (reports) or a boxed table (SQL results).
     #[default]
     Table,
+    /// JSON: an array of row objects.
     Json,
+    /// CSV with a header line.
     Csv,
 }
 

@@ -7,7 +7,10 @@
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use colzip::datafusion::session::{self, TableKind, shell};
+use colzip::datafusion::session::{
+    self, TableKind,
+    statements::{self, Format},
+};
 use colzip::datafusion::table::{CompressOptions, CompressedTable};
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::MemTable;
@@ -41,7 +44,7 @@ async fn csv(ctx: &SessionContext, sql: &str) -> String {
         .first()
         .map(|b| b.schema())
         .unwrap_or_else(|| Arc::new(arrow::datatypes::Schema::empty()));
-    shell::render(&schema, &batches, shell::OutputFormat::Csv).unwrap()
+    statements::render(&schema, &batches, Format::Csv).unwrap()
 }
 
 const QUERY: &str = "SELECT value AS id, value % 7 AS bucket, \
@@ -244,10 +247,10 @@ async fn plain_sessions_keep_memtables() {
     // The shell runner follows the session's kind, plain or compressed.
     let compressed = compressed_session();
     let mut out = Vec::new();
-    shell::run_sql(
+    statements::run_sql(
         &compressed,
         "CREATE TABLE s AS SELECT 1 AS a; SELECT a FROM s",
-        shell::OutputFormat::Csv,
+        Format::Csv,
         &mut out,
     )
     .await

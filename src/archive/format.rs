@@ -422,7 +422,7 @@ fn read_exact_vec(
         if len > left {
             return Err(truncated());
         }
-        let mut buf = crate::gpu::try_zeroed(len as usize).ok_or_else(truncated)?;
+        let mut buf = crate::memory::try_zeroed(len as usize).ok_or_else(truncated)?;
         input.read_exact(&mut buf).map_err(|e| match e.kind() {
             std::io::ErrorKind::UnexpectedEof => truncated(),
             _ => Error::Io(e),

@@ -313,7 +313,7 @@ impl MappedRawSink {
                 .len((end - from) as usize)
                 .map_mut(&self.file)
         }?;
-        crate::gpu::parallel_copy(&mut map[(start - from) as usize..], bytes);
+        crate::memory::parallel_copy(&mut map[(start - from) as usize..], bytes);
         self.len = end;
         Ok(())
     }

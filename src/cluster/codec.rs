@@ -32,7 +32,6 @@ use serde::{Deserialize, Serialize};
 use crate::datafusion::format::{ColzipParquetFactory, ColzipParquetSink, FormatOptions};
 use crate::datafusion::functions::{self, StatsExec, StatsScanParts, StatsTableParts};
 use crate::gpu::Backend;
-use crate::harness::columns::Contender;
 
 /// The first bytes of every payload of colzip's codecs.
 pub const MAGIC: &[u8] = b"COLZIP\x01";
@@ -86,10 +85,6 @@ fn read(buf: &[u8]) -> Result<Option<Payload>> {
 
 fn backend(text: &str) -> Result<Backend> {
     text.parse().map_err(error)
-}
-
-fn contenders(texts: &[String]) -> Result<Vec<Contender>> {
-    texts.iter().map(|t| t.parse().map_err(error)).collect()
 }
 
 // The function pairs below serve both codecs: each writes or reads colzip's payload
@@ -186,13 +181,13 @@ impl LogicalExtensionCodec for LogicalCodec {
                 reference,
                 contenders: c,
                 backend: b,
-            }) => Ok(StatsTableParts {
+            }) => StatsTableParts {
                 name,
                 reference,
-                contenders: contenders(&c)?,
+                contenders: c,
                 backend: backend(&b)?,
             }
-            .table()),
+            .table(),
             Some(other) => Err(error(format!("unexpected table payload {other:?}"))),
             None => self
                 .inner
@@ -211,7 +206,7 @@ impl LogicalExtensionCodec for LogicalCodec {
                 &Payload::StatsTable {
                     name: parts.name,
                     reference: parts.reference,
-                    contenders: parts.contenders.iter().map(|c| c.to_string()).collect(),
+                    contenders: parts.contenders,
                     backend: parts.backend.to_string(),
                 },
                 buf,
@@ -295,7 +290,7 @@ impl PhysicalCodec {
         let parts = scan.parts();
         let payload = Payload::StatsScan {
             table: parts.table.clone(),
-            contenders: parts.contenders.iter().map(|c| c.to_string()).collect(),
+            contenders: parts.contenders.clone(),
             backend: parts.backend.to_string(),
             projection: parts.projection.clone(),
         };
@@ -342,7 +337,7 @@ impl PhysicalExtensionCodec for PhysicalCodec {
             }) => {
                 let parts = StatsScanParts {
                     table,
-                    contenders: contenders(&c)?,
+                    contenders: c,
                     backend: backend(&b)?,
                     projection,
                 };

@@ -10,16 +10,30 @@ use super::id::CodecId;
 use super::interface::{
     AutoUse, CodecFamily, DeviceJob, Direction, Sink, SpecOption, Suited, id_name,
 };
-use super::{bwt, gmatch, intpack, lzss, stored};
 use crate::gpu::{Define, Gpu, HostMemory, KernelSource, Lane};
 use cudarc::driver::CudaView;
 
 /// Writes [`Codec`], [`CodecSpec`], their dispatch to each codec's [`CodecFamily`], and
-/// the list of families, from one line per codec: its variant, its family type, its
-/// settled parameters and its spec's options. The fallback, `stored`, is a unit variant
-/// and comes last in lists.
+/// the list of families, from one line per codec: its variant, then its module (a folder
+/// of `codec/`) with the family type, the settled parameters and the spec's options it
+/// defines. The fallback, `stored`, is a unit variant and comes last in lists.
 macro_rules! registry {
     (
+        $(#[$stored_doc:meta])* fallback $stored:ident($stored_module:ident: $stored_family:ident);
+        $( $(#[$doc:meta])* $variant:ident($module:ident: $family:ident, $params:ident, $options:ident), )*
+    ) => {
+        registry! {
+            @paths
+            $(#[$stored_doc])* fallback $stored(super::$stored_module::$stored_family);
+            $( $(#[$doc])* $variant(
+                super::$module::$family,
+                super::$module::$params,
+                super::$module::$options
+            ), )*
+        }
+    };
+    (
+        @paths
         $(#[$stored_doc:meta])* fallback $stored:ident($stored_family:ty);
         $( $(#[$doc:meta])* $variant:ident($family:ty, $params:ty, $options:ty), )*
     ) => {
@@ -174,15 +188,15 @@ macro_rules! registry {
 
 registry! {
     /// No compression (what the container falls back to when a codec would expand data).
-    fallback Stored(stored::Stored);
+    fallback Stored(stored: Stored);
     /// Multi-byte LZSS.
-    Lzss(lzss::Lzss, lzss::LzssParams, lzss::LzssOptions),
+    Lzss(lzss: Lzss, LzssParams, LzssOptions),
     /// G-match, writing Snappy.
-    Gmatch(gmatch::Gmatch, gmatch::SnappyFormat, gmatch::SnappyFormat),
+    Gmatch(gmatch: Gmatch, SnappyFormat, SnappyFormat),
     /// BWT + move-to-front + Huffman.
-    Bwt(bwt::Bwt, bwt::BwtParams, bwt::BwtParams),
+    Bwt(bwt: Bwt, BwtParams, BwtParams),
     /// Integers by frame of reference, delta, runs and dictionary, bit-packed.
-    Intpack(intpack::Intpack, intpack::IntpackParams, intpack::IntpackOptions),
+    Intpack(intpack: Intpack, IntpackParams, IntpackOptions),
 }
 
 /// What the registry tells of a codec: its names and spec syntax (for help texts, parsers

@@ -115,7 +115,7 @@ pub(super) fn compress_parts(
         let inputs: Vec<&[u8]> = members.iter().map(|&i| &parts[i].bytes[..]).collect();
         let mut outputs: Vec<Vec<u8>> = inputs
             .iter()
-            .map(|input| crate::gpu::zeroed(codec.max_compressed_len(input.len())))
+            .map(|input| crate::memory::zeroed(codec.max_compressed_len(input.len())))
             .collect();
         let sizes = {
             let mut slices: Vec<&mut [u8]> = outputs.iter_mut().map(Vec::as_mut_slice).collect();

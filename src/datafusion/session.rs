@@ -2,10 +2,9 @@
 //! format registered ([`context`]), optionally the eight TPC-H tables generated in-process
 //! as plain `MemTable`s or as [`CompressedTable`](super::table::CompressedTable)s
 //! ([`TpchSession`]), `CREATE TABLE` making compressed tables in a session put in
-//! compressed mode ([`set_table_kind`], [`sql`]), the statement runner behind
-//! `colzip sql` ([`shell`]), and the TPC-H query benchmark over several stores behind
-//! `colzip queries` (`query_bench`, a harness hidden from these docs, comparing results
-//! with [`same_result`]).
+//! compressed mode ([`set_table_kind`], [`sql`]), and SQL text run statement by statement
+//! with each result printed as a table, JSON or CSV ([`statements`]), which `colzip sql`'s
+//! shell is built on.
 //!
 //! ```
 //! use colzip::datafusion::session::{TableKind, TpchSession};
@@ -22,11 +21,8 @@
 
 mod create_table;
 mod guards;
-#[doc(hidden)]
-pub mod query_bench;
-pub mod same_result;
-pub mod shell;
 pub mod sql_limits;
+pub mod statements;
 mod table_kind;
 mod tpch;
 

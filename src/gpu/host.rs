@@ -5,8 +5,8 @@
 //! Why a pool of its own: callers take lanes from rayon's global pool (a table's blocks,
 //! a query's partitions), and a caller that finds every lane taken waits. Were the lane
 //! holders' host work on the global pool too, it could queue behind workers that are all
-//! waiting for lanes, which only that work would give back: a deadlock (seen when a
-//! compressed table's blocks were compressed one call per worker). Threads of this pool
+//! waiting for lanes, which only that work would give back: a deadlock (as when a
+//! compressed table's blocks are compressed one call per worker). Threads of this pool
 //! never wait for a lane ([`Gpu::lane`](super::Gpu::lane) makes them a new one), so the
 //! host work of lane holders always goes on.
 

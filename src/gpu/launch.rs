@@ -1,6 +1,7 @@
 //! What every codec's launchers share: the error a failed launch becomes, the
-//! one-dimensional launch shape that covers a number of items, and the opt-in to dynamic
-//! shared memory beyond the default 48 KiB.
+//! one-dimensional launch shapes (a thread per item, or a given number of blocks), the
+//! check that a device buffer holds what a launch reads or writes, and the opt-in to
+//! dynamic shared memory beyond the default 48 KiB.
 
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, LaunchConfig};
@@ -16,9 +17,15 @@ pub fn launch_error(e: impl std::fmt::Display) -> GpuError {
 /// Blocks of `threads` threads, one thread per item, `items` items (at least one block);
 /// too many blocks for one launch is an error naming `what` the items are.
 pub fn launch_for(items: usize, threads: u32, what: &str) -> GpuResult<LaunchConfig> {
-    let blocks = items.div_ceil(threads as usize).max(1);
+    launch_blocks(items.div_ceil(threads as usize), threads, what)
+}
+
+/// `blocks` thread blocks (at least one) of `threads` threads, for kernels that give each
+/// block a unit of work (a tile, a block of a stream); too many for one launch is an error
+/// naming `what` there are too many of.
+pub fn launch_blocks(blocks: usize, threads: u32, what: &str) -> GpuResult<LaunchConfig> {
     Ok(LaunchConfig {
-        grid_dim: (grid_blocks(blocks, what)?, 1, 1),
+        grid_dim: (grid_blocks(blocks.max(1), what)?, 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     })

@@ -32,10 +32,7 @@ mod steps;
 
 pub use backend::{BACKEND_ENV, Backend};
 pub use budget::GPU_MEMORY_ENV;
-pub use copy::{
-    copy_to_device, copy_to_host, extend_parallel, parallel_concat, parallel_copy,
-    parallel_copy_pairs, try_zeroed, zeroed,
-};
+pub use copy::{copy_to_device, copy_to_host};
 #[cfg(test)]
 pub(crate) use device::assert_kernels_compile;
 pub use device::{
@@ -48,7 +45,7 @@ pub use host::on_host;
 pub use kernel_cache::KERNEL_CACHE_ENV;
 pub use lane::{Lane, LaneGuard, MAX_LANES, lane_bound};
 pub(crate) use launch::{SharedOptIn, allow_shared};
-pub use launch::{check_device_len, grid_blocks, launch_error, launch_for};
+pub use launch::{check_device_len, grid_blocks, launch_blocks, launch_error, launch_for};
 pub use pinned::PinnedBuffer;
 pub use pinned_pool::{PINNED_MEMORY_ENV, PinnedPool, PooledPinned};
 pub use pipeline::{PIPELINE_LANES, Stages, run_pipeline};

@@ -6,10 +6,11 @@ use std::ops::Range;
 
 use cudarc::driver::CudaSlice;
 
-use super::copy::{copy_to_device, parallel_concat};
+use super::copy::copy_to_device;
 use super::device::Gpu;
 use super::error::GpuResult;
 use super::lane::Lane;
+use crate::memory::parallel_concat;
 
 /// Where a batch's host buffers live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

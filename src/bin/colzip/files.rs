@@ -320,13 +320,7 @@ fn render_batches(
     batches: &[arrow::array::RecordBatch],
     format: Format,
 ) -> Result<String> {
-    use colzip::datafusion::session::shell::{self, OutputFormat};
-    let format = match format {
-        Format::Table => OutputFormat::Table,
-        Format::Json => OutputFormat::Json,
-        Format::Csv => OutputFormat::Csv,
-    };
-    shell::render(schema, batches, format)
+    colzip::datafusion::session::statements::render(schema, batches, format)
 }
 
 /// Record batches as a table (JSON and CSV come with the 'datafusion' feature's writers).

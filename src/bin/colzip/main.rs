@@ -6,7 +6,11 @@ mod experiments;
 mod files;
 mod plot;
 mod progress;
+#[cfg(feature = "datafusion")]
+mod query_bench;
 mod ratios;
+#[cfg(feature = "datafusion")]
+mod shell;
 mod sql;
 mod stdout;
 

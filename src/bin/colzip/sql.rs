@@ -9,9 +9,7 @@ use clap::Args;
 use colzip::codec::Placement;
 use colzip::column::CodecChoice;
 #[cfg(feature = "datafusion")]
-use colzip::datafusion::session::query_bench::Store;
-#[cfg(feature = "datafusion")]
-use colzip::datafusion::session::{self, TableKind, TpchEvent, shell};
+use colzip::datafusion::session::{self, TableKind, TpchEvent};
 #[cfg(feature = "datafusion")]
 use colzip::datafusion::table::{CompressOptions, Residence};
 #[cfg(feature = "datafusion")]
@@ -23,6 +21,10 @@ use colzip::{Error, Result};
 use crate::BackendArg;
 #[cfg(feature = "datafusion")]
 use crate::progress::progress_bar;
+#[cfg(feature = "datafusion")]
+use crate::query_bench::{self, Store};
+#[cfg(feature = "datafusion")]
+use crate::shell;
 
 /// A store of `colzip queries`; without the SQL layer any text (the command then says
 /// that it is not built in).
@@ -89,7 +91,7 @@ pub struct QueriesArgs {
 
 #[cfg(feature = "datafusion")]
 pub fn queries(args: QueriesArgs) -> Result<()> {
-    use session::query_bench::{self, Event};
+    use query_bench::Event;
 
     let config = query_bench::Config {
         sf: args.sf,
@@ -195,8 +197,8 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
         _ => report.to_table(),
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
-    let differ = report.queries.iter().filter(|q| !q.equal).count();
-    if differ > 0 {
+    if !report.all_equal() {
+        let differ = report.queries.iter().filter(|q| !q.equal).count();
         return Err(Error::format(format!(
             "{differ} of {} results differ from the memory store's",
             report.queries.len()
@@ -286,7 +288,7 @@ pub struct SqlArgs {
 
 #[cfg(feature = "datafusion")]
 pub fn sql(args: SqlArgs) -> Result<()> {
-    let format: shell::OutputFormat = args.format.parse()?;
+    let format: Format = args.format.parse()?;
     let kind = if args.compressed {
         TableKind::Compressed(CompressOptions {
             codec: args.codec,

@@ -8,7 +8,7 @@ use super::super::error::{CodecError, Result};
 use super::super::id::CodecId;
 use super::super::interface::wrong_len;
 use super::{Codec, Packed};
-use crate::gpu::parallel_concat;
+use crate::memory::parallel_concat;
 
 pub(super) fn compress_into(
     codec: &Codec,

@@ -109,7 +109,7 @@ impl Codec {
                         .sum()
                 })
                 .collect();
-            let mut bytes = crate::gpu::zeroed(rooms.iter().sum());
+            let mut bytes = crate::memory::zeroed(rooms.iter().sum());
             let regions = split_bytes(&mut bytes, &rooms);
             let jobs = groups.iter().zip(regions);
             let done = devices::across(gpus, jobs.collect(), |gpu, (group, region)| {
@@ -288,7 +288,7 @@ impl CodecId {
         let mut outputs = lens
             .iter()
             .map(|&len| {
-                crate::gpu::try_zeroed(len).ok_or(CodecError::OutOfMemory {
+                crate::memory::try_zeroed(len).ok_or(CodecError::OutOfMemory {
                     codec: self.name(),
                     bytes: len as u64,
                 })

@@ -15,7 +15,9 @@ use cudarc::driver::{
 };
 
 use super::{BlockCodec, Words};
-use crate::gpu::{Define, Gpu, GpuError, GpuResult, KernelSource, grid_blocks, launch_error};
+use crate::gpu::{
+    Define, Gpu, GpuError, GpuResult, KernelSource, check_device_len, grid_blocks, launch_error,
+};
 
 /// The scan of the sizes: their exclusive prefix sum, each block's offset.
 pub const SIZE_TABLE_SCAN: KernelSource = KernelSource {
@@ -96,14 +98,10 @@ pub(crate) trait BlockDecoder: Send {
     fn decode(&self, stream: &CudaStream, l: &mut DecodeLaunch<'_>, grid: u32) -> GpuResult<()>;
 }
 
-fn check_len(words: &Words, what: &str, have: usize, need: usize) -> GpuResult<()> {
-    crate::gpu::check_device_len(words.codec, what, have, need)
-}
-
 /// Checks a launch's block places (u64) and [`BlockCodec::block_len`]s (u16).
 fn check_blocks(words: &Words, places: usize, lens: usize, blocks: usize) -> GpuResult<()> {
-    check_len(words, words.places, places, 8 * blocks)?;
-    check_len(words, words.lens, lens, 2 * blocks)
+    check_device_len(words.codec, words.places, places, 8 * blocks)?;
+    check_device_len(words.codec, words.lens, lens, 2 * blocks)
 }
 
 /// Queues the encoder, the scan and the compaction on `stream`.
@@ -117,14 +115,14 @@ pub(crate) fn enqueue_compress<C: BlockCodec>(
         return Ok(());
     }
     let words = &C::WORDS;
-    check_len(
-        words,
+    check_device_len(
+        words.codec,
         "scratch",
         l.scratch.len(),
         l.blocks * codec.slot_bytes(),
     )?;
-    check_len(words, "sizes", l.sizes.len(), 2 * l.blocks)?;
-    check_len(words, "offsets", l.offsets.len(), 8 * (l.blocks + 1))?;
+    check_device_len(words.codec, "sizes", l.sizes.len(), 2 * l.blocks)?;
+    check_device_len(words.codec, "offsets", l.offsets.len(), 8 * (l.blocks + 1))?;
     check_blocks(words, l.block_in.len(), l.block_lens.len(), l.blocks)?;
     let grid = grid_blocks(l.blocks, words.grid_blocks)?;
     kernels.encode(stream, &mut l, grid)?;
@@ -148,10 +146,10 @@ pub(crate) fn enqueue_decompress<C: BlockCodec>(
         return Ok(());
     }
     let words = &C::WORDS;
-    check_len(words, "offsets", l.offsets.len(), 8 * (l.blocks + 1))?;
-    check_len(words, "error", l.error.len(), 8)?;
-    check_len(
-        words,
+    check_device_len(words.codec, "offsets", l.offsets.len(), 8 * (l.blocks + 1))?;
+    check_device_len(words.codec, "error", l.error.len(), 8)?;
+    check_device_len(
+        words.codec,
         "input",
         l.table_and_payload.len(),
         2 * l.blocks + l.payload_len,

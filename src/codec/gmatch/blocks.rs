@@ -161,7 +161,7 @@ pub fn decompress_blocks(stream: &[u8], expected: usize) -> Result<Vec<u8>> {
     // Checked before the output is allocated: the table bounds the claim by the stream's
     // bytes (64 KiB per 4-byte entry).
     blocks_layout(stream, expected)?;
-    let mut out = crate::gpu::try_zeroed(expected).ok_or(CodecError::OutOfMemory {
+    let mut out = crate::memory::try_zeroed(expected).ok_or(CodecError::OutOfMemory {
         codec: NAME,
         bytes: expected as u64,
     })?;

@@ -24,7 +24,7 @@ impl Packed {
             })
             .collect();
         Some(Packed {
-            bytes: crate::gpu::try_zeroed(at)?,
+            bytes: crate::memory::try_zeroed(at)?,
             ranges,
         })
     }

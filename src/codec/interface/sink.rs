@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream};
 
-use crate::gpu::{copy_to_host, parallel_copy_pairs};
+use crate::gpu::copy_to_host;
+use crate::memory::parallel_copy_pairs;
 
 /// The host destination of a batch's outputs.
 pub(crate) enum Sink<'a, 'b> {

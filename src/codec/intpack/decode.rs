@@ -27,7 +27,7 @@ use super::{BLOCK_VALUES, CodecError, FIXED_HEADER_LEN, IntpackParams, NAME, Res
 /// ```
 pub fn decompress(stream: &[u8], expected_len: usize) -> Result<Vec<u8>> {
     let layout = read_layout(stream, Some(expected_len))?;
-    let mut out = crate::gpu::try_zeroed(layout.len).ok_or(CodecError::OutOfMemory {
+    let mut out = crate::memory::try_zeroed(layout.len).ok_or(CodecError::OutOfMemory {
         codec: NAME,
         bytes: layout.len as u64,
     })?;

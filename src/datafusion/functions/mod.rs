@@ -9,8 +9,9 @@
 //! | [`colzip_stats('table' [, 'codec,…'])`](#colzip_stats) | table | one row per column and codec, the fields of `colzip tpch --format json`; `ratio`: `raw_bytes` (Arrow's in-memory bytes) / compressed bytes |
 //!
 //! A codec argument is a string literal in the forms of [`CodecChoice`](crate::column::CodecChoice):
-//! `auto`, `lzss[:s=1|2|4|8|auto,w=1..255,c=SIZE,level=1..4]`, `gmatch[:raw|framed]`,
-//! `bwt[:block=SIZE]`, `intpack[:w=1|2|4|8]` or `stored`. Wrong codecs or options, arguments of the wrong type or
+//! `auto` or a spec of any codec of the registry ([`codecs`](crate::codec::registry::codecs)),
+//! such as `lzss:s=2`, `gmatch:raw` or `bwt`; the functions' documentation (`SHOW
+//! FUNCTIONS`) and their errors list every form. Wrong codecs or options, arguments of the wrong type or
 //! number, a codec that is not a literal, and types the column layer does not compress are
 //! planning errors (of `SessionContext::sql`) naming the function, the argument and what it
 //! accepts. The codecs run where `COLZIP_BACKEND` (default `auto`) puts them, read when

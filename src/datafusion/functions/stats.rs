@@ -171,13 +171,14 @@ impl TableProvider for StatsTable {
             let scan = table.scan(state, Some(&vec![i]), &[], None).await?;
             columns.push(scan);
         }
-        Ok(Arc::new(StatsExec::try_new(
+        Ok(Arc::new(StatsExec::with_contenders(
             StatsScanParts {
                 table: self.name.clone(),
-                contenders: self.contenders.clone(),
+                contenders: self.contenders.iter().map(Contender::to_string).collect(),
                 backend: self.backend,
                 projection: projection.cloned(),
             },
+            self.contenders.clone(),
             columns,
         )?))
     }
@@ -190,7 +191,9 @@ impl TableProvider for StatsTable {
 pub struct StatsScanParts {
     /// The table as the call named it (the rows' `table`).
     pub table: String,
-    pub contenders: Vec<Contender>,
+    /// The codecs and baselines measured, each as `colzip_stats`' second argument names
+    /// one (`lzss`, `gmatch:raw`, `zstd-3`).
+    pub contenders: Vec<String>,
     pub backend: Backend,
     /// The output columns (indices into the schema of `colzip_stats`' rows), all when `None`.
     pub projection: Option<Vec<usize>>,
@@ -202,13 +205,26 @@ pub struct StatsScanParts {
 #[derive(Debug)]
 pub struct StatsExec {
     parts: StatsScanParts,
+    /// `parts.contenders`, parsed.
+    contenders: Vec<Contender>,
     columns: Vec<Arc<dyn ExecutionPlan>>,
     properties: Arc<PlanProperties>,
 }
 
 impl StatsExec {
-    /// The scan measuring each of `columns` (single-column scans) with `parts.contenders`.
+    /// The scan measuring each of `columns` (single-column scans) with `parts.contenders`;
+    /// an error names a contender that is not a codec or baseline.
     pub fn try_new(parts: StatsScanParts, columns: Vec<Arc<dyn ExecutionPlan>>) -> Result<Self> {
+        let contenders = parse_each(&parts.contenders)?;
+        Self::with_contenders(parts, contenders, columns)
+    }
+
+    /// [`try_new`](Self::try_new) with `parts.contenders` already parsed.
+    fn with_contenders(
+        parts: StatsScanParts,
+        contenders: Vec<Contender>,
+        columns: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Self> {
         if let Some(scan) = columns.iter().find(|c| c.schema().fields().len() != 1) {
             return internal_err!(
                 "{NAME}: a column scan yields {} columns, not one",
@@ -227,6 +243,7 @@ impl StatsExec {
         );
         Ok(StatsExec {
             parts,
+            contenders,
             columns,
             properties: Arc::new(properties),
         })
@@ -240,12 +257,7 @@ impl StatsExec {
 
 impl DisplayAs for StatsExec {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let codecs: Vec<String> = self
-            .parts
-            .contenders
-            .iter()
-            .map(|c| c.to_string())
-            .collect();
+        let codecs = &self.parts.contenders;
         match t {
             DisplayFormatType::Default | DisplayFormatType::Verbose => write!(
                 f,
@@ -290,7 +302,11 @@ impl ExecutionPlan for StatsExec {
         children: Vec<Arc<dyn ExecutionPlan>>,
         _options: ReplaceChildrenOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(Arc::new(StatsExec::try_new(self.parts.clone(), children)?))
+        Ok(Arc::new(StatsExec::with_contenders(
+            self.parts.clone(),
+            self.contenders.clone(),
+            children,
+        )?))
     }
 
     fn with_new_children(
@@ -315,10 +331,11 @@ impl ExecutionPlan for StatsExec {
         }
         let StatsScanParts {
             table,
-            contenders,
             backend,
             projection,
+            ..
         } = self.parts.clone();
+        let contenders = self.contenders.clone();
         let batches = futures::stream::iter(self.columns.clone()).then(move |scan| {
             let (ctx, table, contenders, projection) = (
                 Arc::clone(&ctx),
@@ -427,7 +444,8 @@ pub struct StatsTableParts {
     pub name: String,
     /// Catalog, schema and table of it.
     pub reference: [String; 3],
-    pub contenders: Vec<Contender>,
+    /// The codecs and baselines measured, as in [`StatsScanParts::contenders`].
+    pub contenders: Vec<String>,
     pub backend: Backend,
 }
 
@@ -443,23 +461,37 @@ impl StatsTableParts {
                 r.schema.to_string(),
                 r.table.to_string(),
             ],
-            contenders: table.contenders.clone(),
+            contenders: table.contenders.iter().map(Contender::to_string).collect(),
             backend: table.backend,
         })
     }
 
-    /// The table function's result made of these parts.
-    pub fn table(self) -> Arc<dyn TableProvider> {
+    /// The table function's result made of these parts; an error names a contender that
+    /// is not a codec or baseline.
+    pub fn table(self) -> Result<Arc<dyn TableProvider>> {
+        let contenders = parse_each(&self.contenders)?;
         let [catalog, schema, table] = self.reference;
-        Arc::new(StatsTable {
+        Ok(Arc::new(StatsTable {
             name: self.name,
             reference: ResolvedTableReference {
                 catalog: catalog.into(),
                 schema: schema.into(),
                 table: table.into(),
             },
-            contenders: self.contenders,
+            contenders,
             backend: self.backend,
-        })
+        }))
     }
+}
+
+/// Each of `texts` as a contender.
+fn parse_each(texts: &[String]) -> Result<Vec<Contender>> {
+    texts
+        .iter()
+        .map(|text| {
+            text.parse().map_err(|e| {
+                DataFusionError::Plan(format!("{NAME}: '{text}' is no codec or baseline: {e}"))
+            })
+        })
+        .collect()
 }

@@ -5,14 +5,14 @@
 //! changes:
 //!
 //! ```
-//! use colzip::datafusion::session::{self, shell::{self, OutputFormat}};
+//! use colzip::datafusion::session::{self, statements::{self, Format}};
 //!
 //! # tokio::runtime::Runtime::new()?.block_on(async {
 //! let ctx = session::context()?;
 //! let sum = vec!["1"; 50].join("+");
 //! let mut out = Vec::new();
-//! shell::run_sql(&ctx, "SET colzip.max_expression_depth = 10", OutputFormat::Csv, &mut out).await?;
-//! let err = shell::run_sql(&ctx, &format!("SELECT {sum}"), OutputFormat::Csv, &mut out).await;
+//! statements::run_sql(&ctx, "SET colzip.max_expression_depth = 10", Format::Csv, &mut out).await?;
+//! let err = statements::run_sql(&ctx, &format!("SELECT {sum}"), Format::Csv, &mut out).await;
 //! assert!(err.unwrap_err().to_string().contains("nests 50 levels deep; the limit is 10"));
 //! # Ok::<(), colzip::Error>(())
 //! # })?;

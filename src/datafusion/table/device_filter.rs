@@ -14,11 +14,9 @@
 //!
 //! The passing rows come back at their stored widths (a decimal at four or eight bytes,
 //! a dictionary's two-byte keys), and the host widens decimals and takes strings' views
-//! by key. Building them on the GPU instead (16 bytes a row for both) was measured slower:
-//! TPC-H Q1, Q2, Q8, Q9, Q11, Q17 and Q22 at SF 10 on an H200 took a geometric mean of
-//! 1.19× as long (docs/PERFORMANCE.md), as four to eight times the bytes crossed PCIe,
-//! one copy engine for all 16 partitions, to save host work that takes a nanosecond or
-//! two a row.
+//! by key. Building them on the GPU instead (16 bytes a row for both) is slower
+//! (docs/PERFORMANCE.md): four to eight times the bytes cross PCIe, through one copy
+//! engine for all the partitions, to save host work of a nanosecond or two a row.
 //!
 //! Projected columns of other forms (strings without a dictionary, nulls) are decoded on
 //! the host, only for blocks with passing rows, and filtered with that bitmap. A scan

@@ -4,8 +4,8 @@
 //! and is cast back to the table's string type when scanned.
 //!
 //! The dictionary form decodes one to two orders of magnitude faster than the strings
-//! through bwt or gmatch (TPC-H SF 0.2, 64K-row blocks, one core: `l_shipmode` 4.7 ms →
-//! 0.14 ms, `p_type` 12.8 ms → 0.13 ms) and is usually smaller too. `auto` keeps it
+//! through bwt or gmatch (TPC-H's `l_shipmode` and `p_type`, say) and is usually smaller
+//! too. `auto` keeps it
 //! unless it costs more than one bit per row over the plain form (`l_returnflag`: 16.8 KB
 //! against 11.1 KB for 64K rows), so a scan never pays the slow decode to save less.
 

@@ -92,8 +92,7 @@ impl Test {
     ///   filter's keys. Routing a row and testing it costs more than the join's probe of
     ///   it, so it pays only where the rows it drops save other work: the columns they
     ///   would not be built for, the operators before the join. A scan of the keys alone
-    ///   feeds the join directly (TPC-H Q4 and Q22 at SF 10 took 1.31 times as long
-    ///   routed, docs/PERFORMANCE.md);
+    ///   feeds the join directly (routing it is slower: docs/PERFORMANCE.md);
     /// - a `CASE` deeper inside an expression, which DataFusion would evaluate branch by
     ///   branch, at a cost above the join's probe of the rows it saves.
     fn of(filter: Arc<dyn PhysicalExpr>, routed: bool, width: usize) -> Option<Test> {

@@ -60,9 +60,8 @@ const COMPRESS_WINDOW_BYTES: usize = window::WINDOW_BYTES;
 /// [`COMPRESS_WINDOW_BYTES`], each window's columns in one batched call, the windows on
 /// all of rayon's workers at once: calls of 64 MiB fill the GPU, where one call per block
 /// (64K rows) left it waiting on launches; windows at once overlap one window's host
-/// stages (sampling for `auto`, plain encoding, checksums) with others' GPU work. SF 10
-/// on the H100: one window after another loaded in 80.7 s, windows at once in 31.7 s
-/// (33.0 s on the CPU's cores).
+/// stages (sampling for `auto`, plain encoding, checksums) with others' GPU work, which
+/// one window after another would leave idle (docs/PERFORMANCE.md).
 fn compress_windows_on_gpu(
     schema: &SchemaRef,
     partitions: Vec<Vec<RecordBatch>>,

@@ -39,10 +39,9 @@ pub struct CompressOptions {
     /// Whether scans also apply the filters of joins that repartition both sides (a
     /// `CASE` over each row's hash partition), by routing each row once, where the scan
     /// has columns besides the join's keys (a scan of the keys alone leaves them to the
-    /// join it feeds). On by default: on TPC-H SF 10 they made the compressed store's
-    /// queries 0.93 times as long (geometric mean), Q17, Q18 and Q20 up to 1.9 times
-    /// faster, Q11 1.2 times slower (docs/PERFORMANCE.md). The filters of joins that
-    /// build one table for every partition are applied either way.
+    /// join it feeds). On by default: they make the compressed store's TPC-H queries
+    /// faster on the whole, a few of them slower (docs/PERFORMANCE.md). The filters of
+    /// joins that build one table for every partition are applied either way.
     pub partitioned_join_filters: bool,
 }
 
@@ -137,12 +136,10 @@ impl CompressOptions {
     }
 
     /// The codec column `name` is compressed with. Plain `auto` leaves bwt out: a table is
-    /// compressed to be scanned, and bwt is the slowest codec to decode, on the CPU (about
-    /// 30 times slower than gmatch: 0.25 against 7 GB/s on 16 cores) and on the GPU alike.
-    /// TPC-H SF 10 on the H100 (docs/PERFORMANCE.md): without it the queries' geometric
-    /// mean went from 1.01× to 0.88× the memory store's and loading from 41 to 18 s, for
-    /// 2.4 GB held instead of 1.8. Named codecs and `auto:among=` (bwt included, if asked)
-    /// are kept as given.
+    /// compressed to be scanned, and bwt is by far the slowest codec to decode, on the CPU
+    /// and on the GPU alike: without it queries and loading take less time, for somewhat
+    /// more memory held (docs/PERFORMANCE.md). Named codecs and `auto:among=` (bwt
+    /// included, if asked) are kept as given.
     ///
     /// ```
     /// use colzip::codec::Placement;

@@ -5,9 +5,8 @@
 //! tested against the build side of the partition it will be sent to. DataFusion
 //! evaluates such a `CASE` branch by branch, each branch comparing the remaining rows with
 //! its value, filtering them and merging its answers into the result: for 16 partitions
-//! that cost more than the join's probe of the rows it saved (TPC-H Q4 at SF 1 with 16
-//! target partitions on the 2-core development machine: 0.19 s a run against 0.065 s
-//! without the filter, the `CASE` machinery about half the profile).
+//! that costs more than the join's probe of the rows it saves (the `CASE` machinery is
+//! then about half of a query's profile).
 //!
 //! [`RoutedCase`] gives the same answers in one pass: it evaluates the routing expression
 //! once, buckets the rows by branch, evaluates each branch's test on its own rows only (a

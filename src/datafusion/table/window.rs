@@ -16,9 +16,9 @@ use super::window_job::{Filtered, Job};
 /// Plain bytes of the projected columns that one window of a scan decodes in one batched
 /// call, by default ([`super::CompressOptions::scan_window_bytes`]): enough to send the
 /// call to the GPU under `auto` and to keep the pool busy, small enough that a partition
-/// holds little more than two windows at a time. (Smaller windows, about eight a partition
-/// at SF 10, and a queue merging the partitions' windows into shared calls were both
-/// measured slower: docs/PERFORMANCE.md, "Where the compressed store's scan time goes".)
+/// holds little more than two windows at a time. (Smaller windows, and a queue merging
+/// the partitions' windows into shared calls, are both slower: docs/PERFORMANCE.md,
+/// "Where the compressed store's scan time goes".)
 pub const WINDOW_BYTES: usize = 64 << 20;
 
 /// The least share of a block's bytes a window counts when the GPU selects its rows, so
@@ -27,10 +27,9 @@ pub const WINDOW_BYTES: usize = 64 << 20;
 const LEAST_DEVICE_SHARE: f64 = 1.0 / 8.0;
 
 /// How many windows a scan starts with below [`WINDOW_BYTES`], each half the next: a
-/// query's operators start on the first rows sooner, while the GPU decodes the rest. With
-/// the first window started before the stream is polled, the geometric mean of Q1, Q2, Q5,
-/// Q8, Q9, Q10, Q11 and Q22 on the compressed store measured 1.25× the memory store's
-/// times, against 1.45× with neither (SF 10, nvidia-h200, docs/PERFORMANCE.md).
+/// query's operators start on the first rows sooner, while the GPU decodes the rest.
+/// With the first window started before the stream is polled, this shortens the queries
+/// whose operators would otherwise wait for a whole window (docs/PERFORMANCE.md).
 const RAMP_STEPS: usize = 3;
 
 /// A run of consecutive blocks decoded together, and how many of its rows to hand out.

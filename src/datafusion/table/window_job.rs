@@ -374,9 +374,8 @@ impl Job {
     /// the session's size. Only the passing rows are built, on the decoding thread:
     /// fixed-width values are filtered at their stored width and only then widened, and
     /// dictionaries filtered before their strings are made. Building every row and
-    /// filtering afterwards, as `FilterExec` would, writes each kept value twice (TPC-H
-    /// SF 10 on the H100, docs/PERFORMANCE.md: Q1, which keeps 98.6% of its rows, took
-    /// 1.05 s that way and 0.79 s this way).
+    /// filtering afterwards, as `FilterExec` would, writes each kept value twice, which
+    /// costs most where nearly every row passes (docs/PERFORMANCE.md).
     fn batches_of(
         &self,
         block: &DecodedBlock<'_>,

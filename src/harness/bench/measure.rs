@@ -17,8 +17,9 @@ use std::time::Instant;
 
 use super::timing::time_on_device;
 use crate::codec::{Codec, CodecId, Packed, Placement};
-use crate::gpu::{Gpu, PinnedBuffer, parallel_concat};
+use crate::gpu::{Gpu, PinnedBuffer};
 use crate::measure::upper_median;
+use crate::memory::parallel_concat;
 use crate::{Error, Result};
 
 /// The figures of one row.

@@ -14,8 +14,8 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaView, LaunchConfig
 
 use crate::codec::bwt::transform::aux_count;
 use crate::gpu::{
-    Gpu, GpuError, GpuResult, KernelSource, Lane, copy_to_device, copy_to_host, launch_error,
-    launch_for,
+    Gpu, GpuError, GpuResult, KernelSource, Lane, copy_to_device, copy_to_host, launch_blocks,
+    launch_error, launch_for,
 };
 
 /// The forward transform's kernels.
@@ -64,14 +64,6 @@ impl ForwardKernels {
             emit: f("bwtf_emit")?,
         })
     }
-}
-
-/// `blocks` thread blocks of `threads` threads.
-fn grid(blocks: usize, threads: u32) -> GpuResult<LaunchConfig> {
-    launch_for(blocks, 1, "thread blocks").map(|c| LaunchConfig {
-        block_dim: (threads, 1, 1),
-        ..c
-    })
 }
 
 fn per_element(n: usize) -> GpuResult<LaunchConfig> {
@@ -198,7 +190,8 @@ fn scan(
     // allocated for at least that (Scratch::take).
     let mut launch = stream.launch_builder(&k.scan_tiles);
     launch.arg(&mut *values).arg(&n32).arg(&mut *level);
-    unsafe { launch.launch(grid(tiles, SCAN_THREADS)?) }.map_err(launch_error)?;
+    unsafe { launch.launch(launch_blocks(tiles, SCAN_THREADS, "thread blocks")?) }
+        .map_err(launch_error)?;
     if tiles > 1 {
         scan(stream, k, level, tiles, below)?;
         let mut launch = stream.launch_builder(&k.scan_add);
@@ -248,7 +241,8 @@ fn sort(
             .arg(&shift)
             .arg(&tiles32)
             .arg(&mut s.counts);
-        unsafe { launch.launch(grid(tiles, SORT_THREADS)?) }.map_err(launch_error)?;
+        unsafe { launch.launch(launch_blocks(tiles, SORT_THREADS, "thread blocks")?) }
+            .map_err(launch_error)?;
         scan(stream, k, &mut s.counts, 256 * tiles, &mut s.sums)?;
         let mut launch = stream.launch_builder(&k.scatter);
         launch
@@ -260,7 +254,8 @@ fn sort(
             .arg(&shift)
             .arg(&tiles32)
             .arg(&s.counts);
-        unsafe { launch.launch(grid(tiles, SORT_THREADS)?) }.map_err(launch_error)?;
+        unsafe { launch.launch(launch_blocks(tiles, SORT_THREADS, "thread blocks")?) }
+            .map_err(launch_error)?;
         *cur = b;
     }
     Ok(())

@@ -10,8 +10,11 @@ use cudarc::driver::{
     CudaFunction, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg,
 };
 
+use super::super::NAME;
 use crate::codec::crc_gpu::crc_function;
-use crate::gpu::{Define, Gpu, GpuResult, KernelSource, launch_error, launch_for};
+use crate::gpu::{
+    Define, Gpu, GpuResult, KernelSource, check_device_len, launch_error, launch_for,
+};
 
 /// The decoder's kernels.
 pub const BWT_DECOMPRESS: KernelSource = KernelSource {
@@ -224,10 +227,6 @@ pub(crate) struct DecodeLaunch<'a> {
     pub out_len: usize,
 }
 
-fn check_len(what: &str, have: usize, need: usize) -> GpuResult<()> {
-    crate::gpu::check_device_len("bwt", what, have, need)
-}
-
 /// Queues the whole decoding of a launch: symbols, bytes of the last column, the LF
 /// mapping, the walks, the CRCs. `status` and `crcs` hold the verdicts once the stream
 /// reaches them.
@@ -240,26 +239,31 @@ pub(crate) fn enqueue_decompress(
     if blocks == 0 {
         return Ok(());
     }
-    check_len("block infos", l.infos.len(), blocks * BlockInfo::BYTES)?;
-    check_len("subsequence blocks", l.sub_block.len(), subs * 4)?;
-    check_len("chunk blocks", l.chunk_block.len(), chunks * 4)?;
-    check_len("piece blocks", l.piece_block.len(), pieces * 4)?;
-    check_len("aux blocks", l.aux_block.len(), auxs * 4)?;
-    check_len("gaps", l.gaps.len(), subs)?;
-    check_len("alphabets", l.alphabets.len(), blocks * 256)?;
-    check_len("aux", l.aux.len(), auxs * 4)?;
-    check_len("output offsets", l.out_offsets.len(), blocks * 8)?;
-    check_len("output lengths", l.out_lens.len(), blocks * 8)?;
-    check_len("counts", l.counts.len(), subs * 4)?;
-    check_len("symbol counts", l.sym_counts.len(), blocks * 4)?;
-    check_len("symbols", l.symbols.len(), l.out_len * 2)?;
-    check_len("values", l.values.len(), chunks * 8)?;
-    check_len("lists", l.lists.len(), chunks * 256)?;
-    check_len("piece counts", l.piece_counts.len(), pieces * 1024)?;
-    check_len("entries", l.entries.len(), (l.out_len + blocks) * 8)?;
-    check_len("status", l.status.len(), blocks * 4)?;
-    check_len("crcs", l.crcs.len(), blocks * 4)?;
-    check_len("output", l.out.len(), l.out_len)?;
+    check_device_len(
+        NAME,
+        "block infos",
+        l.infos.len(),
+        blocks * BlockInfo::BYTES,
+    )?;
+    check_device_len(NAME, "subsequence blocks", l.sub_block.len(), subs * 4)?;
+    check_device_len(NAME, "chunk blocks", l.chunk_block.len(), chunks * 4)?;
+    check_device_len(NAME, "piece blocks", l.piece_block.len(), pieces * 4)?;
+    check_device_len(NAME, "aux blocks", l.aux_block.len(), auxs * 4)?;
+    check_device_len(NAME, "gaps", l.gaps.len(), subs)?;
+    check_device_len(NAME, "alphabets", l.alphabets.len(), blocks * 256)?;
+    check_device_len(NAME, "aux", l.aux.len(), auxs * 4)?;
+    check_device_len(NAME, "output offsets", l.out_offsets.len(), blocks * 8)?;
+    check_device_len(NAME, "output lengths", l.out_lens.len(), blocks * 8)?;
+    check_device_len(NAME, "counts", l.counts.len(), subs * 4)?;
+    check_device_len(NAME, "symbol counts", l.sym_counts.len(), blocks * 4)?;
+    check_device_len(NAME, "symbols", l.symbols.len(), l.out_len * 2)?;
+    check_device_len(NAME, "values", l.values.len(), chunks * 8)?;
+    check_device_len(NAME, "lists", l.lists.len(), chunks * 256)?;
+    check_device_len(NAME, "piece counts", l.piece_counts.len(), pieces * 1024)?;
+    check_device_len(NAME, "entries", l.entries.len(), (l.out_len + blocks) * 8)?;
+    check_device_len(NAME, "status", l.status.len(), blocks * 4)?;
+    check_device_len(NAME, "crcs", l.crcs.len(), blocks * 4)?;
+    check_device_len(NAME, "output", l.out.len(), l.out_len)?;
     let (subs64, chunks64, pieces64, auxs64) =
         (subs as u64, chunks as u64, pieces as u64, auxs as u64);
     let blocks32 = blocks as u32;

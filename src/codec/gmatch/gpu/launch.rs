@@ -12,11 +12,13 @@ use cudarc::driver::{
     CudaFunction, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg,
 };
 
-use super::super::BLOCK_SIZE;
 use super::super::hash::{HASH_BITS, HASH_MULTIPLIER, NO_CANDIDATE};
+use super::super::{BLOCK_SIZE, NAME};
 use crate::codec::SnappyFormat;
 use crate::codec::crc_gpu::crc_function;
-use crate::gpu::{Define, Gpu, GpuResult, KernelSource, grid_blocks, launch_error};
+use crate::gpu::{
+    Define, Gpu, GpuResult, KernelSource, check_device_len, grid_blocks, launch_error,
+};
 
 /// The compression kernels.
 pub const GMATCH_COMPRESS: KernelSource = KernelSource {
@@ -173,10 +175,6 @@ impl CompressKernels {
     }
 }
 
-fn check_len(what: &str, have: usize, need: usize) -> GpuResult<()> {
-    crate::gpu::check_device_len("gmatch", what, have, need)
-}
-
 /// The device arrays of a launch of `count` blocks: the input (data plus
 /// [`INPUT_PADDING`]) and each block's start (u64) and length (u32, 1..=65536), the
 /// headers' room before each block (`lead`, u32), [`SCRATCH_BYTES`] of `scratch` and
@@ -214,12 +212,12 @@ pub(crate) fn enqueue_compress(
         return Ok(());
     }
     let count = l.count;
-    check_len("scratch", l.scratch.len(), count * SCRATCH_BYTES)?;
-    check_len("slots", l.slots.len(), count * SLOT_BYTES)?;
-    check_len("records", l.records.len(), count * RECORD_BYTES)?;
-    check_len("sizes", l.sizes.len(), count * 4)?;
-    check_len("stream lengths", l.stream_lens.len(), count * 4)?;
-    check_len("status", l.status.len(), 16)?;
+    check_device_len(NAME, "scratch", l.scratch.len(), count * SCRATCH_BYTES)?;
+    check_device_len(NAME, "slots", l.slots.len(), count * SLOT_BYTES)?;
+    check_device_len(NAME, "records", l.records.len(), count * RECORD_BYTES)?;
+    check_device_len(NAME, "sizes", l.sizes.len(), count * 4)?;
+    check_device_len(NAME, "stream lengths", l.stream_lens.len(), count * 4)?;
+    check_device_len(NAME, "status", l.status.len(), 16)?;
     let (mut index, mut best) = l.scratch.split_at_mut(count * BLOCK_SIZE * 2);
     let mut launch = stream.launch_builder(&kernels.blocks);
     launch
@@ -386,7 +384,7 @@ pub(crate) fn enqueue_decode(
     if l.count == 0 {
         return Ok(());
     }
-    check_len("statuses", l.status.len(), 4 * l.count)?;
+    check_device_len(NAME, "statuses", l.status.len(), 4 * l.count)?;
     let count = l.count as u64;
     let grid = grid_blocks(l.count.div_ceil(DECODE_WARPS as usize), "buffers to decode")?;
     let mut launch = stream.launch_builder(&kernels.decode);
@@ -410,7 +408,7 @@ pub(crate) fn enqueue_decode(
     // and status[b], for b < count; the kernel checks every element against the lengths.
     unsafe { launch.launch(config) }.map_err(launch_error)?;
     if let Some(mut crcs) = l.crcs {
-        check_len("crcs", crcs.len(), 4 * l.count)?;
+        check_device_len(NAME, "crcs", crcs.len(), 4 * l.count)?;
         let mut launch = stream.launch_builder(&kernels.crc);
         launch
             .arg(&mut l.output)

@@ -268,7 +268,7 @@ mod tests {
 
     #[tokio::test]
     async fn words_complete_to_keywords_tables_columns_and_functions() {
-        let ctx = crate::datafusion::session::context().unwrap();
+        let ctx = colzip::datafusion::session::context().unwrap();
         ctx.sql("CREATE TABLE lineitem (l_orderkey INT, l_comment VARCHAR)")
             .await
             .unwrap();

@@ -4,19 +4,19 @@
 //! The eight tables are generated once, in-process, and held by each [`Store`]:
 //!
 //! - `memory`: DataFusion `MemTable`s of the generated batches;
-//! - `compressed`: colzip [`CompressedTable`](crate::datafusion::table::CompressedTable)s,
+//! - `compressed`: colzip [`CompressedTable`](colzip::datafusion::table::CompressedTable)s,
 //!   every column compressed with the chosen codec on the chosen backend;
 //! - `parquet`: one SNAPPY Parquet file per table, written by DataFusion
 //!   (`DataFrame::write_parquet`) and read by DataFusion's stock Parquet reader;
 //! - `colzip-parquet`: one Parquet file per table written by colzip (`COPY … STORED AS
 //!   COLZIP_PARQUET`, gmatch's SNAPPY pages), read by colzip's Parquet scan
-//!   ([`crate::datafusion::parquet_scan`]: each row group's pages decompressed in one
+//!   ([`colzip::datafusion::parquet_scan`]: each row group's pages decompressed in one
 //!   batched call); the `COPY` on the chosen backend, the scan's decompression on the GPU
 //!   only with `gpu` (under `auto` the scan decompresses on the CPU: see `parquet_scan`).
 //!
 //! Each query runs once to warm up, then [`Config::runs`] timed runs (planning and
 //! execution; the median counts). Every run's result, the warm-up's included, is compared
-//! with the reference store's ([`same_result::difference`](super::same_result::difference): values as printed, floats with a
+//! with the reference store's ([`same_result::difference`](same_result::difference): values as printed, floats with a
 //! relative tolerance). The reference ([`Config::reference`]) runs first: by default the
 //! `memory` store; when it is not among the stores asked for, each query runs on it once,
 //! untimed, and it is not reported. With the `parquet` reference no table is held whole
@@ -27,36 +27,20 @@
 //! summed over partitions, per run). Stores run one after another, each holding only its own data while its
 //! queries run (the generated batches are dropped once the other stores are loaded), so
 //! each store's peak resident memory is its own.
-//!
-//! ```
-//! use colzip::datafusion::session::query_bench::{self, Config, Store};
-//!
-//! let config = Config {
-//!     sf: 0.001,
-//!     stores: vec![Store::Memory, Store::Compressed],
-//!     queries: vec![1, 6],
-//!     runs: 1,
-//!     ..Config::default()
-//! };
-//! let report = query_bench::run(&config, &|_| {})?;
-//! assert!(report.all_equal());
-//! assert_eq!(report.queries.len(), 4);
-//! assert!(report.stores[1].bytes_held < report.stores[0].bytes_held);
-//! # Ok::<(), colzip::Error>(())
-//! ```
 
-use crate::codec::Placement;
-use crate::tpch::{self, Table};
-use crate::{Error, Result};
+use colzip::codec::Placement;
+use colzip::tpch::{self, Table};
+use colzip::{Error, Result};
 
 mod config;
 mod measure;
 mod report;
+mod same_result;
 mod streamed;
 
 pub use config::{Config, Store};
 use measure::{ParquetDir, measure};
-pub use report::{Comparison, Event, QueryRow, Report, StoreRow, comparisons};
+pub use report::{Event, QueryRow, Report, StoreRow, comparisons};
 
 /// Generates the tables, builds the stores and runs the queries on each, as `config`
 /// says, reporting progress to `progress`. Builds its own tokio runtime: call it from
@@ -185,6 +169,11 @@ mod tests {
             })
             .contains("timed run")
         );
+        assert_eq!("parquet".parse::<Store>().unwrap(), Store::Parquet);
+        assert_eq!(
+            "colzip-parquet".parse::<Store>().unwrap(),
+            Store::ColzipParquet
+        );
         assert!(
             "disk"
                 .parse::<Store>()
@@ -192,6 +181,21 @@ mod tests {
                 .to_string()
                 .contains("expected memory")
         );
+    }
+
+    #[test]
+    fn a_small_run_compares_every_store_with_the_reference() {
+        let config = Config {
+            sf: 0.001,
+            stores: vec![Store::Memory, Store::Compressed],
+            queries: vec![1, 6],
+            runs: 1,
+            ..Config::default()
+        };
+        let report = run(&config, &|_| {}).unwrap();
+        assert!(report.all_equal());
+        assert_eq!(report.queries.len(), 4);
+        assert!(report.stores[1].bytes_held < report.stores[0].bytes_held);
     }
 
     #[test]

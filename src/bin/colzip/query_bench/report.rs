@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::Store;
-use crate::Result;
-use crate::tpch::Table;
+use colzip::Result;
+use colzip::tpch::Table;
 
 /// One query on one store.
 #[derive(Clone, Debug, Serialize)]
@@ -183,7 +183,7 @@ impl Report {
 
     /// The report as one JSON document.
     pub fn to_json(&self) -> Result<String> {
-        crate::reporting::json(self)
+        colzip::reporting::json(self)
     }
 
     /// The report as text: a row per query with a column of seconds per store and

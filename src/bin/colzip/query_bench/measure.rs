@@ -11,16 +11,17 @@ use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use rayon::prelude::*;
 
-use super::super::{TableKind, register_generated, run_query, same_result};
+use super::same_result;
 use super::{Config, Event, QueryRow, Store, StoreRow};
-use crate::archive::interrupted;
-use crate::codec::Placement;
-use crate::datafusion::table::CompressedTable;
-use crate::gpu::Backend;
-use crate::measure::median_duration;
-use crate::memory::{PeakResident, release_free_memory};
-use crate::tpch::{self, Table, TableData};
-use crate::{Error, Result};
+use colzip::archive::interrupted;
+use colzip::codec::Placement;
+use colzip::datafusion::session::{TableKind, register_generated, run_query};
+use colzip::datafusion::table::CompressedTable;
+use colzip::gpu::Backend;
+use colzip::measure::median_duration;
+use colzip::memory::{PeakResident, release_free_memory};
+use colzip::tpch::{self, Table, TableData};
+use colzip::{Error, Result};
 
 /// How often [`PeakResident`] samples the resident memory while a store's queries run.
 const RSS_INTERVAL: Duration = Duration::from_millis(10);
@@ -45,7 +46,7 @@ impl ParquetDir {
     pub(super) fn new(dir: Option<&Path>) -> Result<ParquetDir> {
         let Some(dir) = dir else {
             let parent = std::env::temp_dir();
-            crate::archive::remove_stale_dirs(&parent, TEMPORARY_PREFIX);
+            colzip::archive::remove_stale_dirs(&parent, TEMPORARY_PREFIX);
             let temp = tempfile::Builder::new()
                 .prefix(&format!("{TEMPORARY_PREFIX}{}.", std::process::id()))
                 .tempdir()
@@ -147,7 +148,7 @@ pub(super) async fn measure(
     let mut answers = HashMap::new();
     release_free_memory();
     let sampler = PeakResident::start(RSS_INTERVAL);
-    let rss_before = crate::memory::resident_bytes();
+    let rss_before = colzip::memory::resident_bytes();
     for &query in &config.queries {
         if timed {
             let (row, batches) =
@@ -190,7 +191,7 @@ pub(super) async fn measure(
     for store in others {
         release_free_memory();
         let sampler = PeakResident::start(RSS_INTERVAL);
-        let rss_before = crate::memory::resident_bytes();
+        let rss_before = colzip::memory::resident_bytes();
         for &query in &config.queries {
             let (row, _) = time_query(
                 &store.ctx,
@@ -267,9 +268,10 @@ async fn load(
 ) -> Result<Loaded> {
     progress(Event::Loading(store));
     let start = Instant::now();
-    let ctx = super::super::context_from_env()?;
-    let sum =
-        |tables: Vec<super::super::TableMemory>| tables.iter().map(|t| t.held_bytes as u64).sum();
+    let ctx = colzip::datafusion::session::context_from_env()?;
+    let sum = |tables: Vec<colzip::datafusion::session::TableMemory>| {
+        tables.iter().map(|t| t.held_bytes as u64).sum()
+    };
     let bytes_held = match store {
         Store::Memory => sum(register_generated(
             &ctx,

@@ -6,20 +6,13 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::codec::Placement;
-use crate::column::CodecChoice;
-use crate::datafusion::table::{CompressOptions, Residence};
-use crate::gpu::Backend;
-use crate::{Error, Result};
+use colzip::codec::Placement;
+use colzip::column::CodecChoice;
+use colzip::datafusion::table::{CompressOptions, Residence};
+use colzip::gpu::Backend;
+use colzip::{Error, Result};
 
 /// Where the tables are held; see the [module docs](super).
-///
-/// ```
-/// use colzip::datafusion::session::query_bench::Store;
-/// assert_eq!("parquet".parse::<Store>()?, Store::Parquet);
-/// assert_eq!("colzip-parquet".parse::<Store>()?, Store::ColzipParquet);
-/// # Ok::<(), colzip::Error>(())
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Store {
@@ -104,13 +97,13 @@ pub struct Config {
     /// kept); `None`: a temporary directory, removed at the end.
     pub dir: Option<PathBuf>,
     /// Whether the `compressed` store's scans evaluate the filters they can
-    /// ([`CompressOptions::scan_filters`](crate::datafusion::table::CompressOptions::scan_filters)).
+    /// ([`CompressOptions::scan_filters`](colzip::datafusion::table::CompressOptions::scan_filters)).
     pub scan_filters: bool,
     /// Whether the `compressed` store's scans apply partitioned joins' filters too
-    /// ([`CompressOptions::partitioned_join_filters`](crate::datafusion::table::CompressOptions::partitioned_join_filters)).
+    /// ([`CompressOptions::partitioned_join_filters`](colzip::datafusion::table::CompressOptions::partitioned_join_filters)).
     pub partitioned_join_filters: bool,
     /// Where the `compressed` store keeps its blocks
-    /// ([`CompressOptions::residence`](crate::datafusion::table::CompressOptions::residence)).
+    /// ([`CompressOptions::residence`](colzip::datafusion::table::CompressOptions::residence)).
     pub residence: Residence,
     /// The store every result is compared with, `memory` or `parquet`. With `memory` the
     /// eight tables are generated whole and held in memory while the stores are built.

@@ -3,6 +3,15 @@
 //! the one way sizes are written in options (`64k`, `512m`, `2GiB`), and this process's
 //! resident memory, now ([`resident_bytes`]) and at its peak over a stretch of work
 //! ([`PeakResident`]).
+//! Host memory for every layer: zeroed buffers whose allocation may fail ([`try_zeroed`])
+//! and copies on all cores ([`parallel_concat`] and its kin), which the CPU codecs, the
+//! archive and the GPU's staging share.
+
+mod buffers;
+mod copy;
+
+pub use buffers::{try_zeroed, zeroed};
+pub use copy::{extend_parallel, parallel_concat, parallel_copy, parallel_copy_pairs};
 
 use std::sync::mpsc;
 use std::thread::JoinHandle;

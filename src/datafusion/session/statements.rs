@@ -1,35 +1,29 @@
-//! The statement runner behind `colzip sql`: SQL text with one or more statements run in
-//! order, each result printed as a table, JSON or CSV as its batches arrive (in memory
-//! that does not grow with the result: see `stream` and `table`); and a line-reading
-//! interactive loop.
-//! `CREATE TABLE` makes compressed tables in a session set to compressed mode (see
-//! [`set_table_kind`](super::set_table_kind)); the rest is DataFusion's.
+//! SQL text run statement by statement in a session: each statement parsed, planned
+//! (`CREATE TABLE` making compressed tables in a session set to compressed mode, see
+//! [`set_table_kind`](super::set_table_kind); the rest is DataFusion's) and its result
+//! printed as a table, JSON or CSV as its batches arrive (in memory that does not grow
+//! with the result: see `stream` and `table`). `colzip sql`'s shell runs its statements
+//! through these.
 //!
 //! ```
-//! use colzip::datafusion::session::{self, shell::{self, OutputFormat}};
+//! use colzip::datafusion::session::{self, statements::{self, Format}};
 //!
 //! # tokio::runtime::Runtime::new()?.block_on(async {
 //! let ctx = session::context()?;
 //! let mut out = Vec::new();
-//! shell::run_sql(&ctx, "CREATE TABLE t AS VALUES (1, 'a'), (2, 'b'); SELECT count(*) AS n FROM t", OutputFormat::Json, &mut out).await?;
+//! statements::run_sql(&ctx, "CREATE TABLE t AS VALUES (1, 'a'), (2, 'b'); SELECT count(*) AS n FROM t", Format::Json, &mut out).await?;
 //! assert_eq!(String::from_utf8(out).unwrap(), "[{\"n\":2}]\n");
 //! # Ok::<(), colzip::Error>(())
 //! # })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod bounded;
 mod cells;
-mod completion;
-mod repl;
-mod statement_end;
 mod stream;
 mod table;
 mod yields;
 
-use std::fmt;
-use std::io::{BufRead, Write};
-use std::str::FromStr;
+use std::io::Write;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
@@ -40,47 +34,11 @@ use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
 use crate::{Error, Result};
-use bounded::{BoundedStatement, Line, Pushed, read_bounded_line, too_large};
 
-pub use repl::{HISTORY_ENV, repl};
-pub use statement_end::StatementEnd;
-
-/// How results are printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum OutputFormat {
-    /// A boxed text table (nothing for a statement without columns, e.g. `CREATE`).
-    #[default]
-    Table,
-    /// One JSON array of row objects per statement with columns, on one line.
-    Json,
-    /// CSV with a header line; statements separated by an empty line.
-    Csv,
-}
-
-impl FromStr for OutputFormat {
-    type Err = Error;
-
-    fn from_str(text: &str) -> Result<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "table" => Ok(OutputFormat::Table),
-            "json" => Ok(OutputFormat::Json),
-            "csv" => Ok(OutputFormat::Csv),
-            _ => Err(Error::format(format!(
-                "unknown output format '{text}' (expected table, json or csv)"
-            ))),
-        }
-    }
-}
-
-impl fmt::Display for OutputFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            OutputFormat::Table => "table",
-            OutputFormat::Json => "json",
-            OutputFormat::Csv => "csv",
-        })
-    }
-}
+/// How results are printed: a boxed text table (`NULL` for nulls), one JSON array of row
+/// objects per statement on one line, or CSV with a header line (statements separated
+/// by an empty line). Statements without columns (`CREATE TABLE`) print nothing.
+pub use crate::reporting::Format;
 
 /// Parses `sql` into its statements (a syntax error anywhere runs none of them).
 pub fn parse(ctx: &SessionContext, sql: &str) -> Result<Vec<Statement>> {
@@ -182,7 +140,7 @@ fn name_missing_file(ctx: &SessionContext, error: datafusion::error::DataFusionE
 pub async fn run_sql(
     ctx: &SessionContext,
     sql: &str,
-    format: OutputFormat,
+    format: Format,
     out: &mut dyn Write,
 ) -> Result<usize> {
     Ok(run_sql_rows(ctx, sql, format, None, out).await?.len())
@@ -194,7 +152,7 @@ pub async fn run_sql(
 pub async fn run_sql_rows(
     ctx: &SessionContext,
     sql: &str,
-    format: OutputFormat,
+    format: Format,
     max_rows: Option<usize>,
     out: &mut dyn Write,
 ) -> Result<Vec<Option<usize>>> {
@@ -206,7 +164,7 @@ pub async fn run_sql_rows(
 pub async fn run_sql_timed(
     ctx: &SessionContext,
     sql: &str,
-    format: OutputFormat,
+    format: Format,
     max_rows: Option<usize>,
     out: &mut dyn Write,
     timings: Option<&mut dyn Write>,
@@ -231,7 +189,7 @@ pub fn timing_line(rows: Option<usize>, seconds: f64) -> String {
 async fn run_sql_unguarded(
     ctx: &SessionContext,
     sql: &str,
-    format: OutputFormat,
+    format: Format,
     max_rows: Option<usize>,
     out: &mut dyn Write,
     mut timings: Option<&mut dyn Write>,
@@ -247,7 +205,7 @@ async fn run_sql_unguarded(
             stream::drain(batches).await?;
             None
         } else {
-            if format == OutputFormat::Csv && printed_before {
+            if format == Format::Csv && printed_before {
                 writeln!(out)?;
             }
             printed_before = true;
@@ -264,9 +222,9 @@ async fn run_sql_unguarded(
 
 /// Formats a result. Statements without columns (DDL such as `CREATE TABLE`) print
 /// nothing, in every format.
-pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat) -> Result<String> {
+pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: Format) -> Result<String> {
     match format {
-        OutputFormat::Table => {
+        Format::Table => {
             if schema.fields().is_empty() {
                 return Ok(String::new());
             }
@@ -287,7 +245,7 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
                 arrow::util::pretty::pretty_format_batches_with_options(&batches, &options)?;
             Ok(format!("{table}\n"))
         }
-        OutputFormat::Json => {
+        Format::Json => {
             if schema.fields().is_empty() {
                 return Ok(String::new());
             }
@@ -308,7 +266,7 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
             text.push('\n');
             Ok(text)
         }
-        OutputFormat::Csv => {
+        Format::Csv => {
             if schema.fields().is_empty() {
                 return Ok(String::new());
             }
@@ -323,206 +281,4 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: OutputFormat)
                 .map_err(|e| Error::format(format!("CSV output is not UTF-8: {e}")))
         }
     }
-}
-
-/// Reads statements from `input` until EOF or `\q`, running each as soon as a line ends
-/// it with a `;` (see [`StatementEnd`]: one inside a string, quoted identifier or comment
-/// does not count); results go to `out`, errors to `errors` (the loop goes on after them;
-/// a broken pipe on `out`, whose reader has gone, ends it and is returned). With `prompt`,
-/// a prompt is written to `out` before each line. Returns the number of statements that
-/// failed.
-pub async fn interactive(
-    ctx: &SessionContext,
-    format: OutputFormat,
-    input: &mut dyn BufRead,
-    out: &mut dyn Write,
-    errors: &mut dyn Write,
-    prompt: bool,
-    timing: bool,
-) -> Result<usize> {
-    let mut failed = 0;
-    let mut statement = BoundedStatement::new();
-    let mut line = String::new();
-    loop {
-        if prompt {
-            write!(
-                out,
-                "{}",
-                if statement.is_empty() {
-                    "colzip> "
-                } else {
-                    "     -> "
-                }
-            )?;
-            out.flush()?;
-        }
-        line.clear();
-        match read_bounded_line(input, &mut line)? {
-            Line::End => break,
-            Line::Read => {}
-            Line::TooLong => {
-                writeln!(errors, "error: {}", too_large("a line"))?;
-                failed += 1;
-                statement.clear();
-                continue;
-            }
-        }
-        let trimmed = line.trim();
-        if statement.is_empty() && (trimmed == "\\q" || trimmed == "quit" || trimmed == "exit") {
-            break;
-        }
-        match statement.push_line(&line) {
-            Pushed::More => {}
-            Pushed::TooLarge => {
-                writeln!(errors, "error: {}", too_large("a statement"))?;
-                failed += 1;
-            }
-            Pushed::Ready => {
-                let timings = timing.then_some(&mut *errors as &mut dyn Write);
-                let sql = statement.take();
-                if let Err(error) = run_sql_timed(ctx, &sql, format, None, out, timings).await {
-                    // The reader of the output has gone (`… | head`): the statements
-                    // still to come have nowhere to go.
-                    if error.is_broken_pipe() {
-                        return Err(error);
-                    }
-                    writeln!(errors, "error: {}", error.report())?;
-                    failed += 1;
-                }
-            }
-        }
-    }
-    // A last statement without its ';' still runs.
-    let timings = timing.then_some(&mut *errors as &mut dyn Write);
-    if !statement.text().trim().is_empty()
-        && let Err(error) = run_sql_timed(ctx, statement.text(), format, None, out, timings).await
-    {
-        writeln!(errors, "error: {}", error.report())?;
-        failed += 1;
-    }
-    Ok(failed)
-}
-
-/// Rows of a table result the terminal shell prints unless told otherwise.
-pub const DEFAULT_MAX_ROWS: usize = 40;
-
-/// Where `colzip sql` reads its statements.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Input {
-    /// SQL text given on the command line.
-    Command(String),
-    /// A file of SQL statements.
-    File(std::path::PathBuf),
-    /// Standard input, read line by line (with a prompt when it is a terminal).
-    Stdin,
-}
-
-/// The SQL text of `path`, refused when over [`crate::limits::MOST_SQL_BYTES`] (checked
-/// before reading it).
-fn read_sql_file(path: &std::path::Path) -> Result<String> {
-    let cannot = |e: std::io::Error| Error::format(format!("cannot read {}: {e}", path.display()));
-    let size = std::fs::metadata(path).map_err(cannot)?.len();
-    check_sql_size(size, &path.display().to_string())?;
-    std::fs::read_to_string(path).map_err(cannot)
-}
-
-/// Refuses SQL text of `bytes` bytes from `source` over [`crate::limits::MOST_SQL_BYTES`].
-fn check_sql_size(bytes: u64, source: &str) -> Result<()> {
-    let most = crate::limits::MOST_SQL_BYTES as u64;
-    if bytes > most {
-        return Err(Error::format(format!(
-            "{source} holds {:.1} MB of SQL, over the {} MB colzip plans at once; split it into smaller files",
-            bytes as f64 / 1e6,
-            most >> 20
-        )));
-    }
-    Ok(())
-}
-
-/// Runs `input` in `ctx` on a new multi-threaded runtime, printing to stdout (tables of at
-/// most `max_rows` rows). Text and files stop at their first error, which is returned.
-/// From a terminal, the [`repl`] runs (line editing, history, Ctrl-C cancelling a
-/// statement). From a piped stdin, errors are printed and reading goes on; failures are
-/// then returned as one error so the exit status shows them. With `timing`, each
-/// statement's row count and time go to stderr ([`timing_line`]); the terminal shell
-/// shows them anyway (`\timing` turns them off).
-pub fn run(
-    ctx: &SessionContext,
-    input: Input,
-    format: OutputFormat,
-    max_rows: Option<usize>,
-    timing: bool,
-) -> Result<()> {
-    // Deeply nested statements recurse deeply: they run on a thread with a large stack
-    // (the main thread's cannot grow), with workers of the same.
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("colzip-sql".into())
-            .stack_size(crate::limits::SQL_STACK_BYTES)
-            .spawn_scoped(scope, || run_here(ctx, input, format, max_rows, timing))
-            .map_err(Error::from)?
-            .join()
-            .unwrap_or_else(|payload| Err(crate::panics::error(payload)))
-    })
-}
-
-/// [`run`] on the calling thread.
-fn run_here(
-    ctx: &SessionContext,
-    input: Input,
-    format: OutputFormat,
-    max_rows: Option<usize>,
-    timing: bool,
-) -> Result<()> {
-    use std::io::IsTerminal;
-
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .thread_stack_size(crate::limits::SQL_STACK_BYTES)
-        .enable_all()
-        .build()?;
-    let stdout = std::io::stdout();
-    let mut stderr = std::io::stderr();
-    let timings = timing.then_some(&mut stderr as &mut dyn Write);
-    runtime.block_on(async {
-        match input {
-            Input::Command(sql) => {
-                check_sql_size(sql.len() as u64, "the command")?;
-                run_sql_timed(ctx, &sql, format, max_rows, &mut stdout.lock(), timings)
-                    .await
-                    .map(drop)
-            }
-            Input::File(path) => {
-                let sql = read_sql_file(&path)?;
-                run_sql_timed(ctx, &sql, format, max_rows, &mut stdout.lock(), timings)
-                    .await
-                    .map(drop)
-            }
-            // A screenful by default on a terminal (`--maxrows 0`: all).
-            Input::Stdin if std::io::stdin().is_terminal() => repl(
-                ctx,
-                format,
-                max_rows.or(Some(DEFAULT_MAX_ROWS)).filter(|&n| n > 0),
-            )
-            .await
-            .map(drop),
-            Input::Stdin => {
-                let stdin = std::io::stdin();
-                let terminal = false;
-                let failed = interactive(
-                    ctx,
-                    format,
-                    &mut stdin.lock(),
-                    &mut stdout.lock(),
-                    &mut std::io::stderr(),
-                    terminal,
-                    timing,
-                )
-                .await?;
-                if failed > 0 && !terminal {
-                    return Err(Error::format(format!("{failed} statement(s) failed")));
-                }
-                Ok(())
-            }
-        }
-    })
 }

@@ -16,8 +16,9 @@ use tokio::sync::watch;
 
 use super::bounded::{BoundedStatement, Pushed, too_large};
 use super::completion::SqlCompleter;
-use super::{OutputFormat, run_sql_rows};
-use crate::{Error, Result};
+use colzip::datafusion::session::statements::{run_sql_rows, timing_line};
+use colzip::reporting::Format;
+use colzip::{Error, Result};
 
 /// The environment variable naming the history file.
 pub const HISTORY_ENV: &str = "COLZIP_HISTORY";
@@ -68,11 +69,7 @@ fn history_path() -> Option<PathBuf> {
 /// Reads statements from the terminal until `\q` or Ctrl-D, running each when a line
 /// ends it with a `;`; errors are printed and the shell goes on. Returns the number of
 /// statements that failed.
-pub async fn repl(
-    ctx: &SessionContext,
-    format: OutputFormat,
-    max_rows: Option<usize>,
-) -> Result<usize> {
+pub async fn repl(ctx: &SessionContext, format: Format, max_rows: Option<usize>) -> Result<usize> {
     let mut editor = Editor::<SqlCompleter, DefaultHistory>::new()
         .map_err(|e| Error::format(format!("cannot start the shell: {e}")))?;
     editor.set_helper(Some(SqlCompleter::of(ctx).await));
@@ -180,7 +177,7 @@ fn remember(
 async fn run_one(
     ctx: &SessionContext,
     sql: &str,
-    format: OutputFormat,
+    format: Format,
     max_rows: Option<usize>,
     timing: bool,
     interrupts: &watch::Receiver<u64>,
@@ -205,10 +202,7 @@ async fn run_one(
         }
         Some(Ok(rows)) => {
             if timing {
-                println!(
-                    "{}",
-                    super::timing_line(rows.last().copied().flatten(), seconds)
-                );
+                println!("{}", timing_line(rows.last().copied().flatten(), seconds));
             }
             let _ = std::io::stdout().flush();
             true
@@ -253,7 +247,7 @@ fn interrupts() -> Result<watch::Receiver<u64>> {
 async fn run_apart(
     ctx: &SessionContext,
     sql: &str,
-    format: OutputFormat,
+    format: Format,
     max_rows: Option<usize>,
 ) -> Result<Vec<Option<usize>>> {
     let (done, result) = tokio::sync::oneshot::channel();
@@ -264,7 +258,7 @@ async fn run_apart(
     std::thread::Builder::new()
         .name("colzip-statement".into())
         // Deeply nested statements recurse deeply while planned and polled.
-        .stack_size(crate::limits::SQL_STACK_BYTES)
+        .stack_size(colzip::limits::SQL_STACK_BYTES)
         .spawn(move || {
             let mut out = std::io::stdout();
             let finished = runtime.block_on(async {

@@ -14,7 +14,7 @@ use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
 
-use super::OutputFormat;
+use super::Format;
 use super::cells::MAX_CELL_BYTES;
 use crate::Result;
 
@@ -73,7 +73,7 @@ pub(super) async fn print(
         }
     }
     match &streaming {
-        None => out.write_all(super::render(schema, &preview, OutputFormat::Table)?.as_bytes())?,
+        None => out.write_all(super::render(schema, &preview, Format::Table)?.as_bytes())?,
         Some(table) => table.border(out)?,
     }
     if total > limit {

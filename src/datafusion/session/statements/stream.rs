@@ -12,7 +12,7 @@ use datafusion::arrow::{csv, json};
 use datafusion::physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
 
-use super::OutputFormat;
+use super::Format;
 use crate::Result;
 
 /// Prints `stream`'s batches to `out` in `format` (at most `max_rows` rows of a table),
@@ -20,14 +20,14 @@ use crate::Result;
 pub(super) async fn print(
     schema: &SchemaRef,
     stream: SendableRecordBatchStream,
-    format: OutputFormat,
+    format: Format,
     max_rows: Option<usize>,
     out: &mut dyn Write,
 ) -> Result<usize> {
     match format {
-        OutputFormat::Csv => print_csv(schema, stream, out).await,
-        OutputFormat::Json => print_json(stream, out).await,
-        OutputFormat::Table => super::table::print(schema, stream, max_rows, out).await,
+        Format::Csv => print_csv(schema, stream, out).await,
+        Format::Json => print_json(stream, out).await,
+        Format::Table => super::table::print(schema, stream, max_rows, out).await,
     }
 }
 

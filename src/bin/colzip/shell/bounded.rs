@@ -1,26 +1,26 @@
 //! The size bound on SQL read line by line, shared by the piped reader and the terminal
-//! shell: a line or a statement over [`crate::limits::MOST_SQL_BYTES`] is skipped with one
+//! shell: a line or a statement over [`colzip::limits::MOST_SQL_BYTES`] is skipped with one
 //! error, and reading goes on after it, without ever holding the whole of it.
 
 use std::io::BufRead;
 
 use super::StatementEnd;
-use crate::{Error, Result};
+use colzip::{Error, Result};
 
 /// What [`read_bounded_line`] read.
 pub(super) enum Line {
     /// A line (with its newline, when it had one).
     Read,
-    /// A line longer than [`crate::limits::MOST_SQL_BYTES`], skipped to its end.
+    /// A line longer than [`colzip::limits::MOST_SQL_BYTES`], skipped to its end.
     TooLong,
     /// The end of the input.
     End,
 }
 
 /// Reads a line of `input` into `line`, holding at most
-/// [`crate::limits::MOST_SQL_BYTES`] of it: a longer line is skipped, never held whole.
+/// [`colzip::limits::MOST_SQL_BYTES`] of it: a longer line is skipped, never held whole.
 pub(super) fn read_bounded_line(input: &mut dyn BufRead, line: &mut String) -> Result<Line> {
-    let most = crate::limits::MOST_SQL_BYTES;
+    let most = colzip::limits::MOST_SQL_BYTES;
     let mut bytes = Vec::new();
     let read = <&mut dyn BufRead as std::io::Read>::take(&mut *input, most as u64 + 1)
         .read_until(b'\n', &mut bytes)?;
@@ -38,12 +38,12 @@ pub(super) fn read_bounded_line(input: &mut dyn BufRead, line: &mut String) -> R
     Ok(Line::Read)
 }
 
-/// The error for SQL text over [`crate::limits::MOST_SQL_BYTES`] read line by line;
+/// The error for SQL text over [`colzip::limits::MOST_SQL_BYTES`] read line by line;
 /// `what` is "a line" or "a statement".
 pub(super) fn too_large(what: &str) -> String {
     format!(
         "{what} of over {} MB of SQL, more than colzip plans at once; it was skipped (split it into smaller statements)",
-        crate::limits::MOST_SQL_BYTES >> 20
+        colzip::limits::MOST_SQL_BYTES >> 20
     )
 }
 
@@ -59,7 +59,7 @@ pub(super) enum Pushed {
     TooLarge,
 }
 
-/// The statement being read line by line, at most [`crate::limits::MOST_SQL_BYTES`] long.
+/// The statement being read line by line, at most [`colzip::limits::MOST_SQL_BYTES`] long.
 #[derive(Debug, Default)]
 pub(super) struct BoundedStatement {
     text: String,
@@ -89,7 +89,7 @@ impl BoundedStatement {
     pub(super) fn push_line(&mut self, line: &str) -> Pushed {
         self.end.push(line);
         let mut pushed = Pushed::More;
-        if !self.dropping && self.text.len() + line.len() > crate::limits::MOST_SQL_BYTES {
+        if !self.dropping && self.text.len() + line.len() > colzip::limits::MOST_SQL_BYTES {
             self.text = String::new();
             self.dropping = true;
             pushed = Pushed::TooLarge;
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn an_oversized_statement_is_dropped_to_its_end() {
-        let most = crate::limits::MOST_SQL_BYTES;
+        let most = colzip::limits::MOST_SQL_BYTES;
         let mut statement = BoundedStatement::new();
         let half = format!("SELECT '{}'\n", "x".repeat(most / 2));
         assert_eq!(statement.push_line(&half), Pushed::More);

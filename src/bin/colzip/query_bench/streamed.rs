@@ -18,10 +18,10 @@ use rayon::prelude::*;
 
 use super::measure::Loaded;
 use super::{Config, Event, Store};
-use crate::codec::Placement;
-use crate::datafusion::table::CompressedTable;
-use crate::tpch::{self, Table};
-use crate::{Error, Result};
+use colzip::codec::Placement;
+use colzip::datafusion::table::CompressedTable;
+use colzip::tpch::{self, Table};
+use colzip::{Error, Result};
 
 /// The reference store (`parquet`, the files under `dir`) and, when `config` lists it,
 /// the compressed store. Their load times count only their own work (writing the files;
@@ -33,8 +33,8 @@ pub(super) async fn load(
     progress: &(dyn Fn(Event<'_>) + Sync),
 ) -> Result<(Loaded, Option<Loaded>)> {
     let want_compressed = config.stores.contains(&Store::Compressed);
-    let parquet_ctx = super::super::context_from_env()?;
-    let compressed_ctx = super::super::context_from_env()?;
+    let parquet_ctx = colzip::datafusion::session::context_from_env()?;
+    let compressed_ctx = colzip::datafusion::session::context_from_env()?;
     let partitions = compressed_ctx.state().config().target_partitions().max(1);
     let options = config.compress_options(placement);
     // Enough parts at once to keep every core generating, few enough that their rows
