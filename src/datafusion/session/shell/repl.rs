@@ -31,7 +31,10 @@ the running statement (at the prompt: clears the line); Ctrl-D or \\q quits.
   \\timing         turn the row count and time after each statement off or on
   \\q              quit
 Files are tables by their path: SELECT * FROM 'data/lineitem.parquet' (Parquet, CSV, JSON).
-colzip's functions: SHOW FUNCTIONS LIKE 'colzip%';
+colzip's functions, with what each does: SHOW FUNCTIONS LIKE 'colzip%';
+  DataFusion lists table functions there without a description. colzip_stats('table'
+  [, 'codec,codec...']) gives a row per column and codec of the table: its sizes,
+  ratio and speeds (docs/SQL.md, section \"Compressed tables and colzip's functions\").
 ";
 
 /// What a line starting with `\` asks for.
