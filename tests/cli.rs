@@ -1587,6 +1587,9 @@ fn a_parquet_file_of_ten_thousand_one_row_groups_round_trips() {
 
 #[test]
 fn bench_measures_the_cpu_rows_alone_without_a_gpu() {
+    let help = ok(&["bench", "--help"]);
+    assert!(!help.contains("Needs a GPU"), "{help}");
+    assert!(help.contains("Without a GPU (or with --backend cpu), the CPU rows alone"));
     let out = ok(&[
         "bench",
         "--backend",
