@@ -1,4 +1,5 @@
 //! The `colzip` binary: round trips through files, Snappy interop, errors and exit codes.
+#![cfg(feature = "cli")]
 
 use std::io::Read;
 use std::path::Path;

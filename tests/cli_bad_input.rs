@@ -3,6 +3,7 @@
 //! shell's corrupt Parquet footers, unwritable `COPY` targets, oversized `--tpch` and
 //! multi-line errors. Every failure is an error of one line (or an indented block under
 //! one), never a panic or an abort.
+#![cfg(feature = "cli")]
 
 mod cli_run;
 mod crafted;

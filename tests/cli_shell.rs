@@ -1,7 +1,7 @@
 //! `colzip sql` on a terminal, driven through a pseudo-terminal: a statement recalled with
 //! the Up key runs again, Ctrl-C cancels a long statement and the shell keeps its tables,
 //! `\d` lists them, and the history is kept in the file `COLZIP_HISTORY` names.
-#![cfg(all(unix, feature = "datafusion"))]
+#![cfg(all(unix, feature = "cli", feature = "datafusion"))]
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `colzip sql`: statements from -c, --file and stdin, the three output formats, errors and
 //! exit codes, TPC-H tables plain and compressed giving the same answers, and CREATE
 //! TABLE making compressed tables with --compressed.
-#![cfg(feature = "datafusion")]
+#![cfg(all(feature = "cli", feature = "datafusion"))]
 
 use std::process::Output;
 

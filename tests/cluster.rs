@@ -5,7 +5,7 @@
 //! session that lacks them. Then the same with a scheduler and two executors started as
 //! `colzip cluster` processes (on 127.0.0.1, ports chosen at run time), and an executor
 //! killed in the middle of a query. Every test is bounded in time.
-#![cfg(feature = "ballista")]
+#![cfg(all(feature = "cli", feature = "ballista"))]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
