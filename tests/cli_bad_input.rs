@@ -470,7 +470,7 @@ mod sql {
 
     /// The worst statements the default limits let through plan in seconds: an expression
     /// at the deepest nesting allowed, and a chain of as many `UNION ALL`s as allowed.
-    /// (DataFusion's planning time grows with the square of either; a 5,000-term sum took
+    /// (DataFusion's planning time grows with the square of either; a 5,000-term sum takes
     /// over 30 s.)
     #[test]
     fn statements_at_the_default_limits_plan_in_seconds() {

@@ -676,7 +676,7 @@ fn a_long_table_streams_with_the_widths_of_its_first_rows() {
 /// Huge cells print in bounded time and space on a table: a 10 MB string, a 10 MB binary
 /// value (20 MB of hex) and a list of two million numbers, each cut at 10,000 bytes with
 /// a note; and a 10 MB string that comes after the first 1,000 rows, when the table
-/// streams. The binary and the list took minutes and printed 20 and 17 MB before.
+/// streams. Formatted whole, the binary and the list take minutes and print 20 and 17 MB.
 #[test]
 fn huge_cells_are_cut_on_a_table() {
     let sql = "SELECT repeat('x', 10000000) AS s, \

@@ -1,9 +1,9 @@
 //! Wide cells in table output: a cell whose text is longer than [`MAX_CELL_BYTES`] is cut,
 //! with a note of what was left out. The table renderer measures and pads every character
-//! of every cell, so one 10 MB value took over ten seconds and printed a screenful per
-//! line; a 10 MB binary value (twice that in hex) or a list of millions of numbers took
-//! minutes. A value is formatted only up to the limit, whatever its size. CSV and JSON
-//! print whole values (the note says so).
+//! of every cell: uncut, one 10 MB string takes over ten seconds and prints a screenful
+//! per line, and a 10 MB binary value (twice that in hex) or a list of millions of
+//! numbers takes minutes. A value is formatted only up to the limit, whatever its size.
+//! CSV and JSON print whole values (the note says so).
 
 use std::fmt;
 use std::sync::Arc;

@@ -316,7 +316,8 @@ mod tests {
     }
 
     /// What `remember` does with the file, from four writers at once: every entry is
-    /// kept whole (two shells once tore entries and lost one shell's history).
+    /// kept whole (saving each shell's history from its memory instead tears entries and
+    /// loses the other shells').
     #[test]
     fn writers_appending_to_one_history_file_keep_every_entry_whole() {
         use rustyline::history::History;
