@@ -25,7 +25,7 @@ cargo test --profile "$profile" --no-default-features --features parquet --no-ru
 # The GPU tests of SQL (gpu_sql_*) need DataFusion: built again with the default features.
 cargo test --profile "$profile" --no-run --message-format=json --test 'gpu_sql_*' \
   | copy_tests
-cargo build --profile "$profile" --no-default-features --bin colzip --message-format=json \
+cargo build --profile "$profile" --no-default-features --features cli --bin colzip --message-format=json \
   | python3 -c '
 import json, sys
 for line in sys.stdin:

@@ -1,4 +1,5 @@
 //! The `colzip` binary: round trips through files, Snappy interop, errors and exit codes.
+#![cfg(feature = "cli")]
 
 use std::io::Read;
 use std::path::Path;
@@ -1125,6 +1126,46 @@ fn every_option_has_help_text() {
                 .is_some_and(|(_, text)| !text.trim().is_empty());
             assert!(described, "colzip {sub} --help: no text for {line:?}");
         }
+        // A file the help names is in the repository.
+        for word in help.split(|c: char| c.is_whitespace() || "(),;`'".contains(c)) {
+            let word = word.trim_end_matches(['.', ':']);
+            if word.contains('/')
+                && [".sh", ".md", ".py", ".rs"]
+                    .iter()
+                    .any(|e| word.ends_with(e))
+            {
+                assert!(
+                    Path::new(env!("CARGO_MANIFEST_DIR")).join(word).exists(),
+                    "colzip {sub} --help names {word}, which is not in the repository"
+                );
+            }
+        }
+    }
+    // docs/CODECS.md lists the codec forms `compress --help` lists, as written there.
+    let help = ok(&["compress", "--help"]);
+    let forms = help
+        .lines()
+        .find_map(|l| l.split_once("--codec <CODEC>"))
+        .and_then(|(_, text)| text.split_once("Codec: "))
+        .and_then(|(_, text)| text.split_once(" [default"))
+        .map(|(forms, _)| forms.to_string())
+        .expect("compress --help lists the codec forms");
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/CODECS.md"))
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+    let forms: Vec<&str> = forms
+        .split(", ")
+        .map(|f| f.trim_end_matches(" (integers)"))
+        .collect();
+    assert!(forms.len() >= 6, "{forms:?}");
+    for form in forms {
+        assert!(
+            docs.contains(&format!("`{form}`")),
+            "{form} is not in docs/CODECS.md"
+        );
     }
 }
 
@@ -1587,6 +1628,9 @@ fn a_parquet_file_of_ten_thousand_one_row_groups_round_trips() {
 
 #[test]
 fn bench_measures_the_cpu_rows_alone_without_a_gpu() {
+    let help = ok(&["bench", "--help"]);
+    assert!(!help.contains("Needs a GPU"), "{help}");
+    assert!(help.contains("Without a GPU (or with --backend cpu), the CPU rows alone"));
     let out = ok(&[
         "bench",
         "--backend",

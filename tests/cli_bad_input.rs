@@ -3,6 +3,7 @@
 //! shell's corrupt Parquet footers, unwritable `COPY` targets, oversized `--tpch` and
 //! multi-line errors. Every failure is an error of one line (or an indented block under
 //! one), never a panic or an abort.
+#![cfg(feature = "cli")]
 
 mod cli_run;
 mod crafted;
@@ -465,6 +466,38 @@ mod sql {
             "{err}"
         );
         huge_sql_is_refused_before_it_is_read(dir.path());
+    }
+
+    /// The worst statements the default limits let through plan in seconds: an expression
+    /// at the deepest nesting allowed, and a chain of as many `UNION ALL`s as allowed.
+    /// (DataFusion's planning time grows with the square of either; a 5,000-term sum takes
+    /// over 30 s.)
+    #[test]
+    fn statements_at_the_default_limits_plan_in_seconds() {
+        let default = |option: &str| -> usize {
+            let out = ok(&["sql", "--format", "csv", "-c", &format!("SHOW {option}")]);
+            let line = out.lines().find(|l| l.starts_with(option)).unwrap();
+            line.rsplit(',').next().unwrap().parse().unwrap()
+        };
+        let depth = default("colzip.max_expression_depth");
+        let set_operations = default("colzip.max_set_operations");
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("deep.sql");
+        let sum = vec!["1"; depth].join("+");
+        std::fs::write(&deep, format!("SELECT {sum} AS n;")).unwrap();
+        let unions = dir.path().join("unions.sql");
+        let selects = vec!["SELECT 1 AS n"; set_operations + 1].join(" UNION ALL ");
+        std::fs::write(&unions, format!("SELECT count(*) AS c FROM ({selects});")).unwrap();
+        let (terms, rows) = (depth.to_string(), (set_operations + 1).to_string());
+        for (file, expected) in [(&deep, &terms), (&unions, &rows)] {
+            let started = std::time::Instant::now();
+            let out = ok(&["sql", "--format", "csv", "--file", s(file)]);
+            let took = started.elapsed();
+            assert!(out.lines().any(|l| l == expected.as_str()), "{out}");
+            // About 1 s each in a release build on an idle 2-core machine; the bound
+            // leaves room for a debug build on a busy one.
+            assert!(took.as_secs() < 30, "{}: {took:?}", file.display());
+        }
     }
 
     /// The limits are session options: a SET before a statement, in the same text,

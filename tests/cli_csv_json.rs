@@ -1,7 +1,7 @@
 //! CSV and JSON-lines files through the `colzip` binary: typed columns in, the same
 //! values out, clear errors for malformed files, and the warning for files of no known
 //! kind.
-#![cfg(feature = "csv-json")]
+#![cfg(all(feature = "cli", feature = "csv-json"))]
 
 use std::path::Path;
 

@@ -1,5 +1,6 @@
 //! `colzip compress` / `decompress` carry an Arrow IPC file with nested columns (List,
 //! Struct, Map) through an archive unchanged.
+#![cfg(feature = "cli")]
 
 use std::sync::Arc;
 

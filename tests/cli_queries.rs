@@ -2,7 +2,7 @@
 //! parquet and colzip-parquet stores at a small scale factor give the memory store's
 //! results; the JSON report's shape; the Parquet stores' files; refused stores and
 //! queries.
-#![cfg(feature = "datafusion")]
+#![cfg(all(feature = "cli", feature = "datafusion"))]
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! `colzip sql` on a terminal, driven through a pseudo-terminal: a statement recalled with
 //! the Up key runs again, Ctrl-C cancels a long statement and the shell keeps its tables,
 //! `\d` lists them, and the history is kept in the file `COLZIP_HISTORY` names.
-#![cfg(all(unix, feature = "datafusion"))]
+#![cfg(all(unix, feature = "cli", feature = "datafusion"))]
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -150,4 +150,45 @@ fn two_shells_sharing_a_history_file_keep_both_histories() {
     }
     // \q is not recalled by the next session's first Up.
     assert!(!kept.contains("\\q"), "{kept}");
+}
+
+/// `\?` sends a user to `SHOW FUNCTIONS`, which lists every colzip function, and says
+/// where the table function it lists without a description is described; that section
+/// exists and describes it.
+#[test]
+fn help_and_show_functions_name_every_colzip_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut shell = shell(&dir.path().join("history"));
+    shell.send_line("\\?").unwrap();
+    shell.expect("SHOW FUNCTIONS LIKE 'colzip%';").unwrap();
+    shell.expect("colzip_stats('table'").unwrap();
+    shell
+        .expect("docs/SQL.md, section \"Compressed tables and colzip's functions\"")
+        .unwrap();
+    shell.expect("colzip> ").unwrap();
+    shell.send_line("SHOW FUNCTIONS LIKE 'colzip%';").unwrap();
+    let shown = shell.expect("rows in").unwrap();
+    let shown = String::from_utf8_lossy(shown.before());
+    for name in [
+        "colzip_compress",
+        "colzip_compressed_size",
+        "colzip_decompress",
+        "colzip_ratio",
+        "colzip_stats",
+    ] {
+        assert!(shown.contains(&format!("| {name} ")), "{name} in {shown}");
+    }
+    shell.send_line("\\q").unwrap();
+    shell.expect(Eof).unwrap();
+
+    let docs = include_str!("../docs/SQL.md");
+    let section = docs
+        .split("\n## ")
+        .find(|s| s.starts_with("Compressed tables and colzip's functions\n"))
+        .expect("docs/SQL.md has the section \\? names");
+    assert!(section.contains("`colzip_stats('table'"), "{section}");
+    assert!(
+        section.contains("SHOW FUNCTIONS LIKE 'colzip%'"),
+        "{section}"
+    );
 }

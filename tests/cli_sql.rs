@@ -1,7 +1,7 @@
 //! `colzip sql`: statements from -c, --file and stdin, the three output formats, errors and
 //! exit codes, TPC-H tables plain and compressed giving the same answers, and CREATE
 //! TABLE making compressed tables with --compressed.
-#![cfg(feature = "datafusion")]
+#![cfg(all(feature = "cli", feature = "datafusion"))]
 
 use std::process::Output;
 
@@ -671,4 +671,38 @@ fn a_long_table_streams_with_the_widths_of_its_first_rows() {
         lines[1204],
         "(1200 of 1500 rows shown; --maxrows sets how many)"
     );
+}
+
+/// Huge cells print in bounded time and space on a table: a 10 MB string, a 10 MB binary
+/// value (20 MB of hex) and a list of two million numbers, each cut at 10,000 bytes with
+/// a note; and a 10 MB string that comes after the first 1,000 rows, when the table
+/// streams. Formatted whole, the binary and the list take minutes and print 20 and 17 MB.
+#[test]
+fn huge_cells_are_cut_on_a_table() {
+    let sql = "SELECT repeat('x', 10000000) AS s, \
+               colzip_compress(repeat('y', 10000000), 'stored') AS b, \
+               (SELECT array_agg(value) FROM generate_series(1, 2000000)) AS l";
+    let started = std::time::Instant::now();
+    let out = ok(&["sql", "-c", sql]);
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    // Three columns about 10,000 characters wide: five lines of borders, names and cells.
+    assert!(out.len() < 200_000, "{} bytes", out.len());
+    assert!(
+        out.contains("… (9990000 more bytes; --format csv or json prints whole values)"),
+        "{}",
+        &out[..out.len().min(300)]
+    );
+    assert_eq!(
+        out.matches("… (more; --format csv or json prints whole values)")
+            .count(),
+        2,
+        "the blob and the list"
+    );
+    let streamed = "SELECT value AS v, CASE WHEN value = 1500 THEN repeat('x', 10000000) \
+                    ELSE 'x' END AS s FROM generate_series(1, 1500)";
+    let started = std::time::Instant::now();
+    let out = ok(&["sql", "-c", streamed]);
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    assert!(out.len() < 100_000, "{} bytes", out.len());
+    assert!(out.contains("| 1500 | … |"), "{}", &out[out.len() - 300..]);
 }

@@ -5,7 +5,7 @@
 //! session that lacks them. Then the same with a scheduler and two executors started as
 //! `colzip cluster` processes (on 127.0.0.1, ports chosen at run time), and an executor
 //! killed in the middle of a query. Every test is bounded in time.
-#![cfg(feature = "ballista")]
+#![cfg(all(feature = "cli", feature = "ballista"))]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,6 +45,77 @@ fn write_table(dir: &std::path::Path) -> String {
     writer.write(&batch).unwrap();
     writer.close().unwrap();
     path.to_str().unwrap().to_string()
+}
+
+/// The directory `tempfile` hands out temporary paths in, for this process: Ballista's
+/// standalone executor keeps its shuffle files under such a path and never removes them
+/// (see `colzip::cluster::standalone::context`). It lies in the target directory, is
+/// this process's own, and is removed when the process exits, so that the tests leave
+/// nothing in the system's temporary directory.
+fn private_temp_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    extern "C" fn remove() {
+        if let Some(dir) = DIR.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    DIR.get_or_init(|| {
+        let parent = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        // What a run that did not reach its exit (killed, or aborted) left.
+        for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("cluster-tests.")
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = parent.join(format!("cluster-tests.{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        tempfile::env::override_temp_dir(&dir)
+            .unwrap_or_else(|set| panic!("tempfile's directory was set before: {set:?}"));
+        // SAFETY: registers a function without arguments to run at exit; it only
+        // removes the directory.
+        assert_eq!(unsafe { libc::atexit(remove) }, 0);
+        dir
+    })
+}
+
+/// A standalone cluster's session (`colzip::cluster::standalone::context`), its
+/// executor's files in [`private_temp_dir`].
+async fn standalone(config: SessionConfig) -> SessionContext {
+    private_temp_dir();
+    colzip::cluster::standalone::context(config).await.unwrap()
+}
+
+/// Fails unless the standalone executors' work went to [`private_temp_dir`]: a stage's
+/// output under `.tmpXXXXXX/<job>/<stage>`, as Ballista names it. Had it gone to the
+/// system's temporary directory, it would stay there.
+fn assert_executor_files_are_private() {
+    let stages = std::fs::read_dir(private_temp_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(".tmp"))
+        .flat_map(|work| std::fs::read_dir(work).unwrap())
+        .flat_map(|job| std::fs::read_dir(job.unwrap().path()).unwrap())
+        .count();
+    assert!(
+        stages > 0,
+        "no executor stage directory in {}",
+        private_temp_dir().display()
+    );
+}
+
+/// Every standalone cluster of these tests starts through [`standalone`]: one started
+/// directly would leave its executor's files in the system's temporary directory.
+#[test]
+fn standalone_clusters_start_with_a_private_temporary_directory() {
+    let call = concat!("standalone::", "context(");
+    assert_eq!(
+        include_str!("cluster.rs").matches(call).count(),
+        1,
+        "start standalone clusters with `standalone()`, not `{call}`"
+    );
 }
 
 /// One partition: aggregates see the values in file order on both sides.
@@ -109,9 +180,7 @@ async fn cluster_queries() {
     let path = write_table(dir.path());
     let local = local_context();
     register_t(&local, &path).await;
-    let cluster = colzip::cluster::standalone::context(config())
-        .await
-        .unwrap();
+    let cluster = standalone(config()).await;
     register_t(&cluster, &path).await;
 
     for sql in QUERIES {
@@ -119,6 +188,7 @@ async fn cluster_queries() {
         assert!(expected.lines().count() > 4, "{sql}: {expected}");
         assert_eq!(rows(&cluster, sql).await, expected, "{sql}");
     }
+    assert_executor_files_are_private();
 
     // colzip_stats measures on the executor what a local session measures that reads
     // Parquet strings as Ballista does (Utf8, not Utf8View: the types and plain sizes
@@ -316,9 +386,7 @@ async fn tpch_queries() {
     let tables = write_tpch(dir.path());
     let local = local_context();
     register_all(&local, &tables).await;
-    let cluster = colzip::cluster::standalone::context(config())
-        .await
-        .unwrap();
+    let cluster = standalone(config()).await;
     register_all(&cluster, &tables).await;
 
     let mut queries: Vec<&str> = [1, 3, 6, 12, 14]
@@ -336,7 +404,7 @@ async fn tpch_queries() {
     let two = || config().with_target_partitions(2);
     let local2 = SessionContext::new_with_config(two());
     register_all(&local2, &tables).await;
-    let cluster2 = colzip::cluster::standalone::context(two()).await.unwrap();
+    let cluster2 = standalone(two()).await;
     register_all(&cluster2, &tables).await;
     for n in [1, 3, 12] {
         let sql = colzip::tpch::queries::query(n).unwrap();

@@ -11,7 +11,7 @@
 //! document's text is still checked); `cargo` commands are not run (`cargo test` is this
 //! suite). Commands that need a GPU run too: without one they must fail with exit status
 //! 1 and a message naming the GPU, not as a usage error.
-#![cfg(all(unix, feature = "datafusion"))]
+#![cfg(all(unix, feature = "cli", feature = "datafusion"))]
 
 use std::path::Path;
 use std::process::Command;

@@ -707,6 +707,13 @@ async fn every_colzip_function_describes_itself() {
             );
         }
     }
+    // colzip_ratio says which bytes its ratio divides, and which colzip_stats' divides.
+    assert_eq!(rows.column(0).as_string::<i32>().value(3), "colzip_ratio");
+    let ratio = rows.column(1).as_string::<i32>().value(3);
+    assert!(
+        ratio.contains("plain bytes") && ratio.contains("raw_bytes"),
+        "{ratio}"
+    );
 }
 
 #[tokio::test]

@@ -11,6 +11,16 @@ use crate::{Error, Result};
 /// queries they plan and run. Call it within a tokio runtime; the cluster lives as long
 /// as the runtime.
 ///
+/// The executor keeps its shuffle files in a directory `.tmpXXXXXX/<job>/<stage>/…` of
+/// `tempfile`'s temporary directory (`$TMPDIR` or `/tmp`) that nothing removes, not even
+/// when the runtime ends: Ballista's standalone executor drops the `TempDir` it names
+/// the directory after at once, and creates the path again when a stage writes. A
+/// process that starts standalone clusters and must leave nothing behind points
+/// `tempfile` at a directory it removes itself, before the first call
+/// (`tempfile::env::override_temp_dir`, as `tests/cluster.rs` does). `colzip cluster
+/// executor` processes do not have this problem: they remove their work directory when
+/// they stop.
+///
 /// ```no_run
 /// # tokio::runtime::Runtime::new()?.block_on(async {
 /// let ctx = colzip::cluster::standalone::context(Default::default()).await?;

@@ -79,7 +79,7 @@ enum Command {
     /// over GPULZ's (S, W, C) grid and G-match (raw pages, blocks, framed, snap-written
     /// pages). Per row the ratio and GB/s in three forms: kernel (data resident on the
     /// GPU), pinned host->host, and ordinary memory (the public call), with the CPU rows
-    /// in the same run. Needs a GPU.
+    /// in the same run. Without a GPU (or with --backend cpu), the CPU rows alone.
     Bench(experiments::BenchArgs),
     /// SQL shell: DataFusion with colzip's SQL functions and the COLZIP_PARQUET format,
     /// optionally over the eight TPC-H tables generated in-process; with --compressed the

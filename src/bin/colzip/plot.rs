@@ -55,9 +55,9 @@ pub fn plot_codecs(totals: &[CodecPoint], path: &Path, title: &str) -> Result<()
     }
     let fail =
         |e: &dyn std::fmt::Display| Error::format(format!("cannot draw {}: {e}", path.display()));
-    let root = SVGBackend::new(path, (1100, 480)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| fail(&e))?;
-    let root = root
+    let whole = SVGBackend::new(path, (1100, 480)).into_drawing_area();
+    whole.fill(&WHITE).map_err(|e| fail(&e))?;
+    let root = whole
         .titled(title, ("sans-serif", 22))
         .map_err(|e| fail(&e))?;
     let panels = root.split_evenly((1, 2));
@@ -72,6 +72,7 @@ pub fn plot_codecs(totals: &[CodecPoint], path: &Path, title: &str) -> Result<()
     } else {
         (0.01, 100.0)
     };
+    let font = ("sans-serif", LABEL_FONT).into_font().color(&BLACK);
     for (panel, (name, speed)) in panels.iter().zip([
         (
             "compression",
@@ -92,23 +93,152 @@ pub fn plot_codecs(totals: &[CodecPoint], path: &Path, title: &str) -> Result<()
             .y_desc("ratio")
             .draw()
             .map_err(|e| fail(&e))?;
+        // Points in pixels of the whole picture, where the labels are placed.
+        let points: Vec<(i32, i32)> = totals
+            .iter()
+            .map(|t| chart.backend_coord(&(speed(t).max(low), t.ratio)))
+            .collect();
         for (i, total) in totals.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
             let at = (speed(total).max(low), total.ratio);
             chart
-                .draw_series([Circle::new(at, 6, color.filled())])
+                .draw_series([Circle::new(at, POINT_RADIUS, color.filled())])
                 .map_err(|e| fail(&e))?;
-            chart
-                .draw_series([Text::new(
+        }
+        let (xs, ys) = chart.plotting_area().get_pixel_range();
+        let labels = place_labels(
+            totals.iter().map(|t| t.name.as_str()),
+            &points,
+            LabelBox {
+                x: xs.start,
+                y: ys.start,
+                w: xs.end - xs.start,
+                h: ys.end - ys.start,
+            },
+        );
+        for ((total, &point), label) in totals.iter().zip(&points).zip(&labels) {
+            if !label.beside(point) {
+                // A label moved away from its point is joined to it by a line.
+                let end = (
+                    if label.x > point.0 {
+                        label.x
+                    } else {
+                        label.x + label.w
+                    },
+                    label.y + label.h / 2,
+                );
+                whole
+                    .draw(&PathElement::new(vec![point, end], BLACK.mix(0.4)))
+                    .map_err(|e| fail(&e))?;
+            }
+            whole
+                .draw(&Text::new(
                     total.name.clone(),
-                    at,
-                    ("sans-serif", 14).into_font().color(&BLACK),
-                )])
+                    (label.x, label.y),
+                    font.clone(),
+                ))
                 .map_err(|e| fail(&e))?;
         }
     }
-    root.present().map_err(|e| fail(&e))?;
+    whole.present().map_err(|e| fail(&e))?;
     Ok(())
+}
+
+/// The size of the codecs' labels, and the radius of their points, in pixels.
+const LABEL_FONT: f64 = 14.0;
+const POINT_RADIUS: i32 = 6;
+
+/// A rectangle in pixels: left, top, width and height.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct LabelBox {
+    x: i32,
+    y: i32,
+    w: i32,
+    h: i32,
+}
+
+impl LabelBox {
+    /// The box a label of `text` takes with its top left corner at `(x, y)`. SVG leaves
+    /// the glyphs to the viewer, so this is an estimate, on the wide side: plotters
+    /// writes the font as `LABEL_FONT / 1.24` pixels, and a sans-serif character is at
+    /// most about 0.62 of that wide on average.
+    fn of_text(text: &str, (x, y): (i32, i32)) -> LabelBox {
+        let chars = text.chars().count() as f64;
+        LabelBox {
+            x,
+            y,
+            w: (chars * LABEL_FONT / 1.24 * 0.62).ceil() as i32,
+            h: LABEL_FONT as i32,
+        }
+    }
+
+    fn overlaps(&self, other: &LabelBox) -> bool {
+        self.x < other.x + other.w
+            && other.x < self.x + self.w
+            && self.y < other.y + other.h
+            && other.y < self.y + self.h
+    }
+
+    fn inside(&self, area: &LabelBox) -> bool {
+        self.x >= area.x
+            && self.y >= area.y
+            && self.x + self.w <= area.x + area.w
+            && self.y + self.h <= area.y + area.h
+    }
+
+    /// Whether the box is where a label goes when nothing is in its way: just right or
+    /// left of `point`, centred on it.
+    fn beside(&self, point: (i32, i32)) -> bool {
+        self.y == point.1 - self.h / 2
+            && (self.x == point.0 + LABEL_GAP || self.x + self.w == point.0 - LABEL_GAP)
+    }
+}
+
+/// How far a label starts from its point's centre.
+const LABEL_GAP: i32 = POINT_RADIUS + 3;
+
+/// Where each label goes, in order: right of its point, or left where the right runs
+/// out of `area`, moved down or up a line at a time until it overlaps neither a label
+/// placed before it nor any point. Codecs of similar speed and ratio would otherwise
+/// print their names over each other. A label that fits nowhere (dozens of points in
+/// one spot) stays right of its point.
+fn place_labels<'a>(
+    texts: impl Iterator<Item = &'a str>,
+    points: &[(i32, i32)],
+    area: LabelBox,
+) -> Vec<LabelBox> {
+    let dots: Vec<LabelBox> = points
+        .iter()
+        .map(|&(x, y)| LabelBox {
+            x: x - POINT_RADIUS,
+            y: y - POINT_RADIUS,
+            w: 2 * POINT_RADIUS + 1,
+            h: 2 * POINT_RADIUS + 1,
+        })
+        .collect();
+    let mut placed: Vec<LabelBox> = Vec::new();
+    for (text, &(px, py)) in texts.zip(points) {
+        let size = LabelBox::of_text(text, (0, 0));
+        let right = px + LABEL_GAP;
+        let left = px - LABEL_GAP - size.w;
+        let free = |b: &LabelBox| {
+            b.inside(&area)
+                && !placed.iter().any(|p| p.overlaps(b))
+                && !dots.iter().any(|d| d.overlaps(b))
+        };
+        let line = size.h + 2;
+        let choice = (0..area.h / line + 1)
+            .flat_map(|k| if k == 0 { vec![0] } else { vec![k, -k] })
+            .flat_map(|k| {
+                let y = py - size.h / 2 + k * line;
+                [(right, y), (left, y)]
+            })
+            .map(|at| LabelBox::of_text(text, at))
+            .find(|b| free(b))
+            .unwrap_or_else(|| LabelBox::of_text(text, (right, py - size.h / 2)));
+        placed.push(choice);
+    }
+    placed
 }
 
 #[cfg(feature = "datafusion")]
@@ -222,6 +352,94 @@ mod tests {
         assert!(std::fs::read_to_string(&path).unwrap().contains("<svg"));
         assert!(plot_codecs(&[], &path, "none").is_err());
         assert!(check_plot_path(&dir.path().join("codecs.png")).is_err());
+    }
+
+    /// The labels' boxes in an SVG file: each `<text x=".." y="..">NAME</text>` whose
+    /// text is one of `names`.
+    fn label_boxes(svg: &str, names: &[&str]) -> Vec<(String, LabelBox)> {
+        let attribute = |tag: &str, name: &str| -> i32 {
+            let start = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            let end = start + tag[start..].find('"').unwrap();
+            tag[start..end].parse().unwrap()
+        };
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|piece| {
+                let (tag, rest) = piece.split_once('>')?;
+                let text = rest.split("</text>").next()?.trim();
+                names.contains(&text).then(|| {
+                    let at = (attribute(tag, "x"), attribute(tag, "y"));
+                    (text.to_string(), LabelBox::of_text(text, at))
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn labels_of_codecs_measured_alike_do_not_overlap() {
+        // Six codecs within a few pixels of each other in both panels, and one far away.
+        let names = ["lzss", "gmatch", "snap", "zstd -1", "lz4", "intpack", "bwt"];
+        let totals: Vec<CodecPoint> = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let (ratio, speed) = if *name == "bwt" {
+                    (6.0, 0.1)
+                } else {
+                    (2.0 + i as f64 * 0.01, 1.0 + i as f64 * 0.01)
+                };
+                CodecPoint {
+                    name: name.to_string(),
+                    ratio,
+                    compress_gbps: speed,
+                    decompress_gbps: speed * 3.0,
+                }
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("codecs.svg");
+        plot_codecs(&totals, &path, "alike").unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let boxes = label_boxes(&svg, &names);
+        assert_eq!(boxes.len(), 2 * names.len(), "{svg}");
+        for (i, (a, one)) in boxes.iter().enumerate() {
+            for (b, other) in &boxes[i + 1..] {
+                assert!(!one.overlaps(other), "{a} {one:?} overlaps {b} {other:?}");
+            }
+        }
+        // Moved labels are joined to their points.
+        assert!(svg.contains("<polyline"), "{svg}");
+    }
+
+    #[test]
+    fn labels_stay_inside_the_plot_and_beside_a_lone_point() {
+        let area = LabelBox {
+            x: 0,
+            y: 0,
+            w: 400,
+            h: 300,
+        };
+        // Alone, right of the point; at the right edge, left of it.
+        let placed = place_labels(
+            ["gmatch", "bwt"].into_iter(),
+            &[(100, 150), (395, 40)],
+            area,
+        );
+        assert!(
+            placed[0].beside((100, 150)) && placed[0].x > 100,
+            "{placed:?}"
+        );
+        assert!(
+            placed[1].beside((395, 40)) && placed[1].x < 395,
+            "{placed:?}"
+        );
+        // Ten at one point: all inside, none over another or over the point.
+        let texts = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"];
+        let placed = place_labels(texts.into_iter(), &[(200, 150); 10], area);
+        for (i, one) in placed.iter().enumerate() {
+            assert!(one.inside(&area), "{one:?}");
+            assert!(placed[i + 1..].iter().all(|other| !one.overlaps(other)));
+        }
     }
 
     #[cfg(feature = "datafusion")]

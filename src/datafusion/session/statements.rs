@@ -236,10 +236,7 @@ pub fn render(schema: &SchemaRef, batches: &[RecordBatch], format: Format) -> Re
                 )?;
                 return Ok(format!("{table}\n"));
             }
-            // NULL as datafusion-cli shows it, so that it differs from an empty string.
-            let options = arrow::util::display::FormatOptions::default()
-                .with_display_error(true)
-                .with_null("NULL");
+            let options = cells::format_options();
             let batches = cells::clip_wide_cells(batches)?;
             let table =
                 arrow::util::pretty::pretty_format_batches_with_options(&batches, &options)?;

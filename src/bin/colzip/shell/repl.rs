@@ -32,7 +32,10 @@ the running statement (at the prompt: clears the line); Ctrl-D or \\q quits.
   \\timing         turn the row count and time after each statement off or on
   \\q              quit
 Files are tables by their path: SELECT * FROM 'data/lineitem.parquet' (Parquet, CSV, JSON).
-colzip's functions: SHOW FUNCTIONS LIKE 'colzip%';
+colzip's functions, with what each does: SHOW FUNCTIONS LIKE 'colzip%';
+  DataFusion lists table functions there without a description. colzip_stats('table'
+  [, 'codec,codec...']) gives a row per column and codec of the table: its sizes,
+  ratio and speeds (docs/SQL.md, section \"Compressed tables and colzip's functions\").
 ";
 
 /// What a line starting with `\` asks for.
@@ -75,7 +78,7 @@ pub async fn repl(ctx: &SessionContext, format: Format, max_rows: Option<usize>)
     editor.set_helper(Some(SqlCompleter::of(ctx).await));
     let history = history_path();
     if let Some(path) = &history {
-        // A first session has none yet.
+        create_history_file(path);
         let _ = editor.load_history(path);
     }
     let interrupts = interrupts()?;
@@ -155,6 +158,19 @@ pub async fn repl(ctx: &SessionContext, format: Format, max_rows: Option<usize>)
         );
     }
     Ok(failed)
+}
+
+/// Creates the history file, empty and private, where there is none. rustyline appends
+/// to an existing file under its lock, but creates a missing one by truncating it before
+/// the lock is taken: two shells starting on a new file could lose each other's first
+/// entry. An existing file is left as it is.
+fn create_history_file(path: &std::path::Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path);
 }
 
 /// Adds `entry` to the editor's history and appends it to the history file at once,
@@ -291,5 +307,42 @@ mod tests {
         assert!(matches!(backslash("\\timing"), Backslash::Timing));
         assert!(matches!(backslash("\\q"), Backslash::Quit));
         assert!(matches!(backslash("\\x"), Backslash::Unknown(c) if c == "\\x"));
+    }
+
+    /// What `remember` does with the file, from four writers at once: every entry is
+    /// kept whole (saving each shell's history from its memory instead tears entries and
+    /// loses the other shells').
+    #[test]
+    fn writers_appending_to_one_history_file_keep_every_entry_whole() {
+        use rustyline::history::History;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history");
+        let entry =
+            |writer: usize, i: usize| format!("SELECT {writer}, {i}, '{}';", "x".repeat(3000));
+        create_history_file(&path);
+        std::thread::scope(|scope| {
+            for writer in 0..4 {
+                let path = &path;
+                scope.spawn(move || {
+                    let mut history = DefaultHistory::new();
+                    for i in 0..20 {
+                        history.add(&entry(writer, i)).unwrap();
+                        history.append(path).unwrap();
+                    }
+                });
+            }
+        });
+        let mut kept = DefaultHistory::new();
+        kept.load(&path).unwrap();
+        let kept: Vec<&String> = kept.iter().collect();
+        assert_eq!(kept.len(), 4 * 20);
+        for writer in 0..4 {
+            for i in 0..20 {
+                assert!(
+                    kept.contains(&&entry(writer, i)),
+                    "writer {writer}, entry {i}"
+                );
+            }
+        }
     }
 }

@@ -10,12 +10,12 @@ use std::io::Write;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
+use arrow::util::display::ArrayFormatter;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
 
 use super::Format;
-use super::cells::MAX_CELL_BYTES;
+use super::cells::{MAX_CELL_BYTES, bounded_text, format_options};
 use crate::Result;
 
 /// The rows held to size a table's columns; a result this long or shorter prints whole.
@@ -92,32 +92,20 @@ struct Streamed {
     widths: Vec<usize>,
 }
 
-/// How cells are written: NULL as datafusion-cli shows it, so that it differs from an
-/// empty string; a value that cannot be formatted as its error.
-fn options() -> FormatOptions<'static> {
-    FormatOptions::default()
-        .with_display_error(true)
-        .with_null("NULL")
-}
-
-/// Each cell of `batch`, row by row, on one line and at most [`MAX_CELL_BYTES`] long.
+/// Each cell of `batch`, row by row, on one line and at most [`MAX_CELL_BYTES`] long (a
+/// longer value is formatted only that far).
 fn cells(batch: &RecordBatch) -> Result<Vec<Vec<String>>> {
-    let options = options();
+    let options = format_options();
     let formatters = batch
         .columns()
         .iter()
         .map(|column| ArrayFormatter::try_new(column.as_ref(), &options))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let mut rows = Vec::with_capacity(batch.num_rows());
-    let mut text = String::new();
     for row in 0..batch.num_rows() {
         let mut cells = Vec::with_capacity(formatters.len());
         for formatter in &formatters {
-            text.clear();
-            formatter
-                .value(row)
-                .write(&mut text)
-                .map_err(|e| crate::Error::format(format!("cannot format a value: {e}")))?;
+            let (text, _) = bounded_text(formatter, row)?;
             cells.push(one_line(&text));
         }
         rows.push(cells);
