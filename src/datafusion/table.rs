@@ -79,6 +79,7 @@ use crate::{Error, Result};
 pub(crate) use block::Block;
 use block::{Partitions, block_statistics, sql_null_count};
 use load::compress_partitions;
+pub use load::warm_kernels;
 pub use memory::arrow_memory;
 pub use options::{CompressOptions, DEFAULT_BLOCK_ROWS, Residence};
 pub use scan::CompressedScanExec;

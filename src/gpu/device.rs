@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
@@ -84,6 +85,7 @@ pub enum KernelOrigin {
 }
 
 type ModuleKey = (&'static str, Vec<Define>);
+type LoadedModule = (Arc<CudaModule>, KernelOrigin);
 /// A module's key and the function's name.
 type FunctionKey = (&'static str, Vec<Define>, String);
 
@@ -106,7 +108,11 @@ pub struct Gpu {
     /// NVRTC's and the driver's versions, part of every cache key.
     toolchain: String,
     cache: KernelCache,
-    modules: Mutex<HashMap<ModuleKey, (Arc<CudaModule>, KernelOrigin)>>,
+    /// Each kernel build's module, once loaded; a cell per build (see
+    /// [`Self::module_with_origin`]).
+    modules: Mutex<HashMap<ModuleKey, Arc<Mutex<Option<LoadedModule>>>>>,
+    /// Whether [`Self::warm_up`] has run.
+    warming: AtomicBool,
     /// Functions already looked up: a launch then costs no module lock and no driver call
     /// before the launch itself.
     functions: RwLock<HashMap<FunctionKey, CudaFunction>>,
@@ -208,6 +214,7 @@ impl Gpu {
                 toolchain: toolchain_versions(),
                 cache: KernelCache::from_env(),
                 modules: Mutex::new(HashMap::new()),
+                warming: AtomicBool::new(false),
                 functions: RwLock::new(HashMap::new()),
                 lanes: Arc::new(LanePool::new(memory_limit)),
             })
@@ -293,11 +300,18 @@ impl Gpu {
         defines: &[Define],
     ) -> GpuResult<(Arc<CudaModule>, KernelOrigin)> {
         let key: ModuleKey = (kernel.name, defines.to_vec());
-        let mut modules = self
+        // The map is locked only to find the kernel's own cell: kernels compile in
+        // parallel on the threads that need them, and a thread waits only for the kernel
+        // it needs (NVRTC takes seconds for some).
+        let cell = self
             .modules
             .lock()
-            .map_err(|_| GpuError::Limit("kernel module cache poisoned".into()))?;
-        if let Some(found) = modules.get(&key) {
+            .map_err(poisoned)?
+            .entry(key)
+            .or_default()
+            .clone();
+        let mut module = cell.lock().map_err(poisoned)?;
+        if let Some(found) = module.as_ref() {
             return Ok(found.clone());
         }
         let (source, options) = compile_inputs(kernel, defines, &self.arch);
@@ -318,8 +332,45 @@ impl Gpu {
                 (module, KernelOrigin::Compiled)
             }
         };
-        modules.insert(key, loaded.clone());
+        *module = Some(loaded.clone());
         Ok(loaded)
+    }
+
+    /// Compiles (or reads from the disk cache) `builds` on background threads, so that
+    /// the calls that need them later find them loaded. Failures are left for those calls
+    /// to report. Once per process and device; later calls do nothing.
+    pub fn warm_up(&'static self, builds: Vec<(KernelSource, Vec<Define>)>) {
+        if self.warming.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(2, |n| n.get() / 2)
+            .clamp(1, 8)
+            .min(builds.len());
+        let builds = Arc::new(builds);
+        let next = Arc::new(AtomicUsize::new(0));
+        for _ in 0..threads {
+            let (builds, next) = (builds.clone(), next.clone());
+            let spawned = std::thread::Builder::new()
+                .name("colzip-kernels".into())
+                .spawn(move || {
+                    while let Some((kernel, defines)) =
+                        builds.get(next.fetch_add(1, Ordering::Relaxed))
+                    {
+                        let started = std::time::Instant::now();
+                        let origin = self.module_with_origin(kernel, defines).map(|m| m.1);
+                        crate::trace::line(|| {
+                            format!(
+                                "kernel warm-up: {} {origin:?} in {:.3} s",
+                                kernel.name,
+                                started.elapsed().as_secs_f64()
+                            )
+                        });
+                    }
+                });
+            // Without a thread the kernels compile when first needed, as before.
+            drop(spawned);
+        }
     }
 
     /// The kernel `function` of `kernel`'s file compiled with `defines`.
@@ -442,6 +493,11 @@ pub fn nvrtc_available() -> bool {
 pub fn compile_kernel(kernel: &KernelSource, defines: &[Define], arch: &str) -> GpuResult<Vec<u8>> {
     let (source, options) = compile_inputs(kernel, defines, arch);
     compile_cubin(kernel.name, &source, &options)
+}
+
+/// The error of a lock another thread panicked while holding.
+fn poisoned<T>(_: T) -> GpuError {
+    GpuError::Limit("kernel module cache poisoned".into())
 }
 
 /// Test helper: each of `builds` (a kernel file and its launchers' defines) compiles for

@@ -34,6 +34,7 @@ pub(super) fn compress_partitions(
             )));
         }
     }
+    warm_kernels(&options.placement);
     let blocks: Vec<Vec<RecordBatch>> = partitions
         .into_iter()
         .map(|batches| cut_blocks(schema, batches, options.block_rows))
@@ -346,5 +347,19 @@ mod tests {
             error.contains("column 'n' is Utf8 in the table but Int64 in a batch"),
             "{error}"
         );
+    }
+}
+
+/// Starts loading every kernel a compressed table's load and scans may use on
+/// `placement`'s GPUs, on background threads ([`crate::gpu::Gpu::warm_up`]): on a machine
+/// whose kernel cache is empty NVRTC compiles them in parallel, while the load cuts its
+/// blocks, instead of one at a time when each is first needed. Once per process; nothing
+/// without a GPU.
+pub fn warm_kernels(placement: &Placement) {
+    for gpu in placement.gpus() {
+        let mut builds = crate::codec::kernel_builds();
+        builds.push((crate::column::select::SELECT, Vec::new()));
+        builds.push((crate::gpu::GATHER, Vec::new()));
+        gpu.warm_up(builds);
     }
 }
