@@ -208,7 +208,7 @@ pub(super) async fn measure(
         let mut row = store_row(&store, peak, rss_before, &rows);
         if store.store == Store::Compressed {
             row.gpu_resident_bytes = Some(gpu_resident_bytes(&store.ctx).await);
-            row.pinned_pool_bytes = Some(crate::gpu::PinnedPool::global().held() as u64);
+            row.pinned_pool_bytes = Some(colzip::gpu::PinnedPool::global().held() as u64);
         }
         progress(Event::Done(&row));
         stores.push(row);
