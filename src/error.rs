@@ -21,9 +21,6 @@ pub enum Error {
     /// An Arrow type (or combination of options) colzip does not handle.
     #[error("unsupported: {0}")]
     Unsupported(String),
-    /// A codec specification string that does not parse (e.g. `lzss:s=3`).
-    #[error("invalid codec specification '{spec}': {reason}")]
-    CodecSpec { spec: String, reason: String },
     /// The uncompressed data's checksum does not match the one stored.
     #[error("checksum mismatch in {what}: the data is corrupt")]
     Checksum { what: String },
@@ -82,6 +79,14 @@ impl From<Error> for datafusion::error::DataFusionError {
     /// A colzip error inside DataFusion: an external error (see the reverse `From`).
     fn from(error: Error) -> Self {
         datafusion::error::DataFusionError::External(Box::new(error))
+    }
+}
+
+#[cfg(feature = "datafusion")]
+impl From<CodecError> for datafusion::error::DataFusionError {
+    /// As the crate's `Error` (an external error), so it comes back as one.
+    fn from(error: CodecError) -> Self {
+        Error::from(error).into()
     }
 }
 
