@@ -29,7 +29,7 @@ pub const GPU_MIN_BYTES: usize = 1 << 20;
 /// // Small batches and codecs without a GPU path always run on the CPU under auto.
 /// assert!(auto.gpu_for(CodecId::Lzss, Decompress, GPU_MIN_BYTES - 1).is_none());
 /// assert!(auto.gpu_for(CodecId::Stored, Compress, 1 << 30).is_none());
-/// # Ok::<(), colzip::Error>(())
+/// # Ok::<(), colzip::codec::CodecError>(())
 /// ```
 #[derive(Clone, Copy)]
 pub struct Placement {
