@@ -21,9 +21,6 @@ pub enum Error {
     /// An Arrow type (or combination of options) colzip does not handle.
     #[error("unsupported: {0}")]
     Unsupported(String),
-    /// A codec specification string that does not parse (e.g. `lzss:s=3`).
-    #[error("invalid codec specification '{spec}': {reason}")]
-    CodecSpec { spec: String, reason: String },
     /// The uncompressed data's checksum does not match the one stored.
     #[error("checksum mismatch in {what}: the data is corrupt")]
     Checksum { what: String },
@@ -44,7 +41,8 @@ pub enum Error {
     /// A panic caught at the edge (a bug: every input should give an error instead).
     #[error("internal error (a bug in colzip, please report it): {0}")]
     Panic(String),
-    /// No usable GPU, or a CUDA/NVRTC failure.
+    /// No usable GPU, a CUDA/NVRTC failure, or a backend name (an option's or
+    /// `COLZIP_BACKEND`'s) other than auto, cpu or gpu.
     #[error("{}", .0.labelled())]
     Gpu(#[from] crate::gpu::GpuError),
     #[error("I/O error: {0}")]
@@ -82,6 +80,22 @@ impl From<Error> for datafusion::error::DataFusionError {
     /// A colzip error inside DataFusion: an external error (see the reverse `From`).
     fn from(error: Error) -> Self {
         datafusion::error::DataFusionError::External(Box::new(error))
+    }
+}
+
+#[cfg(feature = "datafusion")]
+impl From<CodecError> for datafusion::error::DataFusionError {
+    /// As the crate's `Error` (an external error), so it comes back as one.
+    fn from(error: CodecError) -> Self {
+        Error::from(error).into()
+    }
+}
+
+#[cfg(feature = "datafusion")]
+impl From<crate::gpu::GpuError> for datafusion::error::DataFusionError {
+    /// As the crate's `Error` (an external error), so it comes back as one.
+    fn from(error: crate::gpu::GpuError) -> Self {
+        Error::from(error).into()
     }
 }
 
@@ -149,3 +163,39 @@ pub fn report(message: &str) -> String {
 
 /// Result of colzip operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::CodecSpec;
+    use crate::gpu::{Backend, GpuError};
+
+    /// The lower layers' errors print the same wrapped in the crate's `Error` as alone:
+    /// the CLI and SQL report them through it.
+    #[test]
+    fn lower_layers_errors_read_the_same_wrapped() {
+        let backend = " CUDA ".parse::<Backend>().unwrap_err();
+        assert_eq!(
+            backend.to_string(),
+            "unknown backend 'cuda' (expected auto, cpu or gpu)"
+        );
+        let spec = "lzss:s=3".parse::<CodecSpec>().unwrap_err();
+        assert!(
+            spec.to_string()
+                .starts_with("invalid codec specification 'lzss:s=3': "),
+            "{spec}"
+        );
+        let missing = GpuError::Unavailable("no usable GPU: no driver".into());
+        for (wrapped, alone) in [
+            (Error::from(backend.clone()), backend.to_string()),
+            (
+                Error::from(CodecError::from(backend.clone())),
+                backend.to_string(),
+            ),
+            (Error::from(spec.clone()), spec.to_string()),
+            (Error::from(missing.clone()), missing.to_string()),
+        ] {
+            assert_eq!(wrapped.to_string(), alone);
+        }
+    }
+}

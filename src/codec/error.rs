@@ -11,6 +11,10 @@ pub enum CodecError {
     /// Parameters out of range (e.g. an LZSS window of 0, a symbol width of 3).
     #[error("invalid {codec} parameter: {reason}")]
     InvalidParams { codec: &'static str, reason: String },
+    /// A codec specification string that does not parse (e.g. `lzss:s=3`): an unknown
+    /// name, or options the codec does not take.
+    #[error("invalid codec specification '{spec}': {reason}")]
+    Spec { spec: String, reason: String },
     /// The stream is truncated, corrupt or not of this codec.
     #[error("corrupt {codec} stream: {reason}")]
     Corrupt { codec: &'static str, reason: String },
@@ -42,6 +46,14 @@ impl CodecError {
     pub fn corrupt(codec: &'static str, reason: impl Into<String>) -> Self {
         CodecError::Corrupt {
             codec,
+            reason: reason.into(),
+        }
+    }
+
+    /// Shorthand for [`CodecError::Spec`].
+    pub fn spec(spec: impl Into<String>, reason: impl Into<String>) -> Self {
+        CodecError::Spec {
+            spec: spec.into(),
             reason: reason.into(),
         }
     }

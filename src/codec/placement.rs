@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::error::CodecError;
+use super::error::{CodecError, Result};
 use super::id::CodecId;
 use super::interface::Direction;
 use crate::gpu::{Backend, Gpu, GpuError};
@@ -29,7 +29,7 @@ pub const GPU_MIN_BYTES: usize = 1 << 20;
 /// // Small batches and codecs without a GPU path always run on the CPU under auto.
 /// assert!(auto.gpu_for(CodecId::Lzss, Decompress, GPU_MIN_BYTES - 1).is_none());
 /// assert!(auto.gpu_for(CodecId::Stored, Compress, 1 << 30).is_none());
-/// # Ok::<(), colzip::Error>(())
+/// # Ok::<(), colzip::codec::CodecError>(())
 /// ```
 #[derive(Clone, Copy)]
 pub struct Placement {
@@ -55,15 +55,10 @@ impl Placement {
     /// usable; `Auto` uses the GPU, when there is one, for batches of at least
     /// [`GPU_MIN_BYTES`], and runs a batch the GPU has no memory for on the CPU (under
     /// `Gpu` that is an error, [`GpuError::OutOfMemory`]).
-    pub fn new(backend: Backend) -> crate::Result<Placement> {
+    pub fn new(backend: Backend) -> Result<Placement> {
         Ok(match backend {
             Backend::Cpu => Placement::CPU,
-            Backend::Gpu => match Gpu::all() {
-                Ok(gpus) => Placement::on_all(gpus),
-                Err(reason) => {
-                    return Err(crate::Error::Gpu(reason.for_backend_gpu()));
-                }
-            },
+            Backend::Gpu => Placement::on_all(Gpu::all().map_err(GpuError::for_backend_gpu)?),
             Backend::Auto => Placement {
                 gpus: Gpu::all().unwrap_or(&[]),
                 min_bytes: GPU_MIN_BYTES,

@@ -17,7 +17,7 @@
 
 use std::str::FromStr;
 
-use super::error::Result;
+use super::error::{CodecError, Result};
 use super::interface::SpecOption;
 use super::lzss::LzssOptions;
 use super::placement::Placement;
@@ -38,13 +38,10 @@ impl CodecSpec {
 }
 
 impl FromStr for CodecSpec {
-    type Err = crate::Error;
+    type Err = CodecError;
 
-    fn from_str(spec: &str) -> std::result::Result<Self, Self::Err> {
-        let fail = |reason: String| crate::Error::CodecSpec {
-            spec: spec.to_string(),
-            reason,
-        };
+    fn from_str(spec: &str) -> Result<Self> {
+        let fail = |reason: String| CodecError::spec(spec, reason);
         let (name, options) = match spec.trim().split_once(':') {
             Some((name, options)) => (name, options),
             None => (spec.trim(), ""),

@@ -73,7 +73,7 @@ use arrow::array::{Array, ArrayRef};
 use arrow::datatypes::{DataType, Field};
 use rayon::prelude::*;
 
-use crate::codec::{CodecId, CodecSpec, Placement};
+use crate::codec::{CodecError, CodecId, CodecSpec, Placement};
 use crate::{Error, Result};
 pub use auto::AutoCodecs;
 pub(crate) use bytes::Reader;
@@ -106,10 +106,7 @@ impl FromStr for CodecChoice {
             .filter(|head| head.eq_ignore_ascii_case("auto:"))
             .map(|_| &text[5..])
         {
-            let fail = |reason: String| Error::CodecSpec {
-                spec: text.to_string(),
-                reason,
-            };
+            let fail = |reason: String| Error::Codec(CodecError::spec(text, reason));
             let (key, list) = options
                 .split_once('=')
                 .ok_or_else(|| fail("auto takes one option, among=CODEC+CODEC...".into()))?;
@@ -128,11 +125,11 @@ impl FromStr for CodecChoice {
         } else {
             // Where `auto` is accepted, the error names it among the choices.
             text.parse().map(CodecChoice::Spec).map_err(|e| match e {
-                Error::CodecSpec { spec, reason } => Error::CodecSpec {
+                CodecError::Spec { spec, reason } => Error::Codec(CodecError::Spec {
                     spec,
                     reason: reason.replace("(expected lzss,", "(expected auto, lzss,"),
-                },
-                other => other,
+                }),
+                other => Error::Codec(other),
             })
         }
     }

@@ -88,7 +88,7 @@ use datafusion::prelude::SessionContext;
 use tokio::io::AsyncWriteExt;
 
 use super::parquet_scan::ColzipParquetSource;
-use crate::gpu::Backend;
+use crate::gpu::{Backend, GpuError};
 use crate::parquet::footer;
 use crate::parquet::write::{
     DataPageVersion, ParquetWriter, WriteOptions, default_parallel_row_groups,
@@ -143,7 +143,7 @@ impl FormatOptions {
             };
             match key.strip_prefix("format.").unwrap_or(key) {
                 "backend" => {
-                    parsed.backend = Some(value.parse().map_err(|e: Error| bad(e.to_string()))?)
+                    parsed.backend = Some(value.parse().map_err(|e: GpuError| bad(e.to_string()))?)
                 }
                 "row_group_size" => parsed.row_group_size = Some(positive()?),
                 "data_page_size" => parsed.data_page_size = Some(positive()?),

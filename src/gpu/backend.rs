@@ -4,9 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::GpuError;
 use super::device::Gpu;
-use crate::{Error, Result};
+use super::{GpuError, GpuResult};
 
 /// The environment variable that sets the default backend of the CLI and SQL.
 pub const BACKEND_ENV: &str = "COLZIP_BACKEND";
@@ -23,40 +22,38 @@ pub enum Backend {
 impl Backend {
     /// The choice in `COLZIP_BACKEND`, `Auto` when it is unset; an error when it is not
     /// one of auto, cpu, gpu.
-    pub fn from_env() -> Result<Backend> {
+    pub fn from_env() -> GpuResult<Backend> {
         match std::env::var(BACKEND_ENV) {
             Ok(value) => value
                 .parse()
-                .map_err(|e| Error::format(format!("{BACKEND_ENV}: {e}"))),
+                .map_err(|e| GpuError::Setting(format!("{BACKEND_ENV}: {e}"))),
             Err(std::env::VarError::NotPresent) => Ok(Backend::Auto),
             Err(std::env::VarError::NotUnicode(_)) => {
-                Err(Error::format(format!("{BACKEND_ENV} is not UTF-8")))
+                Err(GpuError::Setting(format!("{BACKEND_ENV} is not UTF-8")))
             }
         }
     }
 
     /// The GPU to run on, or `None` for the CPU. `Gpu` errors when no GPU is usable,
     /// saying why; `Auto` falls back to the CPU.
-    pub fn resolve(self) -> Result<Option<&'static Gpu>> {
+    pub fn resolve(self) -> GpuResult<Option<&'static Gpu>> {
         match self {
             Backend::Cpu => Ok(None),
-            Backend::Gpu => Ok(Some(Gpu::get().map_err(GpuError::for_backend_gpu)?)),
+            Backend::Gpu => Gpu::get().map(Some).map_err(GpuError::for_backend_gpu),
             Backend::Auto => Ok(Gpu::get().ok()),
         }
     }
 }
 
 impl FromStr for Backend {
-    type Err = Error;
+    type Err = GpuError;
 
-    fn from_str(text: &str) -> Result<Self> {
+    fn from_str(text: &str) -> GpuResult<Self> {
         match text.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(Backend::Auto),
             "cpu" => Ok(Backend::Cpu),
             "gpu" => Ok(Backend::Gpu),
-            other => Err(Error::format(format!(
-                "unknown backend '{other}' (expected auto, cpu or gpu)"
-            ))),
+            other => Err(GpuError::UnknownBackend(other.to_string())),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The runtime's error type. It knows nothing of codecs: the device is missing, a CUDA or
-//! NVRTC call failed, or work on the device broke a rule the runtime checks. The codec
-//! layer wraps it (`CodecError::Gpu`) and adds what its kernels mean.
+//! NVRTC call failed, work on the device broke a rule the runtime checks, or the backend
+//! asked for is not one. The codec layer wraps it (`CodecError::Gpu`) and adds what its
+//! kernels mean.
 
 use thiserror::Error;
 
@@ -33,6 +34,13 @@ pub enum GpuError {
     /// too small for the work given).
     #[error("{0}")]
     Limit(String),
+    /// A backend name other than auto, cpu or gpu (the name lowercased).
+    #[error("unknown backend '{0}' (expected auto, cpu or gpu)")]
+    UnknownBackend(String),
+    /// A setting in the environment that cannot be used (`COLZIP_BACKEND` naming no
+    /// backend, or not UTF-8); the message is whole and names the variable.
+    #[error("{0}")]
+    Setting(String),
 }
 
 impl GpuError {
@@ -50,10 +58,13 @@ impl GpuError {
     }
 
     /// The error as the layers above print it: labelled "GPU: " unless it already says
-    /// there is no usable GPU, which would read "GPU: no usable GPU".
+    /// there is no usable GPU, which would read "GPU: no usable GPU", or is about the
+    /// choice of backend rather than a GPU's failure (the user's mistake, said as such).
     pub fn labelled(&self) -> String {
         match self {
-            GpuError::Unavailable(message) => message.clone(),
+            GpuError::Unavailable(_) | GpuError::UnknownBackend(_) | GpuError::Setting(_) => {
+                self.to_string()
+            }
             other => format!("GPU: {other}"),
         }
     }

@@ -306,6 +306,7 @@ pub fn head_command(args: HeadArgs) -> Result<()> {
     } = args;
     // Resolved first: `--backend gpu` without a GPU fails before the archive is read.
     let (schema, batches) = Placement::new(backend)
+        .map_err(Error::from)
         .and_then(|placement| archive::head(&input, rows, placement))
         .map_err(|e| name_non_archive(&input, e))?;
     let text = render_batches(&schema, &batches, format)?;

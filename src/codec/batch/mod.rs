@@ -27,7 +27,7 @@
 //! let lens: Vec<usize> = pages.iter().map(Vec::len).collect();
 //! let back = CodecId::GmatchBlocks.decompress_batch(&Placement::CPU, &streams.to_refs(), &lens)?;
 //! assert_eq!(back.get(3), &pages[3][..]);
-//! # Ok::<(), colzip::Error>(())
+//! # Ok::<(), colzip::codec::CodecError>(())
 //! ```
 
 mod cpu;

@@ -7,7 +7,7 @@ use arrow::datatypes::DataType;
 use datafusion::common::{DataFusionError, Result, ScalarValue, plan_err};
 use datafusion::logical_expr::{Expr, ReturnFieldArgs, Signature, TypeSignature, Volatility};
 
-use crate::codec::{CodecSpec, Placement, registry};
+use crate::codec::{CodecError, CodecSpec, Placement, registry};
 use crate::column::{self, CodecChoice};
 use crate::gpu::Backend;
 
@@ -162,7 +162,7 @@ pub(super) fn string_literal<'a>(
 pub(super) fn parse_codec(function: &str, text: &str) -> Result<CodecChoice> {
     text.parse::<CodecChoice>().map_err(|e| {
         let reason = match e {
-            crate::Error::CodecSpec { reason, .. } => reason,
+            crate::Error::Codec(CodecError::Spec { reason, .. }) => reason,
             other => other.to_string(),
         };
         DataFusionError::Plan(format!(
@@ -179,5 +179,5 @@ pub(super) fn codec_argument(function: &str, value: Option<&ScalarValue>) -> Res
 
 /// Where the codecs run, resolved from the backend chosen at registration.
 pub(super) fn placement(backend: Backend) -> Result<Placement> {
-    Placement::new(backend).map_err(DataFusionError::from)
+    Ok(Placement::new(backend)?)
 }

@@ -92,7 +92,7 @@ impl ColzipParquetSource {
 /// Writing (`COPY`) keeps `auto`.
 fn scan_placement(backend: Backend) -> crate::Result<Placement> {
     match backend {
-        Backend::Gpu => Placement::new(Backend::Gpu),
+        Backend::Gpu => Ok(Placement::new(Backend::Gpu)?),
         Backend::Auto | Backend::Cpu => Ok(Placement::CPU),
     }
 }
