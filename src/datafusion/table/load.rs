@@ -300,6 +300,20 @@ fn same_values(a: &DataType, b: &DataType) -> bool {
     (strings(a) && strings(b)) || (binaries(a) && binaries(b))
 }
 
+/// Starts loading every kernel a compressed table's load and scans may use on
+/// `placement`'s GPUs, on background threads ([`crate::gpu::Gpu::warm_up`]): on a machine
+/// whose kernel cache is empty NVRTC compiles them in parallel, while the load cuts its
+/// blocks, instead of one at a time when each is first needed. Once per process; nothing
+/// without a GPU.
+pub fn warm_kernels(placement: &Placement) {
+    for gpu in placement.gpus() {
+        let mut builds = crate::codec::kernel_builds();
+        builds.push((crate::column::select::SELECT, Vec::new()));
+        builds.push((crate::gpu::GATHER, Vec::new()));
+        gpu.warm_up(builds);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,19 +361,5 @@ mod tests {
             error.contains("column 'n' is Utf8 in the table but Int64 in a batch"),
             "{error}"
         );
-    }
-}
-
-/// Starts loading every kernel a compressed table's load and scans may use on
-/// `placement`'s GPUs, on background threads ([`crate::gpu::Gpu::warm_up`]): on a machine
-/// whose kernel cache is empty NVRTC compiles them in parallel, while the load cuts its
-/// blocks, instead of one at a time when each is first needed. Once per process; nothing
-/// without a GPU.
-pub fn warm_kernels(placement: &Placement) {
-    for gpu in placement.gpus() {
-        let mut builds = crate::codec::kernel_builds();
-        builds.push((crate::column::select::SELECT, Vec::new()));
-        builds.push((crate::gpu::GATHER, Vec::new()));
-        gpu.warm_up(builds);
     }
 }
