@@ -26,6 +26,15 @@ pub const SQL_STACK_BYTES: usize = 1 << 30;
 /// session option `colzip.max_expression_depth` changes it.
 pub const MOST_EXPRESSION_DEPTH: usize = 1_000;
 
+/// The most nesting a SQL statement may hold by default, summed over its expressions:
+/// each expression counts the expressions open around it, so a chain of `n` terms counts
+/// about `n²`. DataFusion's planning time grows with this sum (it formats the name of
+/// every nested expression), so a statement of many expressions each within
+/// [`MOST_EXPRESSION_DEPTH`] is bounded too: one sum at that depth counts about 1,000,000
+/// and plans in seconds, and this allows three. The session option `colzip.max_nesting`
+/// changes it.
+pub const MOST_NESTING: usize = 3_000_000;
+
 /// The most set operations (`UNION`, `INTERSECT`, `EXCEPT`) a SQL statement may hold by
 /// default: DataFusion plans a chain of them in time quadratic in its length (its union
 /// flattening and source spans walk the whole chain below each one: 1,000 `UNION ALL`s

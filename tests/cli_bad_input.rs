@@ -459,6 +459,18 @@ mod sql {
         );
         assert!(err.contains("x IN (1, 2, …)"), "{err}");
 
+        // Ten sums each at the depth limit plan in ten times one's time: the statement's
+        // nesting in all bounds them.
+        let sums = vec![vec!["1"; 1_000].join("+"); 10].join(", ");
+        let many = dir.path().join("many.sql");
+        std::fs::write(&many, format!("SELECT {sums};")).unwrap();
+        let started = std::time::Instant::now();
+        let err = fails_with(1, &["sql", "--file", s(&many)]);
+        assert!(err.contains("levels in all; the limit is 3000000"), "{err}");
+        assert!(err.contains("SET colzip.max_nesting = N"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+
         let unions = vec!["SELECT 1 AS n"; 1_002].join(" UNION ALL ");
         let err = fails_with(1, &["sql", "-c", &unions]);
         assert!(

@@ -1,8 +1,8 @@
 //! How large a parsed SQL statement colzip plans: DataFusion plans long operator chains
 //! and long `UNION` chains in time quadratic in their length, so a statement past these
 //! limits is refused with a one-line error before planning. The limits are session
-//! options, `colzip.max_expression_depth` and `colzip.max_set_operations`, which `SET`
-//! changes:
+//! options, `colzip.max_expression_depth`, `colzip.max_nesting` and
+//! `colzip.max_set_operations`, which `SET` changes:
 //!
 //! ```
 //! use colzip::datafusion::session::{self, statements::{self, Format}};
@@ -28,7 +28,7 @@ use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::{CopyToSource, Statement};
 use datafusion::sql::sqlparser::ast::{Expr, Query, SetExpr, Visit, Visitor};
 
-use crate::limits::{MOST_EXPRESSION_DEPTH, MOST_SET_OPERATIONS};
+use crate::limits::{MOST_EXPRESSION_DEPTH, MOST_NESTING, MOST_SET_OPERATIONS};
 use crate::{Error, Result};
 
 /// The largest statement colzip plans (the `colzip.*` session options).
@@ -42,6 +42,10 @@ pub struct SqlLimits {
     /// The deepest a SQL expression may nest: a chain `a + b + …` or `x OR y OR …`
     /// nests one level a term. Planning time grows with the square of the depth.
     pub max_expression_depth: usize,
+    /// The most nesting a statement holds, summed over its expressions: each expression
+    /// counts the expressions open around it (a chain of `n` terms about `n²`). Planning
+    /// time grows with this sum.
+    pub max_nesting: usize,
     /// The most set operations (UNION, INTERSECT, EXCEPT) in a statement. Planning
     /// time grows with the square of their number.
     pub max_set_operations: usize,
@@ -51,6 +55,7 @@ impl Default for SqlLimits {
     fn default() -> Self {
         SqlLimits {
             max_expression_depth: MOST_EXPRESSION_DEPTH,
+            max_nesting: MOST_NESTING,
             max_set_operations: MOST_SET_OPERATIONS,
         }
     }
@@ -72,11 +77,12 @@ impl ExtensionOptions for SqlLimits {
     fn set(&mut self, key: &str, value: &str) -> datafusion::error::Result<()> {
         let field = match key {
             "max_expression_depth" => &mut self.max_expression_depth,
+            "max_nesting" => &mut self.max_nesting,
             "max_set_operations" => &mut self.max_set_operations,
             _ => {
                 return Err(DataFusionError::Configuration(format!(
-                    "no option colzip.{key} (there are colzip.max_expression_depth and \
-                     colzip.max_set_operations)"
+                    "no option colzip.{key} (there are colzip.max_expression_depth, \
+                     colzip.max_nesting and colzip.max_set_operations)"
                 )));
             }
         };
@@ -100,6 +106,13 @@ impl ExtensionOptions for SqlLimits {
                 self.max_expression_depth,
                 "The deepest a SQL expression may nest: a chain `a + b + …` or `x OR y OR …` \
                  nests one level a term. Planning time grows with the square of the depth.",
+            ),
+            entry(
+                "max_nesting",
+                self.max_nesting,
+                "The most nesting a statement holds, summed over its expressions: each \
+                 expression counts the expressions open around it (a chain of n terms about \
+                 n²). Planning time grows with this sum.",
             ),
             entry(
                 "max_set_operations",
@@ -126,8 +139,8 @@ pub fn of(ctx: &SessionContext) -> SqlLimits {
         .unwrap_or_default()
 }
 
-/// Refuses `statement` when an expression nests deeper, or it holds more set operations,
-/// than `limits` allow.
+/// Refuses `statement` when an expression nests deeper, its expressions nest more in all,
+/// or it holds more set operations, than `limits` allow.
 pub fn check(statement: &Statement, limits: &SqlLimits) -> Result<()> {
     let mut size = Size::default();
     match statement {
@@ -150,6 +163,14 @@ pub fn check(statement: &Statement, limits: &SqlLimits) -> Result<()> {
             size.deepest, limits.max_expression_depth
         )));
     }
+    if size.nesting > limits.max_nesting {
+        return Err(Error::format(format!(
+            "the expressions of this statement nest {} levels in all; the limit is {} \
+             (each expression counts those around it; SET colzip.max_nesting = N changes \
+             it; planning time grows with this sum)",
+            size.nesting, limits.max_nesting
+        )));
+    }
     if size.set_operations > limits.max_set_operations {
         return Err(Error::format(format!(
             "this statement holds {} set operations (UNION, INTERSECT, EXCEPT); the limit \
@@ -168,6 +189,8 @@ struct Size {
     open: usize,
     /// The deepest `open` reached.
     deepest: usize,
+    /// `open` summed over every expression.
+    nesting: usize,
     /// Set operations in every query of the statement.
     set_operations: usize,
 }
@@ -178,6 +201,7 @@ impl Visitor for Size {
     fn pre_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
         self.open += 1;
         self.deepest = self.deepest.max(self.open);
+        self.nesting = self.nesting.saturating_add(self.open);
         ControlFlow::Continue(())
     }
 
@@ -241,6 +265,7 @@ mod tests {
         .unwrap();
         assert!(listed.contains("colzip.max_set_operations"), "{listed}");
         assert!(listed.contains("colzip.max_expression_depth"), "{listed}");
+        assert!(listed.contains("colzip.max_nesting"), "{listed}");
         for bad in [
             "SET colzip.max_set_operations = -1",
             "SET colzip.max_set_operations = 'many'",
@@ -268,6 +293,33 @@ mod tests {
         assert!(err.contains("nests 4 levels deep; the limit is 3"), "{err}");
         limits.max_expression_depth = 4;
         check(&statement, &limits).unwrap();
+    }
+
+    #[test]
+    fn nesting_sums_the_depth_of_every_expression() {
+        // `((1+1)+1)+1`: additions at depths 1, 2 and 3, literals at 4, 4, 3 and 2.
+        let statement = parsed("SELECT 1+1+1+1");
+        let mut limits = SqlLimits {
+            max_nesting: 18,
+            ..SqlLimits::default()
+        };
+        let err = check(&statement, &limits).unwrap_err().to_string();
+        assert!(
+            err.contains("nest 19 levels in all; the limit is 18"),
+            "{err}"
+        );
+        limits.max_nesting = 19;
+        check(&statement, &limits).unwrap();
+        // Many expressions each within the depth limit: bounded as a whole.
+        let sums = vec![vec!["1"; 100].join("+"); 30].join(", ");
+        let statement = parsed(&format!("SELECT {sums}"));
+        let limits = SqlLimits {
+            max_expression_depth: 100,
+            max_nesting: 200_000,
+            ..SqlLimits::default()
+        };
+        let err = check(&statement, &limits).unwrap_err().to_string();
+        assert!(err.contains("colzip.max_nesting"), "{err}");
     }
 
     #[test]
