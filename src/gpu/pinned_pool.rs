@@ -144,6 +144,9 @@ impl PinnedPool {
                 .map(|(&have, _)| have)
             else {
                 state.refused += 1;
+                // What was freed on the way is unpinned outside the pool's lock too.
+                drop(state);
+                drop(freed);
                 return None;
             };
             if let Some(buffer) = state.idle.get_mut(&largest).and_then(Vec::pop) {
