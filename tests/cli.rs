@@ -705,7 +705,8 @@ fn colzip_env(args: &[&str], backend_env: &str) -> Output {
 #[test]
 fn backend_choice_flows_through_compress_decompress_and_tpch() {
     let dir = tempfile::tempdir().unwrap();
-    // 2 MiB of int32: above the GPU threshold of `auto`, so a GPU machine runs lzss there.
+    // 2 MiB of int32: under `auto`, a file this small stays on the CPU even with a GPU
+    // (`--backend gpu` below takes it there).
     let data: Vec<u8> = (0..(1 << 19) as u32)
         .flat_map(|i| (i / 16).to_le_bytes())
         .collect();
@@ -742,6 +743,32 @@ fn backend_choice_flows_through_compress_decompress_and_tpch() {
     }
     // The same bytes whichever backend wrote them.
     assert_eq!(archives[0], archives[1]);
+    // `--verbose` says where `auto` ran the codecs, and why.
+    let auto_archive = dir.path().join("ints-auto.czip");
+    let compress_auto = [
+        "--verbose",
+        "compress",
+        s(&input),
+        "-o",
+        "-",
+        "--type",
+        "int32",
+        "--force",
+    ];
+    let decompress_auto = ["--verbose", "decompress", s(&auto_archive), "-o", "-"];
+    let verbose_runs = [compress_auto.as_slice(), decompress_auto.as_slice()];
+    for args in verbose_runs {
+        let out = cli_run::command().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(
+                "is below the 1.1 GB from which the GPU's start-up pays for itself: \
+                 the codecs run on the CPU"
+            ),
+            "{stderr}"
+        );
+    }
 
     // The environment variable sets the default; a bad value there is an error too.
     let from_env = dir.path().join("ints-env.czip");

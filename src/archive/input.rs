@@ -1,6 +1,7 @@
 //! Reading the files `colzip compress` takes: raw typed files, Arrow IPC, Parquet, and
 //! (with the `csv-json` feature) CSV and JSON lines in `csv.rs` and `json.rs`.
 
+mod blocks;
 #[cfg(feature = "csv-json")]
 mod csv;
 #[cfg(feature = "csv-json")]
@@ -13,7 +14,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, PrimitiveArray, RecordBatch, StringArray, UInt8Array};
-use arrow::buffer::{Buffer, MutableBuffer};
+use arrow::buffer::Buffer;
 use arrow::datatypes::{
     ArrowPrimitiveType, DataType, Field, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
     Int64Type, Schema, SchemaRef, UInt16Type, UInt32Type, UInt64Type,
@@ -358,6 +359,7 @@ struct FixedWidthReader {
     len: u64,
     block: usize,
     at: u64,
+    blocks: blocks::Blocks,
 }
 
 impl FixedWidthReader {
@@ -378,23 +380,35 @@ impl FixedWidthReader {
             // Whole values (pages are whole values of every width).
             block: (block.max(4096) / 4096) * 4096,
             at: 0,
+            blocks: blocks::Blocks::default(),
         })
     }
 
-    fn read_block(&mut self, len: usize) -> Result<Buffer> {
-        let mut buffer = MutableBuffer::from_len_zeroed(len);
-        self.file.read_exact(buffer.as_slice_mut()).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                Error::format(format!(
-                    "{} shrank while it was read (it had {} bytes)",
-                    self.path.display(),
-                    self.len
-                ))
-            } else {
-                Error::file("read", &self.path)(e)
-            }
-        })?;
-        Ok(buffer.into())
+    /// The `len` bytes at `at`, read in pieces on all cores into a block whose memory
+    /// earlier batches may have used (see `blocks`).
+    fn read_block(&mut self, at: u64, len: usize) -> Result<Buffer> {
+        use rayon::prelude::*;
+        use std::os::unix::fs::FileExt;
+        const PIECE: usize = 4 << 20;
+        let mut block = self.blocks.take(len);
+        let file = &self.file;
+        block
+            .as_mut_slice()
+            .par_chunks_mut(PIECE)
+            .enumerate()
+            .try_for_each(|(k, piece)| file.read_exact_at(piece, at + (k * PIECE) as u64))
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    Error::format(format!(
+                        "{} shrank while it was read (it had {} bytes)",
+                        self.path.display(),
+                        self.len
+                    ))
+                } else {
+                    Error::file("read", &self.path)(e)
+                }
+            })?;
+        Ok(block.into_buffer())
     }
 }
 
@@ -406,9 +420,10 @@ impl Iterator for FixedWidthReader {
             return None;
         }
         let len = (self.block as u64).min(self.len - self.at) as usize;
+        let at = self.at;
         self.at += len as u64;
         Some(
-            self.read_block(len)
+            self.read_block(at, len)
                 .and_then(|buffer| raw_batch(self.raw, buffer)),
         )
     }

@@ -128,6 +128,12 @@ impl Gpu {
         Ok(&Gpu::all()?[0])
     }
 
+    /// Whether this process has opened its GPUs (and found at least one), without
+    /// opening them.
+    pub fn opened() -> bool {
+        GPUS.get().is_some_and(|gpus| gpus.is_ok())
+    }
+
     /// Every GPU this process uses (at least one): all devices, or those [`GPUS_ENV`]
     /// names, opened on first call; the same error every time when none is usable.
     /// Batches split across them; the bytes written do not depend on how many there are.

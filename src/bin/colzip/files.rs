@@ -8,6 +8,7 @@ use clap::Args;
 use colzip::archive::{self, InputKind, OutputKind, ParquetCodec, RawType, interrupted};
 use colzip::codec::{Codec, Placement, SnappyFormat, gmatch};
 use colzip::column::CodecChoice;
+use colzip::gpu::Backend;
 use colzip::reporting::Format;
 use colzip::{Error, Result};
 
@@ -175,7 +176,7 @@ pub struct InfoArgs {
 }
 
 /// `colzip compress`.
-pub fn compress_command(args: CompressArgs) -> Result<()> {
+pub fn compress_command(args: CompressArgs, verbose: bool) -> Result<()> {
     let CompressArgs {
         input,
         output,
@@ -189,7 +190,8 @@ pub fn compress_command(args: CompressArgs) -> Result<()> {
         backend: BackendArg { backend },
     } = args;
     // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
-    let placement = Placement::new(backend)?;
+    // `auto` waits for the input's size.
+    let chosen = chosen_placement(backend)?;
     let mut pipes = Pipes::default();
     let default_output = |input: &Path| {
         let ext = match snappy {
@@ -221,6 +223,7 @@ pub fn compress_command(args: CompressArgs) -> Result<()> {
     // The input's size on disk, for the ratio a user compares with other tools. For
     // standard input, `input` is the spool, so this counts the bytes read.
     let input_bytes = std::fs::metadata(&input).map(|m| m.len()).ok();
+    let placement = file_placement(chosen, input_bytes, "an input", verbose)?;
     let result = compress(&input, &output, what, placement, overwrite)?;
     if let Some(warning) = &result.2 {
         // After the work, so that a failure's stderr is its one error block.
@@ -240,7 +243,7 @@ pub fn compress_command(args: CompressArgs) -> Result<()> {
 }
 
 /// `colzip decompress`.
-pub fn decompress_command(args: DecompressArgs) -> Result<()> {
+pub fn decompress_command(args: DecompressArgs, verbose: bool) -> Result<()> {
     let DecompressArgs {
         input,
         output,
@@ -252,7 +255,8 @@ pub fn decompress_command(args: DecompressArgs) -> Result<()> {
         backend: BackendArg { backend },
     } = args;
     // Resolved first: `--backend gpu` without a GPU fails before any file is touched.
-    let placement = Placement::new(backend)?;
+    // `auto` waits for the input's size.
+    let chosen = chosen_placement(backend)?;
     if snappy.is_some() && (to.is_some() || parquet_compression.is_some()) {
         return Err(Error::usage(
             "--to and --parquet-compression apply to archives, not to --snappy streams",
@@ -273,6 +277,10 @@ pub fn decompress_command(args: DecompressArgs) -> Result<()> {
     }
     let overwrite = force || pipes.streams();
     check_output(&input, &output, overwrite)?;
+    // The archive's size is a floor of its plain bytes (the codecs fall back to storing
+    // what they cannot shrink), known before anything is decoded.
+    let archive_bytes = std::fs::metadata(&input).map(|m| m.len()).ok();
+    let placement = file_placement(chosen, archive_bytes, "an archive", verbose)?;
     let options = archive::DecompressOptions {
         to,
         max_output: max_output.unwrap_or(u64::MAX),
@@ -491,6 +499,63 @@ fn bytes_warning(named: &Path) -> String {
         named.display(),
         raws.join(", ")
     )
+}
+
+/// Bytes from which `--backend auto` runs one file's codecs on the GPU. A process pays
+/// for the GPU before its first batch: opening the device, pinning staging and loading
+/// the kernels took 0.3-0.5 s on an H200 host, more than the CPU's cores take for a
+/// smaller file (PERFORMANCE.md, "The CLI on the GPU").
+pub const FILE_GPU_MIN_BYTES: u64 = 1 << 30;
+
+/// `--backend` resolved before any file is touched: `cpu` and `gpu` at once (`gpu`
+/// without a usable GPU is an error here), `auto` left for [`file_placement`], which
+/// knows the input's size.
+fn chosen_placement(backend: Backend) -> Result<Option<Placement>> {
+    Ok(match backend {
+        Backend::Auto => None,
+        other => Some(Placement::new(other)?),
+    })
+}
+
+/// Where one file's codecs run: as `--backend` chose, or under `auto` the CPU for a file
+/// of fewer than [`FILE_GPU_MIN_BYTES`] (said on stderr with `--verbose`), else the GPU
+/// when there is one.
+fn file_placement(
+    chosen: Option<Placement>,
+    bytes: Option<u64>,
+    what: &str,
+    verbose: bool,
+) -> Result<Placement> {
+    if let Some(placement) = chosen {
+        return Ok(placement);
+    }
+    match bytes {
+        Some(bytes) if bytes < FILE_GPU_MIN_BYTES => {
+            if verbose {
+                eprintln!(
+                    "colzip: {what} of {} is below the {} from which the GPU's start-up pays \
+                     for itself: the codecs run on the CPU (--backend gpu uses the GPU)",
+                    ratios::human(bytes),
+                    ratios::human(FILE_GPU_MIN_BYTES)
+                );
+            }
+            Ok(Placement::CPU)
+        }
+        _ => {
+            let placement = Placement::new(Backend::Auto)?;
+            if verbose {
+                match placement.gpu() {
+                    Some(gpu) => eprintln!(
+                        "colzip: the codecs run on GPU {} ({})",
+                        gpu.info().ordinal,
+                        gpu.info().name
+                    ),
+                    None => eprintln!("colzip: no usable GPU: the codecs run on the CPU"),
+                }
+            }
+            Ok(placement)
+        }
+    }
 }
 
 /// `colzip compress` from `input` to `output` (files); the plain and compressed sizes, and
