@@ -1695,6 +1695,7 @@ fn bench_measures_the_cpu_rows_alone_without_a_gpu() {
     assert!(codecs.contains(&"lzss:s=2,w=32,c=2048"), "{codecs:?}");
     for row in &rows {
         assert_eq!(row["backend"], "cpu", "{row}");
+        assert_eq!(row["gpus"], 0, "{row}");
         assert!(row["ratio"].as_f64().unwrap() > 1.0, "{row}");
         assert!(row["decompress_gbps"].as_f64().unwrap() > 0.0, "{row}");
     }

@@ -32,6 +32,8 @@ pub struct Figures {
     pub decompress_pinned: f64,
     pub compress_vec: f64,
     pub decompress_vec: f64,
+    /// GPUs the ordinary-memory calls split their batch across (0: the CPU).
+    pub gpus: usize,
 }
 
 impl Figures {
@@ -47,6 +49,7 @@ impl Figures {
             decompress_pinned: d,
             compress_vec: c,
             decompress_vec: d,
+            gpus: 0,
         }
     }
 }
@@ -128,6 +131,14 @@ fn zero_copy_seconds(
     Ok(seconds)
 }
 
+/// The public calls' placement: every GPU the process opened, a batch split across them
+/// as a library user's would be. The kernel and pinned forms run on one device.
+fn every_gpu() -> Result<Placement> {
+    Ok(Placement::on_all(
+        Gpu::all().map_err(crate::codec::CodecError::from)?,
+    ))
+}
+
 /// The GPU row of `codec` on `buffers`: all three forms, every stream checked equal to
 /// `expected` (the CPU's) when given, every output to the input.
 pub fn gpu_row(
@@ -137,7 +148,7 @@ pub fn gpu_row(
     expected: Option<&Packed>,
     runs: usize,
 ) -> Result<Figures> {
-    let placement = Placement::on(gpu);
+    let placement = every_gpu()?;
     let total: usize = buffers.iter().map(|b| b.len()).sum();
     let lens: Vec<usize> = buffers.iter().map(|b| b.len()).collect();
     let id = codec.id();
@@ -220,6 +231,7 @@ pub fn gpu_row(
         decompress_pinned: gbps(total, decompress_pinned),
         compress_vec: gbps(total, compress_vec),
         decompress_vec: gbps(total, decompress_vec),
+        gpus: placement.gpus().len(),
     })
 }
 
@@ -232,7 +244,7 @@ pub fn gpu_decode_row(
     buffers: &[&[u8]],
     runs: usize,
 ) -> Result<Figures> {
-    let placement = Placement::on(gpu);
+    let placement = every_gpu()?;
     let total: usize = buffers.iter().map(|b| b.len()).sum();
     let lens: Vec<usize> = buffers.iter().map(|b| b.len()).collect();
     let decompress_vec = zero_copy_seconds(id, &placement, streams, buffers, runs)?;
@@ -267,5 +279,6 @@ pub fn gpu_decode_row(
         compress_kernel: f64::NAN,
         compress_pinned: f64::NAN,
         compress_vec: f64::NAN,
+        gpus: placement.gpus().len(),
     })
 }

@@ -428,6 +428,10 @@ pub struct BenchRow {
     pub decompress_e2e_gbps: f64,
     pub compress_vec_gbps: f64,
     pub decompress_vec_gbps: f64,
+    /// GPUs the ordinary-memory calls split each batch across: every one the process
+    /// opened (`COLZIP_GPUS` chooses); 0 for CPU rows. The kernel and pinned figures are
+    /// one device's.
+    pub gpus: usize,
 }
 
 impl ReportRow for BenchRow {
@@ -444,6 +448,7 @@ impl ReportRow for BenchRow {
         "pinned_d",
         "vec_c",
         "vec_d",
+        "gpus",
     ];
 
     fn cells(&self) -> Vec<String> {
@@ -461,6 +466,7 @@ impl ReportRow for BenchRow {
             speed(self.decompress_e2e_gbps),
             speed(self.compress_vec_gbps),
             speed(self.decompress_vec_gbps),
+            self.gpus.to_string(),
         ]
     }
 

@@ -34,6 +34,7 @@ fn row(column: &PlainColumn, codec: &str, backend: &str, f: &Figures) -> BenchRo
         decompress_e2e_gbps: f.decompress_pinned,
         compress_vec_gbps: f.compress_vec,
         decompress_vec_gbps: f.decompress_vec,
+        gpus: f.gpus,
     }
 }
 
