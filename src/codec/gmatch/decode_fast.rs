@@ -10,14 +10,16 @@
 //! Its speed is set by two things:
 //!
 //! - **The chain from tag to tag.** The next tag's position depends on this tag's byte
-//!   alone. It is computed from the byte with an `and`, a select and an add, without a
-//!   second load (a table lookup there adds a load's latency to every element).
+//!   alone. Both candidates (a literal's, a copy's) are computed from the byte and one
+//!   taken by a conditional move, without a second load (a table lookup there adds a
+//!   load's latency to every element).
 //! - **Branches on the element's kind.** Literals and copies alternate unpredictably in
 //!   real data (a date column: a 1-byte literal among 4-byte copies), and a mispredicted
 //!   branch costs more than an element. So literals and copies that do not overlap their
 //!   output take one path, with the source of the move (the stream or the output) and the
-//!   next position chosen by selects. A table lookup of the tag gives the length and
-//!   offset, off the chain.
+//!   next position chosen by `select_unpredictable` (which the compiler keeps a
+//!   conditional move). A table lookup of the tag gives the length and offset, off the
+//!   chain.
 //!
 //! Loads from the output are 16 bytes wide where the length allows: a wider load reaches
 //! into more recent stores (which then cannot forward their bytes) and more cache lines.
@@ -25,6 +27,8 @@
 //! The loop leaves every element it does not handle (literals over 60 bytes, copy-4
 //! elements, bad offsets) to the checked decoder and returns where it stopped, so every
 //! error is that decoder's.
+
+use std::hint::select_unpredictable;
 
 /// Bytes from a tag to the end of the elements that the fast loop needs: the tag and the
 /// 64 bytes after it (a short literal's move; a copy reads the 4 bytes after its tag).
@@ -128,19 +132,18 @@ pub(super) fn decode_fast(
         let at = unsafe { dst_ptr.add(d) };
         let kind = tag & 0b11;
         // A literal takes its length and the tag; a copy-1 2 bytes, a copy-2 3.
-        let next = s + if kind == 0 { (tag >> 2) + 2 } else { kind + 1 };
+        let next = select_unpredictable(kind == 0, s + (tag >> 2) + 2, s + kind + 1);
         let entry = TAGS[tag];
         let after = u32::from_le(unsafe { src_ptr.add(s + 1).cast::<u32>().read_unaligned() });
         let len = (entry & 0xff) as usize;
         let offset = ((u64::from(after) & (entry >> 32)) | ((entry >> 16) & 0xffff)) as usize;
         if offset.wrapping_sub(1) < d && offset >= len {
             // A literal, or a copy whose source ends at or before `d`: every byte it
-            // reads is final, and each move loads before it stores.
-            let from = if kind == 0 {
-                unsafe { src_ptr.add(s + 1) }
-            } else {
-                unsafe { at.sub(offset).cast_const() }
-            };
+            // reads is final, and each move loads before it stores. (Both sources are
+            // computed; a literal's `d - 64` is within `dst` too.)
+            let from = select_unpredictable(kind == 0, unsafe { src_ptr.add(s + 1) }, unsafe {
+                at.sub(offset).cast_const()
+            });
             unsafe {
                 if len <= 16 {
                     move16(from, at);
