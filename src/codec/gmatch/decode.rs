@@ -157,7 +157,7 @@ enum Step {
 
 /// Decodes elements from `src[s..]` into `dst` from position `d`, until the elements end
 /// or one does not fit: the fast loop while it can, and one checked element where it
-/// stops (near either end, a literal over 60 bytes, or an error to report).
+/// stops (near either end, a literal over 60 bytes, a copy-4, or an error to report).
 #[inline(always)]
 fn decode_some(src: &[u8], mut s: usize, dst: &mut [u8], mut d: usize) -> Result<Step> {
     loop {
