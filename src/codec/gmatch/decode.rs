@@ -8,11 +8,19 @@
 //! before the claimed length. The output buffer is allocated after those checks on the
 //! claimed length, at most 8 bytes per stream byte at first, and grows only while the
 //! elements fill it.
+//!
+//! The elements away from both ends of the stream and of the output go through the fast
+//! loop of `decode_fast.rs`, which needs no checks there; it hands every other element
+//! (near an end, a literal over 60 bytes, a copy-4, a bad offset) to the checked decoder
+//! here, one at a time, so every error is reported here.
+
+use std::ops::ControlFlow;
 
 use super::super::error::{CodecError, Result};
 use super::super::output::grow;
 use super::super::varint;
 use super::NAME;
+use super::decode_fast::decode_fast;
 
 /// The uncompressed length a raw stream claims (its varint preamble).
 pub fn raw_decompressed_len(stream: &[u8]) -> Result<usize> {
@@ -148,187 +156,114 @@ enum Step {
 }
 
 /// Decodes elements from `src[s..]` into `dst` from position `d`, until the elements end
-/// or one does not fit.
+/// or one does not fit: the fast loop while it can, and one checked element where it
+/// stops (near either end, a literal over 60 bytes, a copy-4, or an error to report).
 #[inline(always)]
 fn decode_some(src: &[u8], mut s: usize, dst: &mut [u8], mut d: usize) -> Result<Step> {
+    loop {
+        (s, d) = decode_fast(src, s, dst, d);
+        if s >= src.len() {
+            return Ok(Step::Done(d));
+        }
+        match decode_one(src, s, dst, d)? {
+            ControlFlow::Continue(next) => (s, d) = next,
+            ControlFlow::Break(full) => return Ok(full),
+        }
+    }
+}
+
+/// Decodes the element whose tag is at `src[s]` into `dst` at `d`, checking every bound;
+/// returns the positions after it, or where it does not fit in `dst`.
+#[inline(never)]
+fn decode_one(
+    src: &[u8],
+    mut s: usize,
+    dst: &mut [u8],
+    d: usize,
+) -> Result<ControlFlow<Step, (usize, usize)>> {
     let (src_len, dst_len) = (src.len(), dst.len());
-    while s < src_len {
-        let tag_at = s;
-        let tag = src[s];
-        s += 1;
-        let full = move |len: usize, what| Step::Full {
+    let tag_at = s;
+    let tag = src[s];
+    s += 1;
+    let full = move |len: usize, what| {
+        ControlFlow::Break(Step::Full {
             tag: tag_at,
             at: d,
             need: d + len,
             what,
-        };
-        match tag & 0b11 {
-            0b00 => {
-                let mut len = usize::from(tag >> 2) + 1;
-                // Short literal with room on both sides: one fixed 16-byte move (bytes
-                // past `len` are overwritten by the following elements).
-                if len <= 16 && src_len - s >= 16 && dst_len - d >= 16 {
-                    let chunk: [u8; 16] = src[s..s + 16].try_into().expect("16 bytes");
-                    dst[d..d + 16].copy_from_slice(&chunk);
-                    s += len;
-                    d += len;
-                    continue;
+        })
+    };
+    let (offset, len) = match tag & 0b11 {
+        0b00 => {
+            let mut len = usize::from(tag >> 2) + 1;
+            if len > 60 {
+                let extra = len - 60;
+                if src_len - s < extra {
+                    return Err(corrupt("truncated literal length"));
                 }
-                if len > 60 {
-                    let extra = len - 60;
-                    if src_len - s < extra {
-                        return Err(corrupt("truncated literal length"));
-                    }
-                    let mut value = 0u64;
-                    for (i, &byte) in src[s..s + extra].iter().enumerate() {
-                        value |= u64::from(byte) << (8 * i);
-                    }
-                    s += extra;
-                    len = usize::try_from(value + 1)
-                        .map_err(|_| corrupt("literal length overflows"))?;
+                let mut value = 0u64;
+                for (i, &byte) in src[s..s + extra].iter().enumerate() {
+                    value |= u64::from(byte) << (8 * i);
                 }
-                if len > src_len - s {
-                    return Err(corrupt("truncated literal"));
-                }
-                if len > dst_len - d {
-                    return Ok(full(len, "literal runs past the claimed length"));
-                }
-                let rounded = (len + 15) & !15;
-                if len <= 64 && src_len - s >= rounded && dst_len - d >= rounded {
-                    // Up to 4 fixed 16-byte moves instead of a call to `memcpy`.
-                    let mut i = 0;
-                    while i < len {
-                        let chunk: [u8; 16] = src[s + i..s + i + 16].try_into().expect("16 bytes");
-                        dst[d + i..d + i + 16].copy_from_slice(&chunk);
-                        i += 16;
-                    }
-                } else {
-                    dst[d..d + len].copy_from_slice(&src[s..s + len]);
-                }
-                s += len;
-                d += len;
+                s += extra;
+                len =
+                    usize::try_from(value + 1).map_err(|_| corrupt("literal length overflows"))?;
             }
-            0b01 => {
-                if s >= src_len {
-                    return Err(corrupt("truncated copy-1"));
-                }
-                let len = 4 + usize::from((tag >> 2) & 0b111);
-                let offset = (usize::from(tag >> 5) << 8) | usize::from(src[s]);
-                s += 1;
-                if len > dst_len - d {
-                    return Ok(full(len, "copy runs past the claimed length"));
-                }
-                d = copy_match(dst, d, offset, len)?;
+            if len > src_len - s {
+                return Err(corrupt("truncated literal"));
             }
-            0b10 => {
-                if src_len - s < 2 {
-                    return Err(corrupt("truncated copy-2"));
-                }
-                let len = 1 + usize::from(tag >> 2);
-                let offset = usize::from(u16::from_le_bytes([src[s], src[s + 1]]));
-                s += 2;
-                if len > dst_len - d {
-                    return Ok(full(len, "copy runs past the claimed length"));
-                }
-                d = copy_match(dst, d, offset, len)?;
+            if len > dst_len - d {
+                return Ok(full(len, "literal runs past the claimed length"));
             }
-            _ => {
-                if src_len - s < 4 {
-                    return Err(corrupt("truncated copy-4"));
-                }
-                let len = 1 + usize::from(tag >> 2);
-                let offset = u32::from_le_bytes([src[s], src[s + 1], src[s + 2], src[s + 3]]);
-                let offset = usize::try_from(offset)
-                    .map_err(|_| corrupt("copy offset before the output start"))?;
-                s += 4;
-                if len > dst_len - d {
-                    return Ok(full(len, "copy runs past the claimed length"));
-                }
-                d = copy_match(dst, d, offset, len)?;
-            }
+            dst[d..d + len].copy_from_slice(&src[s..s + len]);
+            return Ok(ControlFlow::Continue((s + len, d + len)));
         }
+        0b01 => {
+            if s >= src_len {
+                return Err(corrupt("truncated copy-1"));
+            }
+            let offset = (usize::from(tag >> 5) << 8) | usize::from(src[s]);
+            s += 1;
+            (offset, 4 + usize::from((tag >> 2) & 0b111))
+        }
+        0b10 => {
+            if src_len - s < 2 {
+                return Err(corrupt("truncated copy-2"));
+            }
+            let offset = usize::from(u16::from_le_bytes([src[s], src[s + 1]]));
+            s += 2;
+            (offset, 1 + usize::from(tag >> 2))
+        }
+        _ => {
+            if src_len - s < 4 {
+                return Err(corrupt("truncated copy-4"));
+            }
+            let offset = u32::from_le_bytes([src[s], src[s + 1], src[s + 2], src[s + 3]]);
+            let offset = usize::try_from(offset)
+                .map_err(|_| corrupt("copy offset before the output start"))?;
+            s += 4;
+            (offset, 1 + usize::from(tag >> 2))
+        }
+    };
+    if len > dst_len - d {
+        return Ok(full(len, "copy runs past the claimed length"));
     }
-    Ok(Step::Done(d))
-}
-
-/// Copies `len` bytes from `offset` back to `dst[d..]`; returns the new position.
-///
-/// With room past the copy's end (the usual case away from the output's end) it moves
-/// whole 16- or 8-byte chunks, the bytes stored past `len` being overwritten by the
-/// following elements: offsets of 16 or more by 16 bytes; offsets of 8 to 15 by 8;
-/// shorter ones by the repeating pattern ([`copy_short_offset`]). Near the end, byte by
-/// byte (or one `copy_within` when the source does not overlap).
-#[inline(always)]
-fn copy_match(dst: &mut [u8], d: usize, offset: usize, len: usize) -> Result<usize> {
     if offset == 0 {
         return Err(corrupt("copy offset 0"));
     }
     if offset > d {
         return Err(corrupt("copy offset before the output start"));
     }
-    // The caller checked that `len` bytes fit after `d`.
-    let room = dst.len() - d;
+    // Moves from `d - offset`, each of all the bytes from there to where it writes: the
+    // distance stays a multiple of the offset, and the moves double until `len` is done.
     let from = d - offset;
-    if offset >= 16 && room >= (len + 15) & !15 {
-        // Each 16-byte read lies before its write: source bytes are final.
-        let mut i = 0;
-        while i < len {
-            dst.copy_within(from + i..from + i + 16, d + i);
-            i += 16;
-        }
-    } else if room >= (len + 7) & !7 {
-        if offset >= 8 {
-            copy_by_8(dst, d, offset, len);
-        } else {
-            copy_short_offset(dst, d, offset, len);
-        }
-    } else if offset >= len {
-        dst.copy_within(from..from + len, d);
-    } else {
-        for i in 0..len {
-            dst[d + i] = dst[from + i];
-        }
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(offset + done);
+        dst.copy_within(from..from + n, d + done);
+        done += n;
     }
-    Ok(d + len)
-}
-
-/// `len` bytes from `distance >= 8` back, 8 at a time (room for them rounded up to 8).
-#[inline(always)]
-fn copy_by_8(dst: &mut [u8], d: usize, distance: usize, len: usize) {
-    let from = d - distance;
-    let mut i = 0;
-    while i < len {
-        // Each 8-byte read lies before its write: source bytes are final.
-        dst.copy_within(from + i..from + i + 8, d + i);
-        i += 8;
-    }
-}
-
-/// A copy with `offset < 8` (a run or a short repeating pattern), given room for `len`
-/// rounded up to 8 (at least 8). The first 8 bytes are the `offset` bytes before `d`
-/// repeated, built in a word; after them the output repeats with any multiple of
-/// `offset`, so the rest copies 8 bytes at a time from the smallest multiple that is at
-/// least 8 back (at most `offset - 1` bytes before `d - 8`, so never before `d - offset`).
-#[inline(always)]
-fn copy_short_offset(dst: &mut [u8], d: usize, offset: usize, len: usize) {
-    debug_assert!((1..8).contains(&offset) && offset <= d);
-    // The `offset` bytes before `d` (the 8-byte read ends at most 7 bytes past `d`, within
-    // the room; the bytes past `d` are masked off).
-    let from = d - offset;
-    let word = u64::from_le_bytes(dst[from..from + 8].try_into().expect("8 bytes"));
-    let mut pattern = word & (u64::MAX >> (64 - 8 * offset));
-    let mut filled = 8 * offset;
-    while filled < 64 {
-        pattern |= pattern << filled;
-        filled *= 2;
-    }
-    dst[d..d + 8].copy_from_slice(&pattern.to_le_bytes());
-    if len > 8 {
-        // The smallest multiple of `offset` that is at least 8.
-        const STEP: [usize; 8] = [0, 8, 8, 9, 8, 10, 12, 14];
-        let step = STEP[offset];
-        copy_by_8(dst, d + 8, step, len - 8);
-    }
+    Ok(ControlFlow::Continue((s, d + len)))
 }
 
 #[cfg(test)]
@@ -364,8 +299,9 @@ mod tests {
 
     #[test]
     fn copies_of_every_short_offset_and_length() {
-        // A literal of 7 distinct bytes, then one copy-2 of (offset, len), decoded with
-        // room past the copy (the chunked paths) and without (the last element).
+        // A literal of 20 distinct bytes, then one copy-2 of (offset, len), decoded as the
+        // last element and with a literal after it (the fast loop's cases are in
+        // `decode_fast.rs`).
         for offset in 1..=20usize {
             for len in 1..=64usize {
                 let literal = b"abcdefghijklmnopqrst";

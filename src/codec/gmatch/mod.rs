@@ -88,6 +88,7 @@
 
 pub mod blocks;
 pub mod decode;
+mod decode_fast;
 pub mod encode;
 mod family;
 pub mod frame;
