@@ -1,22 +1,25 @@
-//! The aggregates `colzip_ratio(column, 'codec')` and `colzip_compressed_size(column,
-//! 'codec')`: a group's values compressed as one column by the column layer.
+//! colzip's aggregates, in two forms:
 //!
-//! The accumulator keeps the group's arrays and compresses them, concatenated, when the
-//! group is evaluated, so that the result is exactly what `column::compress` gives for
-//! the group's values in the order they arrived (see the module docs of `functions` for
-//! when that is table order). Its partial state is those values as a one-element list of the
-//! column's own type: merging states appends lists, which is exact (a partial ratio or
-//! size could not be merged). The memory this holds is the group's values (what
-//! [`Accumulator::size`] reports to DataFusion's memory pool), and evaluation briefly adds
-//! their concatenation and its compressed form.
+//! - `colzip_ratio(column, 'codec')` and `colzip_compressed_size(column, 'codec')` cut a
+//!   group's values into chunks of about 4 MiB and compress each as one column
+//!   ([`chunks`]); their partial state is three sums, so they cost a cluster's shuffle
+//!   next to nothing.
+//! - `colzip_ratio_exact` and `colzip_compressed_size_exact` compress the group's values
+//!   as one column ([`exact`]); their partial state is the values themselves, for one
+//!   process.
+//!
+//! Both report the column layer's plain bytes / compressed bytes, or the compressed bytes.
+
+mod chunks;
+mod exact;
+mod row_bits;
+#[cfg(test)]
+mod test_arrays;
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, ListArray, new_empty_array};
-use arrow::buffer::OffsetBuffer;
-use arrow::compute::concat;
 use arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{DataFusionError, Result, ScalarValue, plan_err};
+use datafusion::common::{Result, ScalarValue, plan_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawAggregateExpr};
 use datafusion::logical_expr::utils::format_state_name;
@@ -27,31 +30,74 @@ use super::args::{
     check_arity, check_compressible, check_string_type, codec_argument, example_value_types,
     listed_signature, literal_of, placement,
 };
-use crate::codec::Placement;
-use crate::column::{self, CodecChoice};
 use crate::gpu::Backend;
 
-/// What the aggregate reports of the compressed group.
+/// What an aggregate reports of the compressed group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Measure {
-    /// `colzip_ratio`: plain bytes / compressed bytes, Float64.
+    /// Plain bytes / compressed bytes, Float64.
     Ratio,
-    /// `colzip_compressed_size`: bytes of codec streams, UInt64.
+    /// Bytes of codec streams, UInt64.
     CompressedSize,
 }
 
 impl Measure {
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Measure::Ratio => "colzip_ratio",
-            Measure::CompressedSize => "colzip_compressed_size",
-        }
-    }
-
     fn data_type(self) -> DataType {
         match self {
             Measure::Ratio => DataType::Float64,
             Measure::CompressedSize => DataType::UInt64,
+        }
+    }
+
+    /// The result of a group of `rows` rows whose compressed parts hold `compressed` of
+    /// `plain` bytes. A group without rows compressed nothing: NULL, as SUM gives for no
+    /// rows; so is the ratio of a column without plain bytes (the Null type), the only
+    /// kind that compresses to nothing.
+    fn result(self, rows: u64, plain: u64, compressed: u64) -> ScalarValue {
+        match self {
+            Measure::Ratio if rows == 0 || compressed == 0 => ScalarValue::Float64(None),
+            Measure::Ratio => ScalarValue::Float64(Some(plain as f64 / compressed as f64)),
+            Measure::CompressedSize if rows == 0 => ScalarValue::UInt64(None),
+            Measure::CompressedSize => ScalarValue::UInt64(Some(compressed)),
+        }
+    }
+}
+
+/// How an aggregate compresses a group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Form {
+    /// In chunks of about 4 MiB ([`chunks`]); the partial state is three sums.
+    Chunks,
+    /// As one column ([`exact`]); the partial state is the values.
+    Exact,
+}
+
+/// One of colzip's aggregates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Function {
+    pub measure: Measure,
+    pub form: Form,
+}
+
+impl Function {
+    /// Every aggregate, as [`super::register`] registers them.
+    pub(super) const ALL: [Function; 4] = [
+        Function::new(Measure::Ratio, Form::Chunks),
+        Function::new(Measure::CompressedSize, Form::Chunks),
+        Function::new(Measure::Ratio, Form::Exact),
+        Function::new(Measure::CompressedSize, Form::Exact),
+    ];
+
+    const fn new(measure: Measure, form: Form) -> Self {
+        Function { measure, form }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match (self.measure, self.form) {
+            (Measure::Ratio, Form::Chunks) => "colzip_ratio",
+            (Measure::CompressedSize, Form::Chunks) => "colzip_compressed_size",
+            (Measure::Ratio, Form::Exact) => "colzip_ratio_exact",
+            (Measure::CompressedSize, Form::Exact) => "colzip_compressed_size_exact",
         }
     }
 
@@ -60,27 +106,27 @@ impl Measure {
     }
 }
 
-/// The aggregate UDF of one [`Measure`].
+/// The aggregate UDF of one [`Function`].
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct CompressionAggregate {
-    measure: Measure,
+    function: Function,
     signature: Signature,
     backend: Backend,
 }
 
 impl CompressionAggregate {
-    /// The measure (which function this is) and the backend the codecs run on.
-    pub(super) fn parts(&self) -> (Measure, Backend) {
-        (self.measure, self.backend)
+    /// Which aggregate this is and the backend the codecs run on.
+    pub(super) fn parts(&self) -> (Function, Backend) {
+        (self.function, self.backend)
     }
 
-    pub(super) fn new(measure: Measure, backend: Backend) -> Self {
+    pub(super) fn new(function: Function, backend: Backend) -> Self {
         let examples = example_value_types()
             .into_iter()
             .map(|value| vec![value, DataType::Utf8])
             .collect();
         CompressionAggregate {
-            measure,
+            function,
             // Types are checked in `return_type`, with errors that name the argument.
             signature: listed_signature(examples),
             backend,
@@ -90,8 +136,8 @@ impl CompressionAggregate {
     /// The checks SQL planning can make on a call's logical arguments (see
     /// [`CodecLiteralPlanner`]).
     fn check_call(&self, args: &[Expr], distinct: bool) -> Result<()> {
-        let name = self.measure.name();
-        check_arity(name, args.len(), 2, 2, &self.measure.usage())?;
+        let name = self.function.name();
+        check_arity(name, args.len(), 2, 2, &self.function.usage())?;
         if distinct {
             return plan_err!("{name}: DISTINCT is not supported");
         }
@@ -101,13 +147,15 @@ impl CompressionAggregate {
 
 impl AggregateUDFImpl for CompressionAggregate {
     fn name(&self) -> &str {
-        self.measure.name()
+        self.function.name()
     }
 
     fn documentation(&self) -> Option<&Documentation> {
-        Some(match self.measure {
-            Measure::Ratio => super::docs::ratio(),
-            Measure::CompressedSize => super::docs::compressed_size(),
+        Some(match (self.function.measure, self.function.form) {
+            (Measure::Ratio, Form::Chunks) => super::docs::ratio(),
+            (Measure::CompressedSize, Form::Chunks) => super::docs::compressed_size(),
+            (Measure::Ratio, Form::Exact) => super::docs::ratio_exact(),
+            (Measure::CompressedSize, Form::Exact) => super::docs::compressed_size_exact(),
         })
     }
 
@@ -121,39 +169,60 @@ impl AggregateUDFImpl for CompressionAggregate {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        let name = self.measure.name();
-        check_arity(name, arg_types.len(), 2, 2, &self.measure.usage())?;
+        let name = self.function.name();
+        check_arity(name, arg_types.len(), 2, 2, &self.function.usage())?;
         check_compressible(name, 1, &arg_types[0])?;
         check_string_type(name, 2, "codec", &arg_types[1])?;
-        Ok(self.measure.data_type())
+        Ok(self.function.measure.data_type())
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        let values = args.input_fields[0].data_type().clone();
-        Ok(vec![Arc::new(Field::new(
-            format_state_name(args.name, "values"),
-            DataType::List(Arc::new(Field::new_list_field(values, true))),
-            true,
-        ))])
+        Ok(match self.function.form {
+            Form::Chunks => ["rows", "plain_bytes", "compressed_bytes"]
+                .into_iter()
+                .map(|sum| {
+                    Arc::new(Field::new(
+                        format_state_name(args.name, sum),
+                        DataType::UInt64,
+                        true,
+                    ))
+                })
+                .collect(),
+            Form::Exact => {
+                let values = args.input_fields[0].data_type().clone();
+                vec![Arc::new(Field::new(
+                    format_state_name(args.name, "values"),
+                    DataType::List(Arc::new(Field::new_list_field(values, true))),
+                    true,
+                ))]
+            }
+        })
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let name = self.measure.name();
-        check_arity(name, args.exprs.len(), 2, 2, &self.measure.usage())?;
+        let name = self.function.name();
+        check_arity(name, args.exprs.len(), 2, 2, &self.function.usage())?;
         if args.is_distinct {
             return plan_err!("{name}: DISTINCT is not supported");
         }
         // Calls built without SQL (the DataFrame API) are checked here.
         let literal = args.exprs[1].downcast_ref::<Literal>().map(Literal::value);
         let codec = codec_argument(name, literal)?;
-        Ok(Box::new(GroupAccumulator {
-            measure: self.measure,
-            codec,
-            placement: placement(self.backend)?,
-            data_type: args.expr_fields[0].data_type().clone(),
-            arrays: Vec::new(),
-            rows: 0,
-        }))
+        let (measure, placement) = (self.function.measure, placement(self.backend)?);
+        Ok(match self.function.form {
+            Form::Chunks => Box::new(chunks::ChunkAccumulator::new(
+                measure,
+                codec,
+                placement,
+                chunks::CHUNK_BITS,
+            )),
+            Form::Exact => Box::new(exact::WholeGroupAccumulator::new(
+                measure,
+                codec,
+                placement,
+                args.expr_fields[0].data_type().clone(),
+            )),
+        })
     }
 }
 
@@ -169,96 +238,5 @@ impl ExprPlanner for CodecLiteralPlanner {
             aggregate.check_call(&expr.args, expr.distinct)?;
         }
         Ok(PlannerResult::Original(expr))
-    }
-}
-
-/// One group's values, compressed when evaluated.
-#[derive(Debug)]
-struct GroupAccumulator {
-    measure: Measure,
-    codec: CodecChoice,
-    placement: Placement,
-    data_type: DataType,
-    arrays: Vec<ArrayRef>,
-    rows: usize,
-}
-
-impl GroupAccumulator {
-    fn push(&mut self, array: ArrayRef) {
-        if !array.is_empty() {
-            self.rows += array.len();
-            self.arrays.push(array);
-        }
-    }
-
-    /// The group's values as one array, in the order they arrived.
-    fn values(&self) -> Result<ArrayRef> {
-        Ok(match self.arrays.as_slice() {
-            [] => new_empty_array(&self.data_type),
-            [one] => Arc::clone(one),
-            many => concat(&many.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?,
-        })
-    }
-
-    fn null(&self) -> ScalarValue {
-        match self.measure {
-            Measure::Ratio => ScalarValue::Float64(None),
-            Measure::CompressedSize => ScalarValue::UInt64(None),
-        }
-    }
-}
-
-impl Accumulator for GroupAccumulator {
-    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.push(Arc::clone(&values[0]));
-        Ok(())
-    }
-
-    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        let lists = states[0].as_list::<i32>();
-        for i in 0..lists.len() {
-            if lists.is_valid(i) {
-                self.push(lists.value(i));
-            }
-        }
-        Ok(())
-    }
-
-    fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        let values = self.values()?;
-        let field = Arc::new(Field::new_list_field(self.data_type.clone(), true));
-        let list = ListArray::try_new(
-            field,
-            OffsetBuffer::from_lengths([values.len()]),
-            values,
-            None,
-        )?;
-        Ok(vec![ScalarValue::List(Arc::new(list))])
-    }
-
-    fn evaluate(&mut self) -> Result<ScalarValue> {
-        // A group without rows compressed nothing: NULL, as SUM gives for no rows.
-        if self.rows == 0 {
-            return Ok(self.null());
-        }
-        let values = self.values()?;
-        let compressed = column::compress_on(values.as_ref(), &self.codec, self.placement)
-            .map_err(DataFusionError::from)?;
-        let (plain, streams) = (compressed.plain_bytes(), compressed.compressed_bytes());
-        Ok(match self.measure {
-            // Only columns without any plain bytes (the Null type) compress to nothing.
-            Measure::Ratio if streams == 0 => ScalarValue::Float64(None),
-            Measure::Ratio => ScalarValue::Float64(Some(plain as f64 / streams as f64)),
-            Measure::CompressedSize => ScalarValue::UInt64(Some(streams as u64)),
-        })
-    }
-
-    fn size(&self) -> usize {
-        std::mem::size_of_val(self)
-            + self
-                .arrays
-                .iter()
-                .map(|a| a.get_array_memory_size())
-                .sum::<usize>()
     }
 }
