@@ -1211,6 +1211,9 @@ fn cluster_commands_need_the_ballista_feature() {
             "127.0.0.1:0",
         ],
         &["sql", "--remote", "df://127.0.0.1:1", "-c", "SELECT 1"],
+        // Addresses are optional (127.0.0.1 by default).
+        &["cluster", "scheduler"],
+        &["cluster", "executor"],
     ] {
         let out = colzip(args);
         assert_eq!(out.status.code(), Some(1), "colzip {args:?}");

@@ -2,9 +2,11 @@
 //! in this process run SQL with colzip's scalar functions, aggregates and
 //! `COLZIP_PARQUET` writer, and TPC-H queries, with the results (and files) of a local
 //! session; and colzip's extension codecs carry plans with colzip's functions into a
-//! session that lacks them. Then the same with a scheduler and two executors started as
-//! `colzip cluster` processes (on 127.0.0.1, ports chosen at run time), and an executor
-//! killed in the middle of a query. Every test is bounded in time.
+//! session that lacks them; colzip's chunked aggregates over groups of several chunks
+//! give a local session's results over one partition and two. Then the same with a
+//! scheduler and two executors started as `colzip cluster` processes (on 127.0.0.1, ports
+//! chosen at run time), and an executor killed in the middle of a query. Every test is
+//! bounded in time.
 #![cfg(all(feature = "cli", feature = "ballista"))]
 
 use std::path::{Path, PathBuf};
@@ -45,6 +47,65 @@ fn write_table(dir: &std::path::Path) -> String {
     writer.write(&batch).unwrap();
     writer.close().unwrap();
     path.to_str().unwrap().to_string()
+}
+
+/// Two Parquet files of 20,000 rows each in `dir/wide/`: a flag of 2 values and a note of
+/// about 300 bytes (NULL at times), about 12 MiB of notes in all, so that each flag's
+/// group holds more than one of `colzip_ratio`'s 4 MiB chunks. Two files, so that a scan
+/// over two partitions has a file for each on a cluster as locally (Ballista drops the
+/// round-robin repartition a local session would spread one file's batches with); SNAPPY
+/// pages keep them under the 10 MiB from which a scan cuts files into byte ranges instead.
+fn write_wide_table(dir: &Path) -> String {
+    let n = 40_000usize;
+    let flag: ArrayRef = Arc::new(StringArray::from_iter_values(
+        (0..n).map(|i| ["A", "B"][i % 2]),
+    ));
+    let note: ArrayRef = Arc::new(StringArray::from_iter((0..n).map(|i| {
+        (i % 23 != 5).then(|| {
+            format!(
+                "order {} line {}: {}",
+                i % 997,
+                i % 7,
+                "carefully packed deposits sleep ".repeat(8 + i % 3)
+            )
+        })
+    })));
+    let batch = RecordBatch::try_from_iter([("flag", flag), ("note", note)]).unwrap();
+    let wide = dir.join("wide");
+    std::fs::create_dir(&wide).unwrap();
+    for part in 0..2 {
+        let file = std::fs::File::create(wide.join(format!("part-{part}.parquet"))).unwrap();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        let mut writer =
+            parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+        writer.write(&batch.slice(part * n / 2, n / 2)).unwrap();
+        writer.close().unwrap();
+    }
+    format!("{}/", wide.display())
+}
+
+/// colzip's chunked aggregates over groups of several chunks, any partitioning.
+const WIDE: &str = "SELECT flag, count(*) AS n, colzip_ratio(note, 'gmatch') AS ratio, \
+     colzip_compressed_size(note, 'lzss') AS size FROM wide GROUP BY flag ORDER BY flag";
+
+/// With the whole-group form, whose result depends on the order partial states merge in:
+/// one partition only.
+const WIDE_EXACT: &str = "SELECT flag, colzip_ratio(note, 'gmatch') AS ratio, \
+     colzip_ratio_exact(note, 'gmatch') AS exact, colzip_compressed_size_exact(note, 'lzss') AS size \
+     FROM wide GROUP BY flag ORDER BY flag";
+
+/// How many groups of [`WIDE_EXACT`] have a chunked ratio other than the whole group's
+/// (all of them, since every group spans chunks).
+const CHUNKED_DIFFERS: &str = "SELECT count(*) AS n FROM (SELECT colzip_ratio(note, 'gmatch') AS r, \
+     colzip_ratio_exact(note, 'gmatch') AS e FROM wide GROUP BY flag) WHERE r <> e";
+
+/// `ctx` with the table `wide` of [`write_wide_table`] at `path`.
+async fn register_wide(ctx: &SessionContext, path: &str) {
+    ctx.register_parquet("wide", path, ParquetReadOptions::default())
+        .await
+        .unwrap();
 }
 
 /// The directory `tempfile` hands out temporary paths in, for this process: Ballista's
@@ -123,9 +184,26 @@ fn config() -> SessionConfig {
     SessionConfig::new().with_target_partitions(1)
 }
 
+/// Two partitions, each reading its own file: a partition that runs ahead would otherwise
+/// take the other's file (DataFusion's file-stream work stealing), and which rows each
+/// partial aggregation sees would depend on timing.
+fn two_partitions() -> SessionConfig {
+    config().with_target_partitions(2).set_bool(
+        "datafusion.execution.enable_file_stream_work_stealing",
+        false,
+    )
+}
+
 fn local_context() -> SessionContext {
     let ctx = SessionContext::new_with_config(config());
     colzip::datafusion::register(&ctx).unwrap();
+    ctx
+}
+
+/// A local session over one partition with the table `wide` at `path`.
+async fn local_context_with_wide(path: &str) -> SessionContext {
+    let ctx = local_context();
+    register_wide(&ctx, path).await;
     ctx
 }
 
@@ -189,6 +267,17 @@ async fn cluster_queries() {
         assert_eq!(rows(&cluster, sql).await, expected, "{sql}");
     }
     assert_executor_files_are_private();
+
+    // Groups of several chunks: the chunked aggregates and the whole-group forms give the
+    // local results (over two partitions in `tpch_queries`).
+    let wide = write_wide_table(dir.path());
+    register_wide(&local, &wide).await;
+    register_wide(&cluster, &wide).await;
+    for sql in [WIDE_EXACT, WIDE, CHUNKED_DIFFERS] {
+        let expected = rows(&local, sql).await;
+        assert_eq!(rows(&cluster, sql).await, expected, "{sql}");
+    }
+    assert!(rows(&local, CHUNKED_DIFFERS).await.contains("| 2 |"));
 
     // colzip_stats measures on the executor what a local session measures that reads
     // Parquet strings as Ballista does (Utf8, not Utf8View: the types and plain sizes
@@ -401,10 +490,10 @@ async fn tpch_queries() {
     }
 
     // The TPC-H queries again over two partitions (shuffles between the stages).
-    let two = || config().with_target_partitions(2);
-    let local2 = SessionContext::new_with_config(two());
+    let local2 = SessionContext::new_with_config(two_partitions());
+    colzip::datafusion::register(&local2).unwrap();
     register_all(&local2, &tables).await;
-    let cluster2 = standalone(two()).await;
+    let cluster2 = standalone(two_partitions()).await;
     register_all(&cluster2, &tables).await;
     for n in [1, 3, 12] {
         let sql = colzip::tpch::queries::query(n).unwrap();
@@ -414,6 +503,18 @@ async fn tpch_queries() {
             "{sql}"
         );
     }
+    // colzip's chunked aggregates over groups of several chunks, a file per partition:
+    // each partition ends its own chunks (other figures than one partition's), and the
+    // partial sums the shuffle carries add up to the local ones.
+    let wide = write_wide_table(dir.path());
+    register_wide(&local2, &wide).await;
+    register_wide(&cluster2, &wide).await;
+    let expected = rows(&local2, WIDE).await;
+    assert_ne!(
+        expected,
+        rows(&local_context_with_wide(&wide).await, WIDE).await
+    );
+    assert_eq!(rows(&cluster2, WIDE).await, expected);
 
     // COPY to a directory (three files: DataFusion's demuxer spreads the rows), on the
     // executor and locally; the local writer in a session that reads strings as Ballista
@@ -675,6 +776,17 @@ async fn cluster_processes() {
     ] {
         assert_eq!(rows(&remote, sql).await, rows(&local, sql).await, "{sql}");
     }
+    // Groups of several chunks over two partitions, whose tasks the two executors share:
+    // the partial sums they hand over add up to a local session's.
+    let wide = write_wide_table(dir.path());
+    let remote2 = colzip::cluster::server::remote_context(&cluster.url(), two_partitions())
+        .await
+        .unwrap();
+    let local2 = SessionContext::new_with_config(two_partitions());
+    colzip::datafusion::register(&local2).unwrap();
+    register_wide(&remote2, &wide).await;
+    register_wide(&local2, &wide).await;
+    assert_eq!(rows(&remote2, WIDE).await, rows(&local2, WIDE).await);
 
     // The CLI: the same statements with and without --remote print the same CSV.
     let mut statements = String::from("SET datafusion.execution.target_partitions = 1;\n");

@@ -1,6 +1,8 @@
 //! Every GPU of a host: a batch splits across the devices and the bytes do not depend
-//! on how many ran. These tests need two GPUs; with fewer they say they were skipped
-//! (with `COLZIP_REQUIRE_GPUS=2`, on a machine that has them, that is a failure).
+//! on how many ran, nor do the partial states of colzip's chunked aggregates (whose
+//! chunks take the devices in turn). These tests need two GPUs; with fewer they say they
+//! were skipped (with `COLZIP_REQUIRE_GPUS=2`, on a machine that has them, that is a
+//! failure).
 
 mod common;
 
@@ -103,4 +105,53 @@ fn an_error_on_one_device_fails_the_batch() {
     let refs: Vec<&[u8]> = damaged.iter().map(Vec::as_slice).collect();
     let all = Placement::on_all(gpus);
     assert!(codec.id().decompress_batch(&all, &refs, &lens).is_err());
+}
+
+/// `colzip_ratio` and `colzip_compressed_size` over four partitions whose 4 MiB chunks
+/// compress at once, each call on the next GPU in turn: the sums the partial states carry,
+/// and so the results, are the CPU's.
+#[cfg(feature = "datafusion")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn chunked_aggregates_do_not_depend_on_the_devices() {
+    use std::sync::Arc;
+
+    use colzip::gpu::Backend;
+    use colzip::tpch::{Table, generate};
+    use datafusion::arrow::array::RecordBatch;
+    use datafusion::arrow::util::pretty::pretty_format_batches;
+    use datafusion::datasource::MemTable;
+    use datafusion::prelude::{SessionConfig, SessionContext};
+
+    if gpus_or_skip("chunked_aggregates_do_not_depend_on_the_devices", 2).is_none() {
+        return;
+    }
+    // About 1.2 million rows: some 8 MiB of l_comment per partition, several chunks each.
+    let data = generate(Table::Lineitem, 0.2).unwrap();
+    let batch = RecordBatch::try_new(data.schema, data.columns).unwrap();
+    let quarter = batch.num_rows().div_ceil(4);
+    let partitions: Vec<Vec<RecordBatch>> = (0..4)
+        .map(|p| {
+            let start = (p * quarter).min(batch.num_rows());
+            let len = quarter.min(batch.num_rows() - start);
+            (0..len)
+                .step_by(8192)
+                .map(|o| batch.slice(start + o, 8192.min(len - o)))
+                .collect()
+        })
+        .collect();
+    let sql = "SELECT l_returnflag, count(*), colzip_ratio(l_comment, 'gmatch'), \
+               colzip_compressed_size(l_comment, 'lzss'), colzip_ratio(l_comment, 'bwt'), \
+               colzip_compressed_size(l_extendedprice, 'lzss') \
+               FROM lineitem GROUP BY l_returnflag ORDER BY l_returnflag";
+    let mut results = Vec::new();
+    for backend in [Backend::Gpu, Backend::Cpu] {
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
+        let table = MemTable::try_new(batch.schema(), partitions.clone()).unwrap();
+        ctx.register_table("lineitem", Arc::new(table)).unwrap();
+        colzip::datafusion::functions::register_on(&ctx, backend).unwrap();
+        let out = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+        results.push(pretty_format_batches(&out).unwrap().to_string());
+    }
+    assert_eq!(results[0], results[1]);
+    assert_eq!(results[0].lines().count(), 3 + 4, "{}", results[0]);
 }

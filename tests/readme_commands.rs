@@ -189,15 +189,15 @@ const COMMANDS: &[(&str, Run)] = &[
         Not("a build of its own; CI builds the feature for tests/cluster.rs"),
     ),
     (
-        "colzip cluster scheduler --bind 127.0.0.1:50050 &",
+        "colzip cluster scheduler &",
         Not("runs until stopped; tests/cluster.rs starts one"),
     ),
     (
-        "colzip cluster executor --scheduler 127.0.0.1:50050 --bind 127.0.0.1:50051 --gpu 0 --concurrency 4 &",
+        "colzip cluster executor --gpu 0 &",
         Not("runs until stopped; tests/cluster.rs starts two"),
     ),
     (
-        "colzip cluster executor --scheduler 127.0.0.1:50050 --bind 127.0.0.1:50052 --gpu 0 --concurrency 4 &",
+        "colzip cluster executor --bind 127.0.0.1:50052 --gpu 1 &",
         Not("runs until stopped; tests/cluster.rs starts two"),
     ),
     (

@@ -1,6 +1,6 @@
 //! colzip's SQL functions against the column layer on the same values: aggregates (whole
-//! table, GROUP BY, partial states merged), per-value compress/decompress, colzip_stats,
-//! and the planning errors.
+//! table, GROUP BY, partial states merged; in chunks and whole), per-value
+//! compress/decompress, colzip_stats, and the planning errors.
 #![cfg(feature = "datafusion")]
 
 use std::sync::Arc;
@@ -93,6 +93,14 @@ fn session(partitions: usize) -> SessionContext {
     with_table(SessionContext::new(), partitions)
 }
 
+/// A session with table `t` in `partitions` partitions that aggregates each partition on
+/// its own (no repartitioning before the partial aggregation, which could send a batch to
+/// any partition).
+fn partitioned_session(partitions: usize) -> SessionContext {
+    let config = SessionConfig::new().with_target_partitions(partitions);
+    with_table(SessionContext::new_with_config(config), partitions)
+}
+
 /// A session that feeds the aggregates each group's values in table order: one
 /// partition, and no repartitioning before the partial aggregation.
 fn ordered_session() -> SessionContext {
@@ -150,26 +158,32 @@ async fn ratios_and_sizes_equal_the_column_layer() {
         "lzss:s=2,w=64",
         "gmatch:framed",
     ] {
+        // Each column is less than a chunk (4 MiB): both forms compress it whole.
         let calls: Vec<String> = VALUE_COLUMNS
             .iter()
             .map(|c| {
-                format!("colzip_ratio({c}, '{codec}'), colzip_compressed_size({c}, '{codec}')")
+                format!(
+                    "colzip_ratio({c}, '{codec}'), colzip_compressed_size({c}, '{codec}'), \
+                     colzip_ratio_exact({c}, '{codec}'), colzip_compressed_size_exact({c}, '{codec}')"
+                )
             })
             .collect();
         let out = query(&ctx, &format!("SELECT {} FROM t", calls.join(", "))).await;
         assert_eq!(out.num_rows(), 1);
         for (k, name) in VALUE_COLUMNS.iter().enumerate() {
             let expected = compressed(batch.column_by_name(name).unwrap(), codec);
-            assert_eq!(
-                f64s(&out, 2 * k).value(0),
-                ratio_of(&expected),
-                "{name} {codec}"
-            );
-            assert_eq!(
-                u64s(&out, 2 * k + 1).value(0),
-                expected.compressed_bytes() as u64,
-                "{name} {codec}"
-            );
+            for form in [0, 2] {
+                assert_eq!(
+                    f64s(&out, 4 * k + form).value(0),
+                    ratio_of(&expected),
+                    "{name} {codec} {form}"
+                );
+                assert_eq!(
+                    u64s(&out, 4 * k + form + 1).value(0),
+                    expected.compressed_bytes() as u64,
+                    "{name} {codec} {form}"
+                );
+            }
         }
     }
 }
@@ -220,15 +234,86 @@ async fn group_by_compresses_each_group() {
     }
 }
 
+/// The rows of group `g` (all rows for `None`) of `column` in each partition of
+/// [`split`]`(batch, partitions)`.
+fn rows_per_partition(
+    batch: &RecordBatch,
+    partitions: usize,
+    g: Option<&str>,
+    column: &str,
+) -> Vec<ArrayRef> {
+    split(batch, partitions)
+        .iter()
+        .map(|batches| {
+            let part = arrow::compute::concat_batches(&batch.schema(), batches).unwrap();
+            let keep = BooleanArray::from_iter(
+                part.column(0)
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|v| Some(g.is_none() || v == g)),
+            );
+            filter(part.column_by_name(column).unwrap(), &keep).unwrap()
+        })
+        .collect()
+}
+
 #[tokio::test]
-async fn partial_states_merge_exactly_across_partitions() {
+async fn chunked_states_add_up_each_partitions_chunks() {
+    // Four partitions, each aggregated on its own: each ends its group's last chunk at its
+    // last row, and the final aggregation adds the four partial sums in whatever order
+    // they come.
+    let ctx = partitioned_session(4);
+    let batch = whole_batch();
+    let sums = |parts: Vec<ArrayRef>, codec: &str| {
+        parts.iter().fold((0, 0), |(plain, streams), values| {
+            let c = compressed(values, codec);
+            (plain + c.plain_bytes(), streams + c.compressed_bytes())
+        })
+    };
+    let out = query(
+        &ctx,
+        "SELECT colzip_compressed_size(text, 'gmatch'), colzip_ratio(view, 'bwt'), count(*) FROM t",
+    )
+    .await;
+    let (_, text) = sums(rows_per_partition(&batch, 4, None, "text"), "gmatch");
+    assert_eq!(u64s(&out, 0).value(0), text as u64);
+    let (plain, streams) = sums(rows_per_partition(&batch, 4, None, "view"), "bwt");
+    assert_eq!(f64s(&out, 1).value(0), plain as f64 / streams as f64);
+    // Four chunks are not one: the whole column compresses to another size.
+    let whole = compressed(batch.column_by_name("text").unwrap(), "gmatch");
+    assert_ne!(whole.compressed_bytes(), text);
+
+    // Per group too, and the same whatever order the queries run in.
+    let sql = "SELECT g, colzip_ratio(i, 'lzss'), colzip_compressed_size(maybe, 'gmatch') \
+               FROM t GROUP BY g ORDER BY g";
+    let out = query(&ctx, sql).await;
+    assert_eq!(out.num_rows(), 4);
+    let groups = out.column(0).as_string::<i32>();
+    for row in 0..out.num_rows() {
+        let g = Some(groups.value(row));
+        let (plain, streams) = sums(rows_per_partition(&batch, 4, g, "i"), "lzss");
+        assert_eq!(
+            f64s(&out, 1).value(row),
+            plain as f64 / streams as f64,
+            "{g:?}"
+        );
+        let (_, maybe) = sums(rows_per_partition(&batch, 4, g, "maybe"), "gmatch");
+        assert_eq!(u64s(&out, 2).value(row), maybe as u64, "{g:?}");
+    }
+    for _ in 0..3 {
+        assert_eq!(query(&ctx, sql).await, out);
+    }
+}
+
+#[tokio::test]
+async fn exact_partial_states_merge_exactly_across_partitions() {
     // Four partitions: four partial states per group, merged in an order DataFusion picks.
     // `stored` does not depend on the values' order, so the merge must be exact.
-    let ctx = session(4);
+    let ctx = partitioned_session(4);
     let batch = whole_batch();
     let out = query(
         &ctx,
-        "SELECT colzip_compressed_size(text, 'stored'), colzip_ratio(view, 'stored'), count(*) FROM t",
+        "SELECT colzip_compressed_size_exact(text, 'stored'), colzip_ratio_exact(view, 'stored'), count(*) FROM t",
     )
     .await;
     let text = compressed(batch.column_by_name("text").unwrap(), "stored");
@@ -237,7 +322,7 @@ async fn partial_states_merge_exactly_across_partitions() {
     // Per group too.
     let out = query(
         &ctx,
-        "SELECT g, colzip_compressed_size(bin, 'stored') FROM t GROUP BY g ORDER BY g",
+        "SELECT g, colzip_compressed_size_exact(bin, 'stored') FROM t GROUP BY g ORDER BY g",
     )
     .await;
     let bin = batch.column_by_name("bin").unwrap();
@@ -259,16 +344,82 @@ async fn partial_states_merge_exactly_across_partitions() {
     }
 }
 
+/// Row `i` of [`large_table`]'s text: about 40 bytes, NULL now and then.
+fn large_text(i: usize) -> Option<String> {
+    (i % 101 != 7).then(|| format!("line {} of a rather repetitive comment {}", i % 977, i % 13))
+}
+
+/// 300,000 rows of [`large_text`] (about 14 MiB: four chunks) in one partition, cut
+/// into batches of `batch_rows`.
+fn large_table(batch_rows: usize) -> SessionContext {
+    let rows = 300_000;
+    let text: ArrayRef = Arc::new(StringArray::from_iter((0..rows).map(large_text)));
+    let batch = RecordBatch::try_from_iter([("text", text)]).unwrap();
+    let batches: Vec<RecordBatch> = (0..rows)
+        .step_by(batch_rows)
+        .map(|start| batch.slice(start, batch_rows.min(rows - start)))
+        .collect();
+    let ctx = ordered_context();
+    let table = MemTable::try_new(batch.schema(), vec![batches]).unwrap();
+    ctx.register_table("big", Arc::new(table)).unwrap();
+    colzip::datafusion::register(&ctx).unwrap();
+    ctx
+}
+
+#[tokio::test]
+async fn a_large_group_is_cut_into_chunks_of_4_mib() {
+    // The chunks by the documented count: a row is 1 bit of validity, 4 bytes of length
+    // and its bytes; a chunk ends at the row that brings it to 4 MiB.
+    let rows = 300_000;
+    let (mut chunks, mut start, mut bits) = (Vec::new(), 0, 0u64);
+    for i in 0..rows {
+        bits += 1 + 32 + 8 * large_text(i).map_or(0, |t| t.len() as u64);
+        if bits >= 8 << 22 {
+            chunks.push(start..i + 1);
+            (start, bits) = (i + 1, 0);
+        }
+    }
+    chunks.push(start..rows);
+    assert_eq!(chunks.len(), 4);
+    let (mut plain, mut streams) = (0, 0);
+    for chunk in chunks {
+        let values: ArrayRef = Arc::new(StringArray::from_iter(chunk.map(large_text)));
+        let c = compressed(&values, "gmatch");
+        (plain, streams) = (plain + c.plain_bytes(), streams + c.compressed_bytes());
+    }
+    let whole: ArrayRef = Arc::new(StringArray::from_iter((0..rows).map(large_text)));
+    let whole = compressed(&whole, "gmatch");
+
+    let sql = "SELECT colzip_ratio(text, 'gmatch'), colzip_compressed_size(text, 'gmatch'), \
+               colzip_ratio_exact(text, 'gmatch'), colzip_compressed_size_exact(text, 'gmatch') FROM big";
+    // Batch boundaries do not move the chunks.
+    for batch_rows in [300_000, 8192, 1000, 77] {
+        let out = query(&large_table(batch_rows), sql).await;
+        assert_eq!(
+            f64s(&out, 0).value(0),
+            plain as f64 / streams as f64,
+            "{batch_rows}"
+        );
+        assert_eq!(u64s(&out, 1).value(0), streams as u64, "{batch_rows}");
+        assert_eq!(f64s(&out, 2).value(0), ratio_of(&whole), "{batch_rows}");
+        assert_eq!(u64s(&out, 3).value(0), whole.compressed_bytes() as u64);
+    }
+    // Chunks of 4 MiB compress about as the whole column does.
+    let (chunked, exact) = (plain as f64 / streams as f64, ratio_of(&whole));
+    assert!(streams != whole.compressed_bytes() && (chunked / exact - 1.0).abs() < 0.02);
+}
+
 #[tokio::test]
 async fn no_rows_give_null() {
     let ctx = session(1);
     let out = query(
         &ctx,
-        "SELECT colzip_ratio(text, 'bwt'), colzip_compressed_size(i, 'lzss') FROM t WHERE i < 0",
+        "SELECT colzip_ratio(text, 'bwt'), colzip_compressed_size(i, 'lzss'), \
+         colzip_ratio_exact(text, 'bwt'), colzip_compressed_size_exact(i, 'lzss') FROM t WHERE i < 0",
     )
     .await;
     assert_eq!(out.num_rows(), 1);
-    assert!(out.column(0).is_null(0) && out.column(1).is_null(0));
+    assert!((0..4).all(|c| out.column(c).is_null(0)));
 }
 
 #[tokio::test]
@@ -567,6 +718,14 @@ async fn bad_arguments_are_planning_errors() {
             "colzip_ratio: DISTINCT is not supported",
         ),
         (
+            "SELECT colzip_ratio_exact(DISTINCT i, 'bwt') FROM t",
+            "colzip_ratio_exact: DISTINCT is not supported",
+        ),
+        (
+            "SELECT colzip_compressed_size_exact(i, 'foo') FROM t",
+            "colzip_compressed_size_exact: invalid codec 'foo' in argument 2",
+        ),
+        (
             "SELECT g, colzip_compressed_size(text, 'gmatch:fast') FROM t GROUP BY g",
             "unknown gmatch option 'fast'",
         ),
@@ -691,14 +850,25 @@ async fn every_colzip_function_describes_itself() {
     let rows = query(
         &ctx,
         "SELECT routine_name, description, syntax_example FROM information_schema.routines \
-         WHERE routine_name IN ('colzip_compress', 'colzip_decompress', 'colzip_ratio', \
-         'colzip_compressed_size') ORDER BY routine_name",
+         WHERE routine_name LIKE 'colzip%' AND routine_name <> 'colzip_stats' ORDER BY routine_name",
     )
     .await;
-    assert_eq!(rows.num_rows(), 4);
+    let names: Vec<&str> = rows.column(0).as_string::<i32>().iter().flatten().collect();
+    assert_eq!(
+        names,
+        [
+            "colzip_compress",
+            "colzip_compressed_size",
+            "colzip_compressed_size_exact",
+            "colzip_decompress",
+            "colzip_ratio",
+            "colzip_ratio_exact"
+        ]
+    );
+    let description = |i: usize| rows.column(1).as_string::<i32>().value(i);
     for column in 1..3 {
         let texts = rows.column(column).as_string::<i32>();
-        for i in 0..4 {
+        for i in 0..6 {
             assert!(
                 texts.is_valid(i) && texts.value(i).len() > 20,
                 "{}: {:?}",
@@ -707,13 +877,28 @@ async fn every_colzip_function_describes_itself() {
             );
         }
     }
-    // colzip_ratio says which bytes its ratio divides, and which colzip_stats' divides.
-    assert_eq!(rows.column(0).as_string::<i32>().value(3), "colzip_ratio");
-    let ratio = rows.column(1).as_string::<i32>().value(3);
+    // colzip_ratio says which bytes its ratio divides, and which colzip_stats' divides,
+    // and both chunked aggregates what their chunks are.
+    let ratio = description(4);
     assert!(
         ratio.contains("plain bytes") && ratio.contains("raw_bytes"),
         "{ratio}"
     );
+    for i in [1, 4] {
+        assert!(
+            description(i).contains("chunks of about 4 MiB"),
+            "{}",
+            description(i)
+        );
+    }
+    // The whole-group forms say that their state is the values, for one process.
+    for i in [2, 5] {
+        assert!(
+            description(i).contains("meant for one process"),
+            "{}",
+            description(i)
+        );
+    }
 }
 
 #[tokio::test]
@@ -748,8 +933,10 @@ async fn show_functions_lists_every_colzip_function() {
         [
             "colzip_compress",
             "colzip_compressed_size",
+            "colzip_compressed_size_exact",
             "colzip_decompress",
             "colzip_ratio",
+            "colzip_ratio_exact",
             "colzip_stats"
         ]
     );
@@ -764,6 +951,8 @@ async fn show_functions_lists_every_colzip_function() {
         ("colzip_decompress", "[blob, arrow type]", "Null"),
         ("colzip_ratio", "[column, codec]", "Float64"),
         ("colzip_compressed_size", "[column, codec]", "UInt64"),
+        ("colzip_ratio_exact", "[column, codec]", "Float64"),
+        ("colzip_compressed_size_exact", "[column, codec]", "UInt64"),
     ] {
         let found = rows(function);
         let row = found

@@ -121,6 +121,23 @@ fn fixed_width(data_type: &DataType) -> Option<usize> {
     }
 }
 
+/// The bytes of `bits` from its first bit, the bits past its last one cleared: a slice's
+/// last byte can hold the next rows' bits, which are not part of the column, and the same
+/// rows must give the same part however they were sliced.
+fn bitmap_bytes(bits: &BooleanBuffer) -> Buffer {
+    let bytes = bits.sliced();
+    let used = bits.len() % 8;
+    match bytes.last() {
+        Some(&last) if used != 0 && last >> used != 0 => {
+            let mut owned = bytes.to_vec();
+            let end = owned.len() - 1;
+            owned[end] = last & ((1u8 << used) - 1);
+            Buffer::from_vec(owned)
+        }
+        _ => bytes,
+    }
+}
+
 /// Splits `array` into plain parts.
 pub fn encode(array: &dyn Array) -> Result<PlainNode> {
     let rows = array.len();
@@ -129,7 +146,7 @@ pub fn encode(array: &dyn Array) -> Result<PlainNode> {
         parts.push(PlainPart {
             role: PartRole::Validity,
             width: 1,
-            bytes: nulls.inner().sliced(),
+            bytes: bitmap_bytes(nulls.inner()),
         });
     }
     let null_count = array.nulls().map_or(0, |n| n.null_count());
@@ -141,7 +158,7 @@ pub fn encode(array: &dyn Array) -> Result<PlainNode> {
             parts.push(PlainPart {
                 role: PartRole::Values,
                 width: 1,
-                bytes: array.as_boolean().values().sliced(),
+                bytes: bitmap_bytes(array.as_boolean().values()),
             });
         }
         DataType::Utf8 | DataType::Binary => push_offset_parts::<i32>(array, &mut parts),
@@ -786,6 +803,20 @@ fn view_array_by_builder(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slice_has_the_bitmaps_of_its_own_rows() {
+        // Sliced at a byte boundary, with the next rows' bits set in its last byte.
+        let whole = BooleanArray::from_iter((0..24).map(|i| (i % 7 != 6).then_some(i % 3 != 1)));
+        let slice = whole.slice(8, 7);
+        assert_ne!(whole.values().inner().as_slice()[1] >> 7, 0);
+        let fresh = BooleanArray::from_iter(slice.iter());
+        let (a, b) = (encode(&slice).unwrap(), encode(&fresh).unwrap());
+        assert_eq!(a.parts.len(), 2);
+        for (a, b) in a.parts.iter().zip(&b.parts) {
+            assert_eq!((a.role, a.bytes.as_slice()), (b.role, b.bytes.as_slice()));
+        }
+    }
 
     #[test]
     fn narrowing_round_trips_and_picks_the_smallest_width() {

@@ -16,23 +16,34 @@ pub struct ClusterArgs {
     role: Role,
 }
 
+/// The scheduler's address when none is given: this host only.
+const SCHEDULER: &str = "127.0.0.1:50050";
+/// An executor's address when none is given: this host only.
+const EXECUTOR: &str = "127.0.0.1:50051";
+
 #[derive(Subcommand)]
 enum Role {
     /// Run a Ballista scheduler with colzip's functions and codecs: clients (`colzip sql
     /// --remote df://HOST:PORT`) send it queries, it plans them into stages and hands the
     /// tasks to the executors that registered with it. Runs until stopped (Ctrl-C).
+    /// Ballista has no authentication: whoever reaches the port can run queries that read
+    /// and write files as the executors' user, so it listens on 127.0.0.1 unless --bind
+    /// says otherwise.
     Scheduler(SchedulerArgs),
     /// Run a Ballista executor with colzip's functions and codecs: it registers with the
     /// scheduler, runs the tasks it is given (reading Parquet files by path, running
     /// colzip's codecs on its GPU when there is one) and serves their output on --bind.
-    /// Runs until stopped (Ctrl-C).
+    /// Runs until stopped (Ctrl-C). Ballista has no authentication: whoever reaches the
+    /// port can fetch task output, so it listens on 127.0.0.1 unless --bind says
+    /// otherwise.
     Executor(ExecutorArgs),
 }
 
 #[derive(Args)]
 struct SchedulerArgs {
-    /// Address to listen on (gRPC for clients and executors), e.g. 127.0.0.1:50050
-    #[arg(long, value_name = "HOST:PORT")]
+    /// Address to listen on (gRPC for clients and executors); another host's executors
+    /// and clients need an address they can reach, on a private network
+    #[arg(long, value_name = "HOST:PORT", default_value = SCHEDULER)]
     bind: SocketAddr,
     /// Seconds without news from an executor after which it counts as lost and its
     /// tasks run again on the others
@@ -42,12 +53,12 @@ struct SchedulerArgs {
 
 #[derive(Args)]
 struct ExecutorArgs {
-    /// The scheduler's address, e.g. 127.0.0.1:50050
-    #[arg(long, value_name = "HOST:PORT")]
+    /// The scheduler's address
+    #[arg(long, value_name = "HOST:PORT", default_value = SCHEDULER)]
     scheduler: String,
-    /// Address to serve task output on (Arrow Flight) and to register with, e.g.
-    /// 127.0.0.1:50051; each executor of a host needs its own port
-    #[arg(long, value_name = "HOST:PORT")]
+    /// Address to serve task output on (Arrow Flight) and to register with; each
+    /// executor of a host needs its own port (--bind 127.0.0.1:50052 for a second one)
+    #[arg(long, value_name = "HOST:PORT", default_value = EXECUTOR)]
     bind: SocketAddr,
     /// Use only these GPUs (CUDA ordinals, comma-separated), as COLZIP_GPUS does
     /// [default: COLZIP_GPUS, else every GPU]
@@ -76,6 +87,7 @@ pub fn cluster(args: ClusterArgs) -> Result<()> {
                 "colzip cluster scheduler: listening on {} (clients: colzip sql --remote df://{})",
                 args.bind, args.bind
             );
+            warn_if_reachable("scheduler", args.bind);
             runtime.block_on(until_stopped(server::run_scheduler(options)))
         }
         Role::Executor(args) => {
@@ -95,8 +107,21 @@ pub fn cluster(args: ClusterArgs) -> Result<()> {
                 "colzip cluster executor: serving on {}, registering with the scheduler at {}",
                 options.bind, options.scheduler
             );
+            warn_if_reachable("executor", options.bind);
             runtime.block_on(until_stopped(server::run_executor(options)))
         }
+    }
+}
+
+/// Says, when `bind` is not a loopback address, that other hosts can reach the
+/// unauthenticated port.
+#[cfg(feature = "ballista")]
+fn warn_if_reachable(role: &str, bind: SocketAddr) {
+    if !bind.ip().is_loopback() {
+        eprintln!(
+            "colzip cluster {role}: {bind} can be reached from other hosts and Ballista has no \
+             authentication: keep the port on a private network or behind a firewall"
+        );
     }
 }
 
@@ -139,4 +164,56 @@ pub fn not_built(what: &str) -> Error {
     Error::Unsupported(format!(
         "{what} needs the 'ballista' feature; rebuild with `cargo build --release --features ballista`"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        args: ClusterArgs,
+    }
+
+    fn parse(args: &[&str]) -> Role {
+        let args = std::iter::once("cluster").chain(args.iter().copied());
+        Command::try_parse_from(args).unwrap().args.role
+    }
+
+    fn address(text: &str) -> SocketAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn processes_listen_on_this_host_unless_told_otherwise() {
+        let Role::Scheduler(scheduler) = parse(&["scheduler"]) else {
+            panic!("not the scheduler");
+        };
+        assert_eq!(scheduler.bind, address("127.0.0.1:50050"));
+        let Role::Executor(executor) = parse(&["executor"]) else {
+            panic!("not an executor");
+        };
+        assert_eq!(executor.bind, address("127.0.0.1:50051"));
+        assert_eq!(executor.scheduler, "127.0.0.1:50050");
+
+        let Role::Scheduler(scheduler) = parse(&["scheduler", "--bind", "10.0.0.2:6000"]) else {
+            panic!("not the scheduler");
+        };
+        assert_eq!(scheduler.bind, address("10.0.0.2:6000"));
+        let told = [
+            "executor",
+            "--scheduler",
+            "10.0.0.2:6000",
+            "--bind",
+            "10.0.0.3:6001",
+        ];
+        let Role::Executor(executor) = parse(&told) else {
+            panic!("not an executor");
+        };
+        assert_eq!(executor.bind, address("10.0.0.3:6001"));
+        assert_eq!(executor.scheduler, "10.0.0.2:6000");
+    }
 }

@@ -100,8 +100,9 @@ enum Command {
     /// listed). Progress on stderr; exit status 1 when any result differs.
     Queries(sql::QueriesArgs),
     /// The processes of a Ballista cluster with colzip registered: `colzip cluster
-    /// scheduler --bind HOST:PORT` and `colzip cluster executor --scheduler HOST:PORT
-    /// --bind HOST:PORT`; `colzip sql --remote df://HOST:PORT` runs statements on it.
+    /// scheduler` and `colzip cluster executor` (on 127.0.0.1:50050 and 127.0.0.1:50051
+    /// unless --bind and --scheduler say otherwise); `colzip sql --remote
+    /// df://127.0.0.1:50050` runs statements on it. Ballista has no authentication.
     /// Needs a build with `--features ballista`.
     Cluster(cluster::ClusterArgs),
 }

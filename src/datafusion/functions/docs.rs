@@ -74,13 +74,18 @@ pub(super) fn decompress() -> &'static Documentation {
     })
 }
 
+/// What the chunked aggregates measure, in one sentence of their descriptions.
+const CHUNKS: &str = "The group's values are cut, in the order they arrive, into chunks of about 4 MiB (counted from the values alone: 4 bytes and the bytes of a string, a fixed-width value's width, one bit of validity a row), each compressed as one column; each partial aggregation (one per input partition) ends its last chunk at its last row. Batch boundaries, the order partial results merge in, executors and GPUs do not change the result; how the input is partitioned can.";
+
 /// `colzip_ratio(column, 'codec')`.
 pub(super) fn ratio() -> &'static Documentation {
     static DOC: OnceLock<Documentation> = OnceLock::new();
     built(&DOC, || {
         Documentation::builder(
             section(),
-            "Aggregate: the compression ratio of the group's values compressed as one column, plain bytes (colzip's plain parts: values, offsets, validity) / compressed bytes. colzip_stats' ratio divides Arrow's in-memory bytes (its raw_bytes column) instead, higher for view-typed strings.",
+            format!(
+                "Aggregate: the compression ratio of the group's values, plain bytes (colzip's plain parts: values, offsets, validity) / compressed bytes, summed over chunks. {CHUNKS} Its partial state is three sums, so it suits a cluster; colzip_ratio_exact compresses the group as one column. colzip_stats' ratio divides Arrow's in-memory bytes (its raw_bytes column) instead, higher for view-typed strings."
+            ),
             "colzip_ratio(column, 'codec')",
         )
         .with_argument("column", "The values to compress.")
@@ -96,8 +101,41 @@ pub(super) fn compressed_size() -> &'static Documentation {
     built(&DOC, || {
         Documentation::builder(
             section(),
-            "Aggregate: the bytes of codec streams the group's values compress to as one column.",
+            format!(
+                "Aggregate: the bytes of codec streams the group's values compress to, summed over chunks. {CHUNKS} Its partial state is three sums; colzip_compressed_size_exact compresses the group as one column."
+            ),
             "colzip_compressed_size(column, 'codec')",
+        )
+        .with_argument("column", "The values to compress.")
+        .with_argument("codec", codec_argument())
+        .build()
+    })
+}
+
+/// `colzip_ratio_exact(column, 'codec')`.
+pub(super) fn ratio_exact() -> &'static Documentation {
+    static DOC: OnceLock<Documentation> = OnceLock::new();
+    built(&DOC, || {
+        Documentation::builder(
+            section(),
+            "Aggregate: the compression ratio of the group's values compressed as one column, in the order they arrive, plain bytes / compressed bytes (as colzip_ratio counts them). Its partial state is the group's values themselves, so it is meant for one process: on a cluster every value crosses the shuffle; colzip_ratio keeps three sums instead.",
+            "colzip_ratio_exact(column, 'codec')",
+        )
+        .with_argument("column", "The values to compress.")
+        .with_argument("codec", codec_argument())
+        .with_sql_example("SELECT colzip_ratio_exact(l_comment, 'bwt') FROM lineitem")
+        .build()
+    })
+}
+
+/// `colzip_compressed_size_exact(column, 'codec')`.
+pub(super) fn compressed_size_exact() -> &'static Documentation {
+    static DOC: OnceLock<Documentation> = OnceLock::new();
+    built(&DOC, || {
+        Documentation::builder(
+            section(),
+            "Aggregate: the bytes of codec streams the group's values compress to as one column, in the order they arrive. Its partial state is the group's values themselves, so it is meant for one process: on a cluster every value crosses the shuffle; colzip_compressed_size keeps three sums instead.",
+            "colzip_compressed_size_exact(column, 'codec')",
         )
         .with_argument("column", "The values to compress.")
         .with_argument("codec", codec_argument())

@@ -2,8 +2,9 @@
 //!
 //! | function | kind | returns |
 //! |---|---|---|
-//! | [`colzip_ratio(column, 'codec')`](#colzip_ratio-and-colzip_compressed_size) | aggregate | Float64: plain bytes / compressed bytes of the group's values |
-//! | [`colzip_compressed_size(column, 'codec')`](#colzip_ratio-and-colzip_compressed_size) | aggregate | UInt64: bytes of codec streams of the group's values |
+//! | [`colzip_ratio(column, 'codec')`](#colzip_ratio-and-colzip_compressed_size) | aggregate | Float64: plain bytes / compressed bytes of the group's values, summed over chunks of about 4 MiB |
+//! | [`colzip_compressed_size(column, 'codec')`](#colzip_ratio-and-colzip_compressed_size) | aggregate | UInt64: bytes of codec streams of the group's values, summed over chunks of about 4 MiB |
+//! | [`colzip_ratio_exact(column, 'codec')`](#colzip_ratio_exact-and-colzip_compressed_size_exact), [`colzip_compressed_size_exact`](#colzip_ratio_exact-and-colzip_compressed_size_exact) | aggregate | the same of the group's values compressed as one column, for one process |
 //! | [`colzip_compress(value, 'codec')`](#colzip_compress-and-colzip_decompress) | scalar | Binary: a self-describing blob per value |
 //! | [`colzip_decompress(blob [, 'type'])`](#colzip_compress-and-colzip_decompress) | scalar | the value, with its original type |
 //! | [`colzip_stats('table' [, 'codec,…'])`](#colzip_stats) | table | one row per column and codec, the fields of `colzip tpch --format json`; `ratio`: `raw_bytes` (Arrow's in-memory bytes) / compressed bytes |
@@ -19,22 +20,49 @@
 //!
 //! # colzip_ratio and colzip_compressed_size
 //!
-//! Each group's values are compressed as one column by the column layer
-//! ([`column::compress_on`](crate::column::compress_on)), nulls included (they make the
-//! validity part), in the order DataFusion feeds them; the ratio is
-//! [`plain_bytes`](crate::column::CompressedColumn::plain_bytes) /
-//! [`compressed_bytes`](crate::column::CompressedColumn::compressed_bytes), and the size
-//! is the compressed bytes (codec streams; a container adds 40–80 bytes of header). The
-//! values are compressed in the order they reach the aggregate: table order when the
-//! input has one partition and DataFusion does not repartition it
-//! (`SET datafusion.execution.target_partitions = 1`), where the results equal what the
-//! column layer gives for the group's values in table order. Otherwise partial groups are
-//! merged in the order the partitions finish, and the result can vary slightly between
-//! runs (as the order of a set is not defined in SQL). A group without rows gives NULL for both (as
-//! SUM does), and so does the ratio of a column without plain bytes (type Null). An
-//! all-NULL group is compressed like any other (its validity bitmap). The accumulator
-//! holds the group's values until it is evaluated (its partial state is those values, so
-//! merging is exact); the memory is reported to DataFusion's pool. `DISTINCT` is refused.
+//! What they measure, exactly: the rows of a group that a partial aggregation receives,
+//! in the order it receives them, are cut into chunks, and each chunk is compressed as one
+//! column by the column layer ([`column::compress_on`](crate::column::compress_on)), nulls
+//! included. `colzip_compressed_size` is the sum of the chunks' compressed bytes (codec
+//! streams; a container adds 40–80 bytes of header), `colzip_ratio` the sum of their
+//! [`plain_bytes`](crate::column::CompressedColumn::plain_bytes) over the sum of their
+//! [`compressed_bytes`](crate::column::CompressedColumn::compressed_bytes).
+//!
+//! Where chunks end: each row counts a number of bits that depends on its value alone —
+//! one bit of validity, and a fixed-width value's width (a boolean: one bit); a string or
+//! binary value's 4 bytes of length and its bytes (NULL: none), in whichever form
+//! (`Utf8`, `LargeUtf8`, `Utf8View`, …); a list's or map's 4 bytes and its items; a
+//! fixed-size list's items; a struct's fields; a dictionary key or a run-end encoded row
+//! as the value it stands for (a NULL key: one bit); a union row a byte and its child's
+//! value. A chunk ends at the first row that brings its count to 4 MiB (2^25 bits) or
+//! more; the rows left when the partial aggregation ends make a last, shorter chunk. The
+//! partial state is three sums (rows, plain bytes, compressed bytes); merging adds them.
+//!
+//! So the result does not depend on how the rows were cut into batches, on the order
+//! partial states are merged in, or on how many executors and GPUs did the work (every
+//! device writes the CPU's bytes). It does depend on which rows each partial aggregation
+//! saw and in which order: there is one per input partition, so the partitioning counts
+//! (`datafusion.execution.target_partitions`, by default the number of cores, and how
+//! DataFusion splits the files or repartitions the rows; a partition that runs ahead may
+//! read files queued for another unless
+//! `datafusion.execution.enable_file_stream_work_stealing` is off). With one partition and
+//! no repartitioning (`SET datafusion.execution.target_partitions = 1`) the chunks are the
+//! group's values in table order, and a group under 4 MiB is compressed whole, as the
+//! `_exact` forms do. Where each partition gets fixed rows in a fixed order (a scan and
+//! filters without work stealing; not rows merged from several partitions, as after a
+//! join or a repartition by hash), the same query gives the same result, locally or on a
+//! cluster. Dictionary-encoded and run-end encoded values are compressed in the encoding
+//! their batches carry (a batch boundary can split a run).
+//!
+//! Why 4 MiB: no codec works on larger units by default (lzss' 2–16 KiB chunks, gmatch's
+//! 64 KiB blocks, intpack's 1024 values, bwt's 4 MiB blocks), so a chunk compresses about
+//! as the whole column would (within 2% on text in the tests); a chunk is large enough for
+//! `auto` placement to run it on the GPU; and a partial aggregation holds at most one
+//! chunk (4 MiB and a row) per group, reported to DataFusion's memory pool.
+//!
+//! A group without rows gives NULL for both (as SUM does), and so does the ratio of a
+//! column without plain bytes (type Null). An all-NULL group is compressed like any other
+//! (its validity bitmap). `DISTINCT` is refused.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -56,7 +84,11 @@
 //! let out = ctx.sql(sql).await?.collect().await?;
 //! let ratio = out[0].column(0).as_any().downcast_ref::<arrow::array::Float64Array>().unwrap().value(0);
 //! let bwt = column::compress(&notes, &"bwt".parse::<CodecChoice>()?)?;
+//! // Under 4 MiB in one batch: one chunk, the whole column.
 //! assert_eq!(ratio, bwt.plain_bytes() as f64 / bwt.compressed_bytes() as f64);
+//! let sql = "SELECT colzip_ratio_exact(note, 'bwt') FROM t";
+//! let exact = ctx.sql(sql).await?.collect().await?;
+//! assert_eq!(exact[0].column(0).as_any().downcast_ref::<arrow::array::Float64Array>().unwrap().value(0), ratio);
 //!
 //! // Per group.
 //! let sql = "SELECT flag, colzip_ratio(note, 'lzss') FROM t GROUP BY flag ORDER BY flag";
@@ -65,6 +97,19 @@
 //! # })
 //! # }
 //! ```
+//!
+//! # colzip_ratio_exact and colzip_compressed_size_exact
+//!
+//! Each group's values are compressed as one column, in the order they reach the
+//! aggregate; the ratio and the size are defined as above for that one chunk. Table order
+//! when the input has one partition and DataFusion does not repartition it, where the
+//! results equal what the column layer gives for the group's values in table order.
+//! Otherwise partial groups are merged in the order the partitions finish, and the result
+//! can vary slightly between runs (as the order of a set is not defined in SQL). The
+//! partial state is the group's values (a one-element list), so merging is exact but holds
+//! every value until the group is evaluated, and on a cluster every value crosses the
+//! shuffle: these forms are meant for one process. Empty groups and NULLs are treated as
+//! above.
 //!
 //! # colzip_compress and colzip_decompress
 //!
@@ -169,11 +214,12 @@ use crate::codec::Placement;
 use crate::gpu::Backend;
 use crate::{Error, Result};
 pub use compress::{TYPE_METADATA_KEY, blob_type};
-use ratio::{CodecLiteralPlanner, CompressionAggregate, Measure};
+use ratio::{CodecLiteralPlanner, CompressionAggregate, Function};
 pub use stats::{StatsExec, StatsScanParts, StatsTableParts};
 
-/// Registers `colzip_ratio`, `colzip_compressed_size`, `colzip_compress`,
-/// `colzip_decompress` and `colzip_stats` with `ctx` (see the [module docs](self)).
+/// Registers `colzip_ratio`, `colzip_compressed_size`, their `_exact` forms,
+/// `colzip_compress`, `colzip_decompress` and `colzip_stats` with `ctx` (see the
+/// [module docs](self)).
 /// The backend is read from `COLZIP_BACKEND` now: an error when it is not auto, cpu or
 /// gpu, or is gpu without a usable GPU.
 ///
@@ -204,14 +250,11 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
 pub fn register_on(ctx: &SessionContext, backend: Backend) -> Result<()> {
     // Fail now, not in the first query, when the backend cannot be had.
     Placement::new(backend)?;
-    ctx.register_udaf(AggregateUDF::from(CompressionAggregate::new(
-        Measure::Ratio,
-        backend,
-    )));
-    ctx.register_udaf(AggregateUDF::from(CompressionAggregate::new(
-        Measure::CompressedSize,
-        backend,
-    )));
+    for function in Function::ALL {
+        ctx.register_udaf(AggregateUDF::from(CompressionAggregate::new(
+            function, backend,
+        )));
+    }
     ctx.register_udf(ScalarUDF::from(compress::Compress::new(backend)));
     ctx.register_udf(ScalarUDF::from(compress::Decompress::new(backend)));
     ctx.register_udtf("colzip_stats", Arc::new(stats::Stats::new(backend)));
@@ -246,16 +289,15 @@ pub fn scalar_udf(name: &str, backend: Backend) -> Option<ScalarUDF> {
 /// Which colzip aggregate `udaf` is, and its backend: `None` for other aggregates.
 pub fn aggregate_udf_parts(udaf: &AggregateUDF) -> Option<(&'static str, Backend)> {
     let inner = udaf.inner().as_ref() as &dyn std::any::Any;
-    let (measure, backend) = inner.downcast_ref::<CompressionAggregate>()?.parts();
-    Some((measure.name(), backend))
+    let (function, backend) = inner.downcast_ref::<CompressionAggregate>()?.parts();
+    Some((function.name(), backend))
 }
 
-/// The aggregate `name` (`colzip_ratio` or `colzip_compressed_size`) on `backend`.
+/// The aggregate `name` (`colzip_ratio`, `colzip_compressed_size`, `colzip_ratio_exact`
+/// or `colzip_compressed_size_exact`) on `backend`.
 pub fn aggregate_udf(name: &str, backend: Backend) -> Option<AggregateUDF> {
-    let measure = [Measure::Ratio, Measure::CompressedSize]
-        .into_iter()
-        .find(|m| m.name() == name)?;
+    let function = Function::ALL.into_iter().find(|f| f.name() == name)?;
     Some(AggregateUDF::from(CompressionAggregate::new(
-        measure, backend,
+        function, backend,
     )))
 }
