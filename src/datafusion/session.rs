@@ -26,7 +26,12 @@ pub mod statements;
 mod table_kind;
 mod tpch;
 
+use std::sync::Arc;
+
+use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
+
+use super::table::AggregateOverCompressedScan;
 
 use crate::Result;
 
@@ -66,7 +71,7 @@ pub fn context_from_env() -> Result<SessionContext> {
 /// an error here, before any statement) and DataFusion's options from the environment as
 /// in [`context_from_env`]: the session of `colzip sql`.
 pub fn context_on(backend: crate::gpu::Backend) -> Result<SessionContext> {
-    let ctx = super::parquet_scan::enable_url_tables(SessionContext::new_with_config(
+    let ctx = super::parquet_scan::enable_url_tables(with_colzip_rules(
         SessionConfig::from_env()?
             .with_information_schema(true)
             .with_option_extension(sql_limits::SqlLimits::default()),
@@ -79,11 +84,22 @@ pub fn context_on(backend: crate::gpu::Backend) -> Result<SessionContext> {
 pub fn context_with_config(config: SessionConfig) -> Result<SessionContext> {
     // Files are tables by their path too: SELECT * FROM 'data/t.parquet', Parquet read
     // by colzip's scan.
-    let ctx = super::parquet_scan::enable_url_tables(SessionContext::new_with_config(
+    let ctx = super::parquet_scan::enable_url_tables(with_colzip_rules(
         config
             .with_information_schema(true)
             .with_option_extension(sql_limits::SqlLimits::default()),
     ));
     super::register(&ctx)?;
     Ok(ctx)
+}
+
+/// A session with `config`, DataFusion's defaults, and colzip's physical optimizer rule
+/// ([`AggregateOverCompressedScan`]) after DataFusion's own.
+fn with_colzip_rules(config: SessionConfig) -> SessionContext {
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_physical_optimizer_rule(Arc::new(AggregateOverCompressedScan))
+        .build();
+    SessionContext::new_with_state(state)
 }

@@ -40,6 +40,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod aggregate;
 mod archive;
 mod block;
 mod decoded;
@@ -76,6 +77,7 @@ use datafusion::prelude::SessionContext;
 
 use crate::{Error, Result};
 
+pub use aggregate::{AggregateOverCompressedScan, FixedPointAggregateExec};
 pub(crate) use block::Block;
 use block::{Partitions, block_statistics, sql_null_count};
 use load::compress_partitions;
