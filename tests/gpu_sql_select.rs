@@ -23,10 +23,13 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use colzip::codec::Placement;
-use colzip::datafusion::table::{CompressOptions, CompressedTable, Residence};
+use colzip::datafusion::table::{
+    AggregateOverCompressedScan, CompressOptions, CompressedTable, Residence,
+};
 use common::sql::{find_scan, try_run};
 use common::{Rng, gpu_or_skip};
 use datafusion::datasource::MemTable;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
@@ -186,7 +189,18 @@ fn contexts(
             SessionConfig::new().set_bool("datafusion.sql_parser.parse_float_as_decimal", true),
         )
     };
-    let compressed = session();
+    // The compressed side also runs colzip's aggregate rule, so the queries' partial
+    // aggregations over the GPU's scans go through `FixedPointAggregateExec` and are
+    // checked against DataFusion's own over the `MemTable`.
+    let compressed = SessionContext::new_with_state(
+        SessionStateBuilder::new()
+            .with_config(
+                SessionConfig::new().set_bool("datafusion.sql_parser.parse_float_as_decimal", true),
+            )
+            .with_default_features()
+            .with_physical_optimizer_rule(Arc::new(AggregateOverCompressedScan))
+            .build(),
+    );
     let table = CompressedTable::try_new(schema(), partitions.clone(), &options).unwrap();
     compressed.register_table("t", Arc::new(table)).unwrap();
     let plain = session();
