@@ -22,8 +22,9 @@ for line in sys.stdin:
 # Test binaries whose name starts with gpu_ hold the GPU tests.
 cargo test --profile "$profile" --no-default-features --features parquet --no-run --message-format=json --test 'gpu_*' \
   | copy_tests
-# The GPU tests of SQL (gpu_sql_*) need DataFusion: built again with the default features.
-cargo test --profile "$profile" --no-run --message-format=json --test 'gpu_sql_*' \
+# The GPU tests of SQL (gpu_sql_*) need DataFusion, and so do gpu_devices' tests of the SQL
+# aggregates: built again with the default features (replacing gpu_devices above).
+cargo test --profile "$profile" --no-run --message-format=json --test 'gpu_sql_*' --test gpu_devices \
   | copy_tests
 cargo build --profile "$profile" --no-default-features --features cli --bin colzip --message-format=json \
   | python3 -c '
