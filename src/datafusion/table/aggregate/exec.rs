@@ -308,8 +308,7 @@ impl Aggregation {
             return Ok(RecordBatch::new_empty(self.schema.clone()));
         }
         for accumulator in &mut self.accumulators {
-            columns.extend(accumulator.states(group_count, self.group_values.is_some())?);
-            accumulator.clear();
+            columns.extend(accumulator.take_states(group_count, self.group_values.is_some())?);
         }
         let columns = columns
             .into_iter()

@@ -145,24 +145,28 @@ impl Accumulator {
         }
     }
 
-    /// The state columns of groups `0..group_count`; `grouped` is whether the aggregation
-    /// has a GROUP BY (without one, `avg`'s count is never null).
-    pub(super) fn states(&self, group_count: usize, grouped: bool) -> Result<Vec<ArrayRef>> {
-        let mut counts = self.counts.clone();
+    /// The state columns of groups `0..group_count`, which are then forgotten (their
+    /// vectors become the arrays); `grouped` is whether the aggregation has a GROUP BY
+    /// (without one, `avg`'s count is never null).
+    pub(super) fn take_states(
+        &mut self,
+        group_count: usize,
+        grouped: bool,
+    ) -> Result<Vec<ArrayRef>> {
+        let mut counts = std::mem::take(&mut self.counts);
         counts.resize(group_count, 0);
-        let mut sums = self.sums.clone();
+        let mut sums = std::mem::take(&mut self.sums);
         sums.resize(group_count, 0);
         let seen = NullBuffer::from(counts.iter().map(|&c| c > 0).collect::<Vec<_>>());
         let seen = (seen.null_count() > 0).then_some(seen);
-        let sum = |field: &FieldRef| -> Result<ArrayRef> {
+        let sum = |field: &FieldRef, sums: Vec<i128>| -> Result<ArrayRef> {
             Ok(match field.data_type() {
                 DataType::Int64 => Arc::new(Int64Array::new(
                     sums.iter().map(|&s| s as i64).collect(),
                     seen.clone(),
                 )),
                 ty @ DataType::Decimal128(..) => Arc::new(
-                    Decimal128Array::new(sums.clone().into(), seen.clone())
-                        .with_data_type(ty.clone()),
+                    Decimal128Array::new(sums.into(), seen.clone()).with_data_type(ty.clone()),
                 ),
                 other => {
                     return Err(DataFusionError::Internal(format!(
@@ -172,23 +176,17 @@ impl Accumulator {
             })
         };
         Ok(match &self.function {
-            Function::Sum(_) => vec![sum(&self.fields[0])?],
+            Function::Sum(_) => vec![sum(&self.fields[0], sums)?],
             Function::Avg(_) => {
                 let count_nulls = if grouped { seen.clone() } else { None };
                 vec![
-                    Arc::new(UInt64Array::new(counts.clone().into(), count_nulls)) as ArrayRef,
-                    sum(&self.fields[1])?,
+                    Arc::new(UInt64Array::new(counts.into(), count_nulls)) as ArrayRef,
+                    sum(&self.fields[1], sums)?,
                 ]
             }
             Function::Count(_) => vec![Arc::new(Int64Array::from_iter_values(
                 counts.iter().map(|&c| c as i64),
             )) as ArrayRef],
         })
-    }
-
-    /// Forgets every group (after their states were emitted).
-    pub(super) fn clear(&mut self) {
-        self.sums.clear();
-        self.counts.clear();
     }
 }
