@@ -211,7 +211,7 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
     } = args;
     if let Some(path) = &plot {
         // Before the run, not after minutes of it.
-        plot::check_plot_path(path)?;
+        plot::check_plot_path(path, true)?;
     }
     if let Some(threads) = threads {
         rayon::ThreadPoolBuilder::new()
@@ -317,7 +317,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
     } = args;
     if let Some(path) = &plot {
         // Before the run, not after minutes of it.
-        plot::check_plot_path(path)?;
+        plot::check_plot_path(path, true)?;
     }
     let mut grid = Vec::new();
     for &s in &s {

@@ -1,17 +1,20 @@
 //! The pictures `--plot FILE.svg` draws, as SVG by the `plotters` crate: codecs as
 //! compression ratio against speed ([`plot_codecs`]: `colzip tpch` and `colzip bench`),
 //! and grouped bars ([`plot_bars`]: seconds per query and store in `colzip queries`).
-//! It knows points and series only, not the measurements they come from.
+//! It knows points and series only, not the measurements they come from. Each picture is
+//! drawn in memory and written whole or not at all ([`save`]).
 
+use std::io::Write;
 use std::path::Path;
 
 use plotters::prelude::*;
 
 use colzip::{Error, Result};
 
-/// An error unless `path` names an SVG file in a directory that exists (what a command
-/// checks before it runs, not after minutes of it).
-pub fn check_plot_path(path: &Path) -> Result<()> {
+/// An error unless `path` names an SVG file in a directory that exists, and (without
+/// `overwrite`) names nothing yet: what a command checks before it runs, not after
+/// minutes of it.
+pub fn check_plot_path(path: &Path, overwrite: bool) -> Result<()> {
     if !path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
@@ -32,7 +35,23 @@ pub fn check_plot_path(path: &Path) -> Result<()> {
             dir.display()
         )));
     }
+    // `symlink_metadata`: a symlink counts as existing, even a dangling one.
+    if !overwrite && path.symlink_metadata().is_ok() {
+        return Err(Error::format(format!(
+            "{} exists (use --force to overwrite)",
+            path.display()
+        )));
+    }
     Ok(())
+}
+
+/// Writes the picture `svg` to `path` through a temporary file renamed into place, so
+/// that a failed or interrupted run leaves no half-written picture; an existing file is
+/// replaced only with `overwrite`.
+pub fn save(path: &Path, svg: &str, overwrite: bool) -> Result<()> {
+    colzip::archive::write_atomically(path, overwrite, |mut file| {
+        Ok(file.write_all(svg.as_bytes())?)
+    })
 }
 
 /// One codec's point in [`plot_codecs`]: its label, compression ratio and speeds.
@@ -47,7 +66,7 @@ pub struct CodecPoint {
 /// Draws `totals` into the SVG file `path`, under `title`: one point per codec, ratio
 /// against compression GB/s on the left and decompression GB/s on the right (log axes).
 pub fn plot_codecs(totals: &[CodecPoint], path: &Path, title: &str) -> Result<()> {
-    check_plot_path(path)?;
+    check_plot_path(path, true)?;
     if totals.is_empty() {
         return Err(Error::format(
             "nothing was measured, so there is nothing to plot",
@@ -55,7 +74,8 @@ pub fn plot_codecs(totals: &[CodecPoint], path: &Path, title: &str) -> Result<()
     }
     let fail =
         |e: &dyn std::fmt::Display| Error::format(format!("cannot draw {}: {e}", path.display()));
-    let whole = SVGBackend::new(path, (1100, 480)).into_drawing_area();
+    let mut svg = String::new();
+    let whole = SVGBackend::with_string(&mut svg, (1100, 480)).into_drawing_area();
     whole.fill(&WHITE).map_err(|e| fail(&e))?;
     let root = whole
         .titled(title, ("sans-serif", 22))
@@ -141,7 +161,9 @@ pub fn plot_codecs(totals: &[CodecPoint], path: &Path, title: &str) -> Result<()
         }
     }
     whole.present().map_err(|e| fail(&e))?;
-    Ok(())
+    // The drawing areas hold the text until they are dropped.
+    drop((panels, root, whole));
+    save(path, &svg, true)
 }
 
 /// The size of the codecs' labels, and the radius of their points, in pixels.
@@ -260,7 +282,7 @@ pub fn plot_bars(
     path: &Path,
     title: &str,
 ) -> Result<()> {
-    check_plot_path(path)?;
+    check_plot_path(path, true)?;
     if groups.is_empty() || series.is_empty() {
         return Err(Error::format(
             "nothing was measured, so there is nothing to plot",
@@ -277,7 +299,8 @@ pub fn plot_bars(
     let fail =
         |e: &dyn std::fmt::Display| Error::format(format!("cannot draw {}: {e}", path.display()));
     let width = (groups.len() as u32 * (24 + 14 * series.len() as u32)).clamp(640, 2400);
-    let root = SVGBackend::new(path, (width, 480)).into_drawing_area();
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, (width, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
     let max = series
         .iter()
@@ -330,7 +353,8 @@ pub fn plot_bars(
         .draw()
         .map_err(|e| fail(&e))?;
     root.present().map_err(|e| fail(&e))?;
-    Ok(())
+    drop((chart, root));
+    save(path, &svg, true)
 }
 
 #[cfg(test)]
@@ -351,7 +375,9 @@ mod tests {
         plot_codecs(&totals, &path, "TPC-H SF 0.01").unwrap();
         assert!(std::fs::read_to_string(&path).unwrap().contains("<svg"));
         assert!(plot_codecs(&[], &path, "none").is_err());
-        assert!(check_plot_path(&dir.path().join("codecs.png")).is_err());
+        assert!(check_plot_path(&dir.path().join("codecs.png"), true).is_err());
+        assert!(check_plot_path(&path, false).is_err());
+        assert!(check_plot_path(&path, true).is_ok());
     }
 
     /// The labels' boxes in an SVG file: each `<text x=".." y="..">NAME</text>` whose
