@@ -137,6 +137,12 @@ const COMMANDS: &[(&str, Run)] = &[
         "colzip bench --sf 1 --suites gmatch --plot bench.svg",
         Smaller("colzip bench --sf 0.002 --suites gmatch --runs 1 --plot bench.svg"),
     ),
+    (
+        "colzip bench --sf 1 --suites intpack --columns l_quantity,l_shipdate --plot ints.svg --peers peers.json",
+        Smaller(
+            "colzip bench --sf 0.002 --suites intpack --columns l_quantity,l_shipdate --runs 1 --plot ints.svg --peers peers.json",
+        ),
+    ),
     // docs/SQL.md: colzip sql, colzip queries, a cluster (processes that run until
     // stopped, in a build with the `ballista` feature; tests/cluster.rs starts them and runs
     // `colzip sql --remote`).
@@ -222,6 +228,16 @@ fn make_inputs(dir: &Path) {
         .collect();
     std::fs::write(dir.join("data.csv"), format!("id,name,price\n{csv}")).unwrap();
     std::fs::write(dir.join("data.txt"), csv.replace(',', ";")).unwrap();
+    // What ../shared/tools/peers.py prints.
+    std::fs::write(
+        dir.join("peers.json"),
+        r#"[{"column": "l_quantity", "file": "l_quantity.i32", "peer": "nvcomp-cascaded",
+             "raw_bytes": 24000, "compressed_bytes": 8000, "ratio": 3.0,
+             "compress_gbps": 150.0, "decompress_gbps": 240.0, "roundtrip": true},
+            {"column": "l_shipdate", "file": "l_shipdate.i32", "peer": "streamlz-l5",
+             "error": "SLZ_ERROR_UNSUPPORTED"}]"#,
+    )
+    .unwrap();
     std::fs::write(
         dir.join("q1.sql"),
         "SELECT l_returnflag, l_linestatus, sum(l_quantity) AS qty, count(*) AS n \
@@ -330,6 +346,8 @@ fn every_readme_command_runs_as_written() {
         "orders.parquet",
         "pq/lineitem.parquet",
         "queries.svg",
+        "bench.svg",
+        "ints.svg",
         "cols",
     ] {
         assert!(dir.path().join(made).exists(), "no {made}");

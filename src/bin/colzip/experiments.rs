@@ -14,6 +14,7 @@ use colzip::tpch::{self, Table};
 use colzip::{Error, Result};
 
 use crate::BackendArg;
+use crate::bench_plot::BenchPlot;
 use crate::plot;
 use crate::progress::{ProgressLines, progress_bar};
 
@@ -102,10 +103,19 @@ pub struct BenchArgs {
     /// table, json or csv
     #[arg(long, default_value = "table")]
     format: Format,
-    /// Also draw ratio against compression and decompression GB/s (kernel figures on
-    /// the GPU) per codec and backend, totals over the columns, into this SVG file
+    /// Also draw ratio against compression and decompression GB/s into this SVG file, a
+    /// point per row: GPU rows at their kernel figure, CPU rows (wall-clock, all cores)
+    /// and --peers rows as series of their own
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Also draw these peers' rows (the JSON array ../shared/tools/peers.py and
+    /// scripts/typed-peers.py print: peer, column, ratio, compress_gbps,
+    /// decompress_gbps) on the columns this run measures; repeat for several files
+    #[arg(long, value_name = "FILE.json", requires = "plot")]
+    peers: Vec<PathBuf>,
+    /// Replace the --plot file if it exists
+    #[arg(short, long)]
+    force: bool,
     /// Which rows: auto (GPU and CPU rows; the CPU rows alone, with a note, when there is
     /// no usable GPU), cpu (the CPU rows alone: measure a machine without a GPU), gpu (an
     /// error without a GPU)
@@ -211,7 +221,7 @@ pub fn tpch_command(args: TpchArgs) -> Result<()> {
     } = args;
     if let Some(path) = &plot {
         // Before the run, not after minutes of it.
-        plot::check_plot_path(path)?;
+        plot::check_plot_path(path, true)?;
     }
     if let Some(threads) = threads {
         rayon::ThreadPoolBuilder::new()
@@ -313,12 +323,14 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
         no_cpu,
         format,
         plot,
+        peers,
+        force,
         backend,
     } = args;
-    if let Some(path) = &plot {
-        // Before the run, not after minutes of it.
-        plot::check_plot_path(path)?;
-    }
+    // Before the run, not after minutes of it.
+    let plot = plot
+        .map(|path| BenchPlot::prepare(&path, &peers, force))
+        .transpose()?;
     let mut grid = Vec::new();
     for &s in &s {
         for &w in &w {
@@ -327,6 +339,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
             }
         }
     }
+    let mut source_title = format!("--sf {sf}");
     let source = match file {
         Some(path) => {
             if columns.is_some() {
@@ -334,6 +347,7 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
                     "--columns names TPC-H columns; it does not go with --file",
                 ));
             }
+            source_title = format!("--file {}", path.display());
             bench::Source::File { path, raw_type }
         }
         None => bench::Source::Tpch {
@@ -404,28 +418,16 @@ pub fn bench_command(args: BenchArgs) -> Result<()> {
         );
         return Ok(());
     }
-    if let Some(path) = &plot {
-        // One point per codec and backend: the totals over the measured columns.
-        let labelled: Vec<columns::Row> = rows
-            .iter()
-            .map(|r| columns::Row {
-                codec: format!("{} ({})", r.row.codec, r.row.backend),
-                ..r.row.clone()
-            })
-            .collect();
-        let totals = columns::summarize(&labelled);
-        let columns = rows
-            .iter()
-            .map(|r| (&r.row.table, &r.row.column))
-            .collect::<std::collections::BTreeSet<_>>()
-            .len();
-        let title = format!("colzip bench: {columns} columns, kernel GB/s on the GPU");
-        plot::plot_codecs(&codec_points(&totals), path, &title)?;
-        eprintln!("colzip bench: wrote the plot to {}", path.display());
-    }
+    // The rows first: a plot that cannot be written loses no measurement.
     std::io::stdout()
         .lock()
         .write_all(render(&rows, format)?.as_bytes())?;
+    if let Some(plot) = &plot {
+        for note in plot.draw(&rows, &source_title)? {
+            eprintln!("colzip bench: not in the plot: {note}");
+        }
+        eprintln!("colzip bench: wrote the plot to {}", plot.path().display());
+    }
     Ok(())
 }
 

@@ -1,9 +1,11 @@
 //! `colzip`: compress typed columns from the command line. A thin layer over the library:
 //! it parses arguments, shows progress on stderr, and prints one-line errors.
 
+mod bench_plot;
 mod cluster;
 mod experiments;
 mod files;
+mod peers;
 mod plot;
 mod progress;
 #[cfg(feature = "datafusion")]

@@ -112,7 +112,7 @@ pub fn queries(args: QueriesArgs) -> Result<()> {
     let format: Format = args.format.parse()?;
     if let Some(path) = &args.plot {
         // Before the run, not after minutes of it.
-        crate::plot::check_plot_path(path)?;
+        crate::plot::check_plot_path(path, true)?;
     }
     let mb = |bytes: u64| bytes as f64 / 1e6;
     // A bar on a terminal; otherwise one line per event (a log of the run).

@@ -1,17 +1,23 @@
 //! The pictures `--plot FILE.svg` draws, as SVG by the `plotters` crate: codecs as
-//! compression ratio against speed ([`plot_codecs`]: `colzip tpch` and `colzip bench`),
-//! and grouped bars ([`plot_bars`]: seconds per query and store in `colzip queries`).
-//! It knows points and series only, not the measurements they come from.
+//! compression ratio against speed ([`plot_codecs`]: `colzip tpch`), the same a point
+//! per measurement in series ([`frontier`]: `colzip bench`, with peers), and grouped
+//! bars ([`plot_bars`]: seconds per query and store in `colzip queries`). It knows points
+//! and series only, not the measurements they come from. Each picture is drawn in memory
+//! and written whole or not at all ([`save`]).
 
+pub mod frontier;
+
+use std::io::Write;
 use std::path::Path;
 
 use plotters::prelude::*;
 
 use colzip::{Error, Result};
 
-/// An error unless `path` names an SVG file in a directory that exists (what a command
-/// checks before it runs, not after minutes of it).
-pub fn check_plot_path(path: &Path) -> Result<()> {
+/// An error unless `path` names an SVG file in a directory that exists, and (without
+/// `overwrite`) names nothing yet: what a command checks before it runs, not after
+/// minutes of it.
+pub fn check_plot_path(path: &Path, overwrite: bool) -> Result<()> {
     if !path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
@@ -32,7 +38,23 @@ pub fn check_plot_path(path: &Path) -> Result<()> {
             dir.display()
         )));
     }
+    // `symlink_metadata`: a symlink counts as existing, even a dangling one.
+    if !overwrite && path.symlink_metadata().is_ok() {
+        return Err(Error::format(format!(
+            "{} exists (use --force to overwrite)",
+            path.display()
+        )));
+    }
     Ok(())
+}
+
+/// Writes the picture `svg` to `path` through a temporary file renamed into place, so
+/// that a failed or interrupted run leaves no half-written picture; an existing file is
+/// replaced only with `overwrite`.
+pub fn save(path: &Path, svg: &str, overwrite: bool) -> Result<()> {
+    colzip::archive::write_atomically(path, overwrite, |mut file| {
+        Ok(file.write_all(svg.as_bytes())?)
+    })
 }
 
 /// One codec's point in [`plot_codecs`]: its label, compression ratio and speeds.
@@ -47,7 +69,7 @@ pub struct CodecPoint {
 /// Draws `totals` into the SVG file `path`, under `title`: one point per codec, ratio
 /// against compression GB/s on the left and decompression GB/s on the right (log axes).
 pub fn plot_codecs(totals: &[CodecPoint], path: &Path, title: &str) -> Result<()> {
-    check_plot_path(path)?;
+    check_plot_path(path, true)?;
     if totals.is_empty() {
         return Err(Error::format(
             "nothing was measured, so there is nothing to plot",
@@ -55,7 +77,8 @@ pub fn plot_codecs(totals: &[CodecPoint], path: &Path, title: &str) -> Result<()
     }
     let fail =
         |e: &dyn std::fmt::Display| Error::format(format!("cannot draw {}: {e}", path.display()));
-    let whole = SVGBackend::new(path, (1100, 480)).into_drawing_area();
+    let mut svg = String::new();
+    let whole = SVGBackend::with_string(&mut svg, (1100, 480)).into_drawing_area();
     whole.fill(&WHITE).map_err(|e| fail(&e))?;
     let root = whole
         .titled(title, ("sans-serif", 22))
@@ -109,6 +132,7 @@ pub fn plot_codecs(totals: &[CodecPoint], path: &Path, title: &str) -> Result<()
         let labels = place_labels(
             totals.iter().map(|t| t.name.as_str()),
             &points,
+            &[],
             LabelBox {
                 x: xs.start,
                 y: ys.start,
@@ -116,32 +140,13 @@ pub fn plot_codecs(totals: &[CodecPoint], path: &Path, title: &str) -> Result<()
                 h: ys.end - ys.start,
             },
         );
-        for ((total, &point), label) in totals.iter().zip(&points).zip(&labels) {
-            if !label.beside(point) {
-                // A label moved away from its point is joined to it by a line.
-                let end = (
-                    if label.x > point.0 {
-                        label.x
-                    } else {
-                        label.x + label.w
-                    },
-                    label.y + label.h / 2,
-                );
-                whole
-                    .draw(&PathElement::new(vec![point, end], BLACK.mix(0.4)))
-                    .map_err(|e| fail(&e))?;
-            }
-            whole
-                .draw(&Text::new(
-                    total.name.clone(),
-                    (label.x, label.y),
-                    font.clone(),
-                ))
-                .map_err(|e| fail(&e))?;
-        }
+        let texts: Vec<&str> = totals.iter().map(|t| t.name.as_str()).collect();
+        draw_labels(&whole, &texts, &points, &labels, &font).map_err(|e| fail(&e))?;
     }
     whole.present().map_err(|e| fail(&e))?;
-    Ok(())
+    // The drawing areas hold the text until they are dropped.
+    drop((panels, root, whole));
+    save(path, &svg, true)
 }
 
 /// The size of the codecs' labels, and the radius of their points, in pixels.
@@ -194,21 +199,54 @@ impl LabelBox {
     }
 }
 
+/// Draws each of `texts` in its box of `placed` on `area` (whose pixels `points` and
+/// `placed` are in), joined to its point of `points` by a line where it was moved away.
+fn draw_labels<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    texts: &[&str],
+    points: &[(i32, i32)],
+    placed: &[LabelBox],
+    font: &TextStyle,
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    for ((text, &point), label) in texts.iter().zip(points).zip(placed) {
+        if !label.beside(point) {
+            let end = (
+                if label.x > point.0 {
+                    label.x
+                } else {
+                    label.x + label.w
+                },
+                label.y + label.h / 2,
+            );
+            area.draw(&PathElement::new(vec![point, end], BLACK.mix(0.4)))?;
+        }
+        area.draw(&Text::new(
+            text.to_string(),
+            (label.x, label.y),
+            font.clone(),
+        ))?;
+    }
+    Ok(())
+}
+
 /// How far a label starts from its point's centre.
 const LABEL_GAP: i32 = POINT_RADIUS + 3;
 
 /// Where each label goes, in order: right of its point, or left where the right runs
 /// out of `area`, moved down or up a line at a time until it overlaps neither a label
-/// placed before it nor any point. Codecs of similar speed and ratio would otherwise
-/// print their names over each other. A label that fits nowhere (dozens of points in
-/// one spot) stays right of its point.
+/// placed before it nor any point (of `points`, or of `others`: points without a
+/// label). Codecs of similar speed and ratio would otherwise print their names over each
+/// other. A label that fits nowhere (dozens of points in one spot) stays right of its
+/// point.
 fn place_labels<'a>(
     texts: impl Iterator<Item = &'a str>,
     points: &[(i32, i32)],
+    others: &[(i32, i32)],
     area: LabelBox,
 ) -> Vec<LabelBox> {
     let dots: Vec<LabelBox> = points
         .iter()
+        .chain(others)
         .map(|&(x, y)| LabelBox {
             x: x - POINT_RADIUS,
             y: y - POINT_RADIUS,
@@ -260,7 +298,7 @@ pub fn plot_bars(
     path: &Path,
     title: &str,
 ) -> Result<()> {
-    check_plot_path(path)?;
+    check_plot_path(path, true)?;
     if groups.is_empty() || series.is_empty() {
         return Err(Error::format(
             "nothing was measured, so there is nothing to plot",
@@ -277,7 +315,8 @@ pub fn plot_bars(
     let fail =
         |e: &dyn std::fmt::Display| Error::format(format!("cannot draw {}: {e}", path.display()));
     let width = (groups.len() as u32 * (24 + 14 * series.len() as u32)).clamp(640, 2400);
-    let root = SVGBackend::new(path, (width, 480)).into_drawing_area();
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, (width, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
     let max = series
         .iter()
@@ -330,7 +369,21 @@ pub fn plot_bars(
         .draw()
         .map_err(|e| fail(&e))?;
     root.present().map_err(|e| fail(&e))?;
-    Ok(())
+    drop((chart, root));
+    save(path, &svg, true)
+}
+
+/// The texts of an SVG file's `<text>` elements, in order (plotters writes each on a line
+/// of its own inside the element).
+#[cfg(test)]
+pub fn svg_texts(svg: &str) -> Vec<&str> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|piece| {
+            let (_, rest) = piece.split_once('>')?;
+            Some(rest.split("</text>").next()?.trim())
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -351,7 +404,9 @@ mod tests {
         plot_codecs(&totals, &path, "TPC-H SF 0.01").unwrap();
         assert!(std::fs::read_to_string(&path).unwrap().contains("<svg"));
         assert!(plot_codecs(&[], &path, "none").is_err());
-        assert!(check_plot_path(&dir.path().join("codecs.png")).is_err());
+        assert!(check_plot_path(&dir.path().join("codecs.png"), true).is_err());
+        assert!(check_plot_path(&path, false).is_err());
+        assert!(check_plot_path(&path, true).is_ok());
     }
 
     /// The labels' boxes in an SVG file: each `<text x=".." y="..">NAME</text>` whose
@@ -423,6 +478,7 @@ mod tests {
         let placed = place_labels(
             ["gmatch", "bwt"].into_iter(),
             &[(100, 150), (395, 40)],
+            &[],
             area,
         );
         assert!(
@@ -435,7 +491,7 @@ mod tests {
         );
         // Ten at one point: all inside, none over another or over the point.
         let texts = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"];
-        let placed = place_labels(texts.into_iter(), &[(200, 150); 10], area);
+        let placed = place_labels(texts.into_iter(), &[(200, 150); 10], &[], area);
         for (i, one) in placed.iter().enumerate() {
             assert!(one.inside(&area), "{one:?}");
             assert!(placed[i + 1..].iter().all(|other| !one.overlaps(other)));
