@@ -20,7 +20,7 @@ use arrow::array::{
     RecordBatchOptions,
 };
 use arrow::buffer::BooleanBuffer;
-use arrow::compute::filter_record_batch;
+use arrow::compute::{concat, filter_record_batch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
@@ -228,6 +228,10 @@ impl DynamicFilters {
 
     /// `batches` without the rows the filters reject now, and the generation applied (0
     /// when the filters still let every row through). Returns the rows dropped too.
+    ///
+    /// The batches' keys are tested together, not batch by batch: each branch of a
+    /// partitioned join's filter sees its share of the rows, and the fixed cost of
+    /// evaluating it is paid once per window instead of once per batch.
     pub(super) fn apply(
         &self,
         batches: Vec<RecordBatch>,
@@ -235,11 +239,31 @@ impl DynamicFilters {
         let Some(snapshot) = self.snapshot()? else {
             return Ok((batches, 0, 0));
         };
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        let Some(first) = batches.first() else {
+            return Ok((batches, snapshot.generation, 0));
+        };
+        let schema = first.schema();
+        let keys = snapshot
+            .columns()
+            .iter()
+            .map(|&c| match batches.as_slice() {
+                [only] => Ok(only.column(c).clone()),
+                _ => {
+                    let arrays: Vec<&dyn Array> =
+                        batches.iter().map(|b| b.column(c).as_ref()).collect();
+                    Ok(concat(&arrays)?)
+                }
+            })
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        let keep = self.keep(&snapshot, &snapshot.stand_ins(&schema, keys, rows)?)?;
         let mut dropped = 0;
+        let mut at = 0;
         let mut out = Vec::with_capacity(batches.len());
         for batch in batches {
             let rows = batch.num_rows();
-            let keep = self.keep(&snapshot, &batch)?;
+            let keep = keep.slice(at, rows);
+            at += rows;
             let kept = keep.count_set_bits();
             dropped += rows - kept;
             if kept == rows {

@@ -19,12 +19,13 @@ use std::sync::Arc;
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, UInt32Array};
 use arrow::buffer::BooleanBuffer;
 use arrow::compute::{cast, take_record_batch};
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, UInt64Type};
 use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_expr::expressions::{CaseExpr, Column, Literal};
+use datafusion::physical_expr::expressions::{BinaryExpr, CaseExpr, Column, Literal};
 use datafusion::physical_expr::utils::collect_columns;
 
 use super::row_filter::true_rows;
@@ -45,6 +46,9 @@ pub(super) struct RoutedCase {
     routes: Routes,
     /// The test of rows no branch takes (`None`: NULL, which drops them).
     otherwise: Option<Arc<dyn PhysicalExpr>>,
+    /// The routing as `dividend % modulus` (a hash partition's number), when it has that
+    /// form with a positive integer literal for the modulus.
+    remainder: Option<(Arc<dyn PhysicalExpr>, u64)>,
 }
 
 impl RoutedCase {
@@ -68,10 +72,12 @@ impl RoutedCase {
             Some(e) => Some(narrowed(e)?),
             None => None,
         };
+        let routing = narrowed(&routing)?;
         Some(RoutedCase {
             routes: Routes::new(&branches),
             case: filter.clone(),
-            routing: narrowed(&routing)?,
+            remainder: remainder(&routing),
+            routing,
             columns,
             branches,
             otherwise,
@@ -88,27 +94,13 @@ impl RoutedCase {
         let rows = batch.num_rows();
         let whole = batch;
         let batch = whole.project(&self.columns)?;
-        let routed = self.routing.evaluate(&batch)?.into_array(rows)?;
-        if !routed.data_type().is_integer() {
+        let Some(bucket_of) = self.buckets(&batch)? else {
             // Casting other values to integers could match branches they do not equal.
             return Ok(true_rows(&evaluate(&self.case, whole)?));
-        }
-        // Negative values become NULL, which no branch's value equals.
-        let routed = cast(&routed, &DataType::UInt64)?;
-        let routed = routed.as_primitive::<arrow::datatypes::UInt64Type>();
-        let routes = &self.routes;
-        let unrouted = self.branches.len();
+        };
         // The rows ordered by branch (a counting sort), the rows no branch takes (NULL
         // included) last: one gather of the columns, and each branch tests a slice.
-        let bucket_of: Vec<u32> = (0..rows)
-            .map(|row| {
-                if routed.is_null(row) {
-                    unrouted as u32
-                } else {
-                    routes.branch(routed.value(row)).unwrap_or(unrouted) as u32
-                }
-            })
-            .collect();
+        let unrouted = self.branches.len();
         let mut starts = vec![0usize; unrouted + 2];
         for &bucket in &bucket_of {
             starts[bucket as usize + 1] += 1;
@@ -119,8 +111,9 @@ impl RoutedCase {
         let mut next = starts.clone();
         let mut order = vec![0u32; rows];
         for (row, &bucket) in bucket_of.iter().enumerate() {
-            order[next[bucket as usize]] = row as u32;
-            next[bucket as usize] += 1;
+            let at = &mut next[bucket as usize];
+            order[*at] = row as u32;
+            *at += 1;
         }
         let order = UInt32Array::from(order);
         let sorted = take_record_batch(&batch, &order)?;
@@ -137,15 +130,57 @@ impl RoutedCase {
                     None => continue,
                 },
             };
-            let answers = evaluate(test, &sorted.slice(start, end - start))?;
+            let answers = true_rows(&evaluate(test, &sorted.slice(start, end - start))?);
             let bits = truths.as_slice_mut();
-            for (i, &row) in order.values()[start..end].iter().enumerate() {
-                if answers.is_valid(i) && answers.value(i) {
-                    arrow::util::bit_util::set_bit(bits, row as usize);
-                }
+            // Only the rows that pass are visited: a join's filter passes few.
+            let rows_of_branch = &order.values()[start..end];
+            for i in answers.set_indices() {
+                arrow::util::bit_util::set_bit(bits, rows_of_branch[i] as usize);
             }
         }
         Ok(BooleanBuffer::new(truths.into(), 0, rows))
+    }
+
+    /// Each row's branch (`branches.len()` for rows no branch takes), or `None` when the
+    /// routing gives no integers. A routing of the form `e % m` (a hash partition's
+    /// number) computes `e` alone and the remainder here, in the same pass.
+    fn buckets(&self, batch: &RecordBatch) -> Result<Option<Vec<u32>>> {
+        let rows = batch.num_rows();
+        let unrouted = self.branches.len() as u32;
+        let routes = &self.routes;
+        if let Some((dividend, modulus)) = &self.remainder {
+            let values = dividend.evaluate(batch)?.into_array(rows)?;
+            if let Some(values) = values.as_primitive_opt::<UInt64Type>()
+                && values.null_count() == 0
+            {
+                let modulus = *modulus;
+                return Ok(Some(
+                    values
+                        .values()
+                        .iter()
+                        .map(|&v| routes.bucket(v % modulus, unrouted))
+                        .collect(),
+                ));
+            }
+        }
+        let routed = self.routing.evaluate(batch)?.into_array(rows)?;
+        if !routed.data_type().is_integer() {
+            return Ok(None);
+        }
+        // Negative values become NULL, which no branch's value equals.
+        let routed = cast(&routed, &DataType::UInt64)?;
+        let routed = routed.as_primitive::<UInt64Type>();
+        Ok(Some(
+            (0..rows)
+                .map(|row| {
+                    if routed.is_null(row) {
+                        unrouted
+                    } else {
+                        routes.bucket(routed.value(row), unrouted)
+                    }
+                })
+                .collect(),
+        ))
     }
 }
 
@@ -168,9 +203,10 @@ fn evaluate(test: &Arc<dyn PhysicalExpr>, batch: &RecordBatch) -> Result<Boolean
 /// Which branch takes a routing value: the first with that value, as in a `CASE`.
 #[derive(Debug)]
 enum Routes {
-    /// By value, for values up to [`Routes::MOST_DIRECT`] (a hash partition's number).
-    Direct(Vec<Option<usize>>),
-    Map(HashMap<u64, usize>),
+    /// By value, for values up to [`Routes::MOST_DIRECT`] (a hash partition's number);
+    /// `u32::MAX` where no branch takes the value.
+    Direct(Vec<u32>),
+    Map(HashMap<u64, u32>),
 }
 
 impl Routes {
@@ -179,26 +215,44 @@ impl Routes {
     fn new(branches: &[(u64, Arc<dyn PhysicalExpr>)]) -> Routes {
         let largest = branches.iter().map(|(v, _)| *v).max().unwrap_or(0);
         if largest < Self::MOST_DIRECT {
-            let mut direct = vec![None; largest as usize + 1];
+            let mut direct = vec![u32::MAX; largest as usize + 1];
             for (i, (value, _)) in branches.iter().enumerate().rev() {
-                direct[*value as usize] = Some(i);
+                direct[*value as usize] = i as u32;
             }
             Routes::Direct(direct)
         } else {
             let mut map = HashMap::with_capacity(branches.len());
             for (i, (value, _)) in branches.iter().enumerate() {
-                map.entry(*value).or_insert(i);
+                map.entry(*value).or_insert(i as u32);
             }
             Routes::Map(map)
         }
     }
 
-    fn branch(&self, value: u64) -> Option<usize> {
+    /// The branch that takes `value`, or `unrouted` when none does.
+    fn bucket(&self, value: u64, unrouted: u32) -> u32 {
         match self {
-            Routes::Direct(direct) => direct.get(value as usize).copied().flatten(),
-            Routes::Map(map) => map.get(&value).copied(),
+            Routes::Direct(direct) => usize::try_from(value)
+                .ok()
+                .and_then(|v| direct.get(v))
+                .map_or(unrouted, |&b| b.min(unrouted)),
+            Routes::Map(map) => map.get(&value).copied().unwrap_or(unrouted),
         }
     }
+}
+
+/// `routing` as `dividend % modulus` with a positive integer literal for the modulus.
+fn remainder(routing: &Arc<dyn PhysicalExpr>) -> Option<(Arc<dyn PhysicalExpr>, u64)> {
+    let binary = routing.downcast_ref::<BinaryExpr>()?;
+    if *binary.op() != Operator::Modulo {
+        return None;
+    }
+    let modulus = binary
+        .right()
+        .downcast_ref::<Literal>()
+        .and_then(|l| routing_value(l.value()))
+        .filter(|&m| m > 0)?;
+    Some((binary.left().clone(), modulus))
 }
 
 /// A routing value as the branch compares it: a non-negative integer.
@@ -239,7 +293,6 @@ mod tests {
     use super::*;
     use arrow::array::{ArrayRef, Int64Array, StringArray};
     use arrow::datatypes::{Field, Schema};
-    use datafusion::logical_expr::Operator;
     use datafusion::physical_expr::expressions::{binary, case, col, is_null, lit};
 
     fn batch(keys: Vec<Option<i64>>) -> RecordBatch {
@@ -345,6 +398,55 @@ mod tests {
         let got: Vec<bool> = routed.truths(&keyed).unwrap().iter().collect();
         assert_eq!(got, expected(&large, &keyed));
         assert_eq!(got, [true, true, true, false, true, false, false]);
+    }
+
+    /// A routing of unsigned values modulo a literal, as a hash partitioning's, is computed
+    /// in one pass (the remainder taken while bucketing): its answers are the `CASE`'s own,
+    /// for values above `i64::MAX`, a modulus that no branch covers fully, and NULLs (which
+    /// take the general path).
+    #[test]
+    fn unsigned_remainder_routing_equals_the_case_expressions_own() {
+        use arrow::array::UInt64Array;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("other", DataType::Utf8, true),
+            Field::new("h", DataType::UInt64, true),
+        ]));
+        let h = || col("h", &schema).unwrap();
+        let routing = binary(h(), Operator::Modulo, lit(6u64), &schema).unwrap();
+        let over = |v: u64| binary(h(), Operator::Gt, lit(v), &schema).unwrap();
+        let filter = case(
+            Some(routing),
+            vec![
+                (lit(0u64), over(1 << 40)),
+                (lit(2u64), lit(true)),
+                (lit(5u64), over(100)),
+                (lit(2u64), lit(false)),
+            ],
+            Some(lit(false)),
+        )
+        .unwrap();
+        let routed = RoutedCase::of(&filter).expect("a routed CASE");
+        assert!(routed.remainder.is_some());
+        let values: Vec<u64> = (0..500u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i << 3))
+            .chain([u64::MAX, u64::MAX - 1, 0, 1 << 63, 6 * 1000 + 5])
+            .collect();
+        for nulls in [false, true] {
+            let keys: UInt64Array = values
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| (!nulls || i % 9 != 4).then_some(v))
+                .collect();
+            let rows = keys.len();
+            let other: ArrayRef = Arc::new(StringArray::from_iter_values(
+                (0..rows).map(|i| format!("r{i}")),
+            ));
+            let batch = RecordBatch::try_new(schema.clone(), vec![other, Arc::new(keys)]).unwrap();
+            let got: Vec<bool> = routed.truths(&batch).unwrap().iter().collect();
+            let want = expected(&filter, &batch);
+            assert_eq!(got, want, "nulls: {nulls}");
+            assert!(want.iter().any(|&b| b) && want.iter().any(|&b| !b));
+        }
     }
 
     #[test]

@@ -207,7 +207,7 @@ impl ExecutionPlan for FixedPointAggregateExec {
                             timer.done();
                             match update {
                                 Ok(Some(full)) => {
-                                    baseline.record_output(full.num_rows());
+                                    record_batch(&baseline, &full);
                                     return Some((Ok(full), (input, Some(state), baseline)));
                                 }
                                 Ok(None) => {}
@@ -220,7 +220,7 @@ impl ExecutionPlan for FixedPointAggregateExec {
                             let last = state.emit();
                             timer.done();
                             if let Ok(batch) = &last {
-                                baseline.record_output(batch.num_rows());
+                                record_batch(&baseline, batch);
                             }
                             return Some((last, (input, None, baseline)));
                         }
@@ -323,4 +323,11 @@ impl Aggregation {
             .collect::<Result<Vec<_>>>()?;
         Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
     }
+}
+
+/// Counts an emitted batch and its rows in the operator's `output_rows` and
+/// `output_batches`, as DataFusion's own operators do.
+fn record_batch(baseline: &BaselineMetrics, batch: &RecordBatch) {
+    baseline.record_output(batch.num_rows());
+    baseline.output_batches().add(1);
 }
