@@ -1,6 +1,6 @@
 //! Every GPU of a host: a batch splits across the devices and the bytes do not depend
 //! on how many ran, nor do the partial states of colzip's chunked aggregates (whose
-//! chunks take the devices in turn). These tests need two GPUs; with fewer they say they
+//! chunks take the devices in turn). These tests need two GPUs or more; with fewer they say they
 //! were skipped (with `COLZIP_REQUIRE_GPUS=2`, on a machine that has them, that is a
 //! failure).
 
@@ -10,10 +10,11 @@ use colzip::codec::{Codec, CodecId, CodecSpec, Placement};
 use common::{Rng, gpus_or_skip};
 
 /// Buffers of varied sizes and contents, together well over the bytes at which a batch
-/// splits across two devices.
-fn buffers() -> Vec<Vec<u8>> {
+/// splits across `devices` devices (a share under 64 MiB stays on fewer devices): six
+/// buffers of 12-16 MiB per device.
+fn buffers(devices: usize) -> Vec<Vec<u8>> {
     let mut rng = Rng(17);
-    (0..12)
+    (0..6 * devices.max(2))
         .map(|i| {
             let len = (12 << 20) + rng.below(4 << 20) as usize + i;
             (0..len)
@@ -40,7 +41,7 @@ fn every_gpu_writes_the_bytes_of_one() {
     let Some(gpus) = gpus_or_skip("every_gpu_writes_the_bytes_of_one", 2) else {
         return;
     };
-    let data = buffers();
+    let data = buffers(gpus.len());
     let inputs: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
     let lens: Vec<usize> = data.iter().map(Vec::len).collect();
     let all = Placement::on_all(gpus);
@@ -92,7 +93,7 @@ fn an_error_on_one_device_fails_the_batch() {
     let Some(gpus) = gpus_or_skip("an_error_on_one_device_fails_the_batch", 2) else {
         return;
     };
-    let data = buffers();
+    let data = buffers(gpus.len());
     let inputs: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
     let lens: Vec<usize> = data.iter().map(Vec::len).collect();
     let codec = codecs(&data[0])[0];
