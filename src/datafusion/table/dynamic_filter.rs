@@ -476,6 +476,65 @@ mod tests {
         assert_eq!((out[0].num_rows(), dropped), (10, 90));
     }
 
+    /// The batches of a window are tested together: each keeps exactly its own rows that
+    /// pass, in order, a wholly rejected batch is left out, and a batch that loses no row
+    /// (an empty one too) is handed on as it was.
+    #[test]
+    fn a_windows_batches_are_tested_together_and_each_keeps_its_own_rows() {
+        let (filter, filters) = dynamic();
+        let schema = batch(0..1).schema();
+        let routing = binary(
+            col("a", &schema).unwrap(),
+            Operator::Modulo,
+            lit(3i64),
+            &schema,
+        )
+        .unwrap();
+        // The CASE's own answer: a branch's test where one takes the row, else the ELSE's.
+        let passes = |v: i64| match v % 3 {
+            0 => v < 40,
+            2 => v >= 70,
+            _ => v < 3,
+        };
+        let by_case = case(
+            Some(routing),
+            vec![
+                (lit(0i64), compare(Operator::Lt, 40)),
+                (lit(2i64), compare(Operator::GtEq, 70)),
+            ],
+            Some(compare(Operator::Lt, 3)),
+        )
+        .unwrap();
+        filter.update(by_case).unwrap();
+        let spans = [0..2, 3..3, 2..37, 41..43, 37..41, 43..120, 120..121];
+        let batches: Vec<RecordBatch> = spans.iter().map(|r| batch(r.clone())).collect();
+        let untouched = batches[0].column(0).clone();
+        let (out, generation, dropped) = filters.apply(batches).unwrap();
+        assert_ne!(generation, 0);
+        let expected: Vec<Vec<i64>> = spans
+            .iter()
+            .filter_map(|r| {
+                let kept: Vec<i64> = r.clone().filter(|&v| passes(v)).collect();
+                (r.is_empty() || !kept.is_empty()).then_some(kept)
+            })
+            .collect();
+        let got: Vec<Vec<i64>> = out
+            .iter()
+            .map(|b| {
+                b.column(0)
+                    .as_primitive::<arrow::datatypes::Int64Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        assert_eq!(got, expected);
+        let total: usize = spans.iter().map(|r| r.clone().count()).sum();
+        let kept: usize = expected.iter().map(Vec::len).sum();
+        assert_eq!(dropped, total - kept);
+        // 0..2 passes whole: the same array, not a filtered copy.
+        assert!(Arc::ptr_eq(out[0].column(0), &untouched));
+    }
+
     #[test]
     fn a_partitioned_joins_filter_is_tested_by_routing_when_asked_and_a_deeper_case_left_out() {
         let (filter, filters) = dynamic();
