@@ -7,9 +7,23 @@ use std::process::{Command, Output, Stdio};
 /// A command running the `colzip` binary, to be given its arguments.
 #[allow(dead_code)]
 pub fn command() -> Command {
+    use std::os::unix::process::CommandExt;
     let mut command = Command::new(env!("CARGO_BIN_EXE_colzip"));
     // The panic hook would print the default report too with backtraces asked for.
     command.env_remove("RUST_BACKTRACE");
+    // colzip leaves alone a signal its parent set to be ignored, as shells expect, and a
+    // test run under `nohup` or put in the background by a shell without job control
+    // inherits SIGHUP or SIGINT ignored. colzip starts with the default actions, so the
+    // signals the tests send reach its handlers (or else a test waits forever).
+    // SAFETY: `signal` is async-signal-safe, and nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
     command
 }
 
