@@ -16,7 +16,7 @@
 //!
 //! Each query runs once to warm up, then [`Config::runs`] timed runs (planning and
 //! execution; the median counts). Every run's result, the warm-up's included, is compared
-//! with the reference store's ([`same_result::difference`](same_result::difference): values as printed, floats with a
+//! with the reference store's ([`same_result::difference`]: values as printed, floats with a
 //! relative tolerance). The reference ([`Config::reference`]) runs first: by default the
 //! `memory` store; when it is not among the stores asked for, each query runs on it once,
 //! untimed, and it is not reported. With the `parquet` reference no table is held whole

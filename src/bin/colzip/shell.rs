@@ -1,7 +1,7 @@
 //! `colzip sql`'s shell: the statements of `-c`, `--file` or standard input run in a
 //! session and printed (through the library's
 //! [`statements`](colzip::datafusion::session::statements) runner). From a terminal,
-//! the line-editing [`repl`]; from a pipe, a loop reading lines until each statement's
+//! the line-editing [`repl`](mod@repl); from a pipe, a loop reading lines until each statement's
 //! `;` ([`StatementEnd`]), which goes on after errors.
 
 mod bounded;
@@ -136,7 +136,7 @@ fn check_sql_size(bytes: u64, source: &str) -> Result<()> {
 
 /// Runs `input` in `ctx` on a new multi-threaded runtime, printing to stdout (tables of at
 /// most `max_rows` rows). Text and files stop at their first error, which is returned.
-/// From a terminal, the [`repl`] runs (line editing, history, Ctrl-C cancelling a
+/// From a terminal, the [`repl`](fn@repl) runs (line editing, history, Ctrl-C cancelling a
 /// statement). From a piped stdin, errors are printed and reading goes on; failures are
 /// then returned as one error so the exit status shows them. With `timing`, each
 /// statement's row count and time go to stderr ([`timing_line`](colzip::datafusion::session::statements::timing_line)); the terminal shell
