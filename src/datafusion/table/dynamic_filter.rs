@@ -247,13 +247,11 @@ impl DynamicFilters {
         let keys = snapshot
             .columns()
             .iter()
-            .map(|&c| match batches.as_slice() {
-                [only] => Ok(only.column(c).clone()),
-                _ => {
-                    let arrays: Vec<&dyn Array> =
-                        batches.iter().map(|b| b.column(c).as_ref()).collect();
-                    Ok(concat(&arrays)?)
-                }
+            .map(|&c| {
+                // One batch's column is handed back as it is, without a copy.
+                let arrays: Vec<&dyn Array> =
+                    batches.iter().map(|b| b.column(c).as_ref()).collect();
+                Ok(concat(&arrays)?)
             })
             .collect::<Result<Vec<ArrayRef>>>()?;
         let keep = self.keep(&snapshot, &snapshot.stand_ins(&schema, keys, rows)?)?;

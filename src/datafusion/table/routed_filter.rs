@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, UInt32Array};
 use arrow::buffer::BooleanBuffer;
+use arrow::compute::kernels::numeric::rem;
 use arrow::compute::{cast, take_record_batch};
 use arrow::datatypes::{DataType, UInt64Type};
 use datafusion::common::ScalarValue;
@@ -48,7 +49,7 @@ pub(super) struct RoutedCase {
     otherwise: Option<Arc<dyn PhysicalExpr>>,
     /// The routing as `dividend % modulus` (a hash partition's number), when it has that
     /// form with a positive integer literal for the modulus.
-    remainder: Option<(Arc<dyn PhysicalExpr>, u64)>,
+    remainder: Option<Box<Remainder>>,
 }
 
 impl RoutedCase {
@@ -76,7 +77,7 @@ impl RoutedCase {
         Some(RoutedCase {
             routes: Routes::new(&branches),
             case: filter.clone(),
-            remainder: remainder(&routing),
+            remainder: remainder(&routing).map(Box::new),
             routing,
             columns,
             branches,
@@ -143,27 +144,31 @@ impl RoutedCase {
 
     /// Each row's branch (`branches.len()` for rows no branch takes), or `None` when the
     /// routing gives no integers. A routing of the form `e % m` (a hash partition's
-    /// number) computes `e` alone and the remainder here, in the same pass.
+    /// number) computes `e` alone; unsigned values without NULLs take the remainder here,
+    /// in the same pass, others through Arrow's kernel, as the `CASE` would.
     fn buckets(&self, batch: &RecordBatch) -> Result<Option<Vec<u32>>> {
         let rows = batch.num_rows();
         let unrouted = self.branches.len() as u32;
         let routes = &self.routes;
-        if let Some((dividend, modulus)) = &self.remainder {
-            let values = dividend.evaluate(batch)?.into_array(rows)?;
-            if let Some(values) = values.as_primitive_opt::<UInt64Type>()
-                && values.null_count() == 0
-            {
-                let modulus = *modulus;
-                return Ok(Some(
-                    values
-                        .values()
-                        .iter()
-                        .map(|&v| routes.bucket(v % modulus, unrouted))
-                        .collect(),
-                ));
+        let routed = match &self.remainder {
+            Some(remainder) => {
+                let values = remainder.dividend.evaluate(batch)?.into_array(rows)?;
+                if let Some(values) = values.as_primitive_opt::<UInt64Type>()
+                    && values.null_count() == 0
+                {
+                    let modulus = remainder.modulus;
+                    return Ok(Some(
+                        values
+                            .values()
+                            .iter()
+                            .map(|&v| routes.bucket(v % modulus, unrouted))
+                            .collect(),
+                    ));
+                }
+                rem(&values, &remainder.literal.to_scalar()?)?
             }
-        }
-        let routed = self.routing.evaluate(batch)?.into_array(rows)?;
+            None => self.routing.evaluate(batch)?.into_array(rows)?,
+        };
         if !routed.data_type().is_integer() {
             return Ok(None);
         }
@@ -241,18 +246,27 @@ impl Routes {
     }
 }
 
+/// A routing `dividend % literal` whose literal is a positive integer (`modulus`).
+#[derive(Debug)]
+struct Remainder {
+    dividend: Arc<dyn PhysicalExpr>,
+    literal: ScalarValue,
+    modulus: u64,
+}
+
 /// `routing` as `dividend % modulus` with a positive integer literal for the modulus.
-fn remainder(routing: &Arc<dyn PhysicalExpr>) -> Option<(Arc<dyn PhysicalExpr>, u64)> {
+fn remainder(routing: &Arc<dyn PhysicalExpr>) -> Option<Remainder> {
     let binary = routing.downcast_ref::<BinaryExpr>()?;
     if *binary.op() != Operator::Modulo {
         return None;
     }
-    let modulus = binary
-        .right()
-        .downcast_ref::<Literal>()
-        .and_then(|l| routing_value(l.value()))
-        .filter(|&m| m > 0)?;
-    Some((binary.left().clone(), modulus))
+    let literal = binary.right().downcast_ref::<Literal>()?.value().clone();
+    let modulus = routing_value(&literal).filter(|&m| m > 0)?;
+    Some(Remainder {
+        dividend: binary.left().clone(),
+        literal,
+        modulus,
+    })
 }
 
 /// A routing value as the branch compares it: a non-negative integer.
